@@ -1,0 +1,191 @@
+/* cubincache/binfmt.h: readers for what nvcc produces, with no CUDA install:
+ * cubin ELF, fatbin containers (LZ4 and zstd payloads), PTX text, and host
+ * ELF files carrying .nv_fatbin / __nv_relfatbin.
+ *
+ * Every reader takes (data, len, name): `name` (may be NULL) is the file
+ * name used in error messages. Every offset and size read from the input is
+ * checked against `len` before use; malformed input gives CBC_E_FORMAT and
+ * a message naming the file, the byte offset and what was expected. Results
+ * may point into `data`: they are valid while `data` is. The layouts are
+ * NVIDIA's and undocumented; docs/formats.md records what was measured.
+ */
+#ifndef CUBINCACHE_BINFMT_H
+#define CUBINCACHE_BINFMT_H
+
+#include <cubincache/arch.h>
+#include <cubincache/status.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum cbc_file_type {
+    CBC_FILE_UNKNOWN = 0,
+    CBC_FILE_CUBIN = 1,    /* ELF with e_machine EM_CUDA (190) */
+    CBC_FILE_FATBIN = 2,   /* one or more containers, magic 0xBA55ED50 */
+    CBC_FILE_PTX = 3,      /* text with a .version directive */
+    CBC_FILE_HOST_ELF = 4, /* any other ELF: executable, shared library, object */
+    CBC_FILE_LTOIR = 5     /* NVVM LTO-IR, magic 7f4e43ed */
+};
+
+/* Guesses the type from the first bytes. Never fails. Since 0.1. */
+enum cbc_file_type cbc_binfmt_detect(const uint8_t *data, size_t len);
+const char *cbc_file_type_name(enum cbc_file_type t);
+
+/* ---- cubin --------------------------------------------------------------- */
+
+struct cbc_cubin_func {
+    const char *name; /* points into the input */
+    bool entry;       /* a kernel (__global__), not a device function */
+};
+
+struct cbc_cubin_info {
+    uint8_t osabi;          /* EI_OSABI: 0x33 (V1) or 0x41 (V2) */
+    uint8_t abi_version;    /* EI_ABIVERSION: 7 (V1) or 8 (V2) */
+    uint16_t e_type;        /* 2 ET_EXEC; 1 ET_REL for -rdc */
+    uint32_t e_flags;
+    unsigned sm;            /* 90 for sm_90 */
+    unsigned virtual_arch;  /* the PTX arch it came from; 0 when unknown */
+    uint8_t variant;        /* enum cbc_variant */
+    bool debug;             /* built with -G */
+    const char *tool_cmdline; /* .note.nv.tkinfo command line, or NULL */
+    size_t tool_cmdline_len;
+    struct cbc_cubin_func *funcs; /* FUNC symbols in .text.* sections */
+    size_t n_funcs;
+};
+
+/* Parses a cubin. On success release `out` with cbc_cubin_info_release. */
+enum cbc_status cbc_cubin_parse(const uint8_t *data, size_t len, const char *name,
+                                struct cbc_cubin_info *out, struct cbc_err *err);
+void cbc_cubin_info_release(struct cbc_cubin_info *info);
+/* The target a cubin is for: SASS, its SM and variant. */
+struct cbc_target cbc_cubin_target(const struct cbc_cubin_info *info);
+
+/* ---- PTX ----------------------------------------------------------------- */
+
+struct cbc_ptx_info {
+    unsigned isa;          /* .version 9.0 -> 90 */
+    unsigned arch;         /* .target sm_90a -> 90 */
+    uint8_t variant;       /* from the .target suffix */
+    size_t n_entries;      /* .entry directives */
+};
+
+enum cbc_status cbc_ptx_parse(const uint8_t *data, size_t len, const char *name,
+                              struct cbc_ptx_info *out, struct cbc_err *err);
+struct cbc_target cbc_ptx_target(const struct cbc_ptx_info *info);
+
+/* ---- fatbin -------------------------------------------------------------- */
+
+enum cbc_fatbin_kind { CBC_FATBIN_PTX = 1, CBC_FATBIN_ELF = 2, CBC_FATBIN_LTOIR = 8 };
+enum cbc_compression { CBC_COMPRESS_NONE = 0, CBC_COMPRESS_LZ4 = 1, CBC_COMPRESS_ZSTD = 2 };
+
+#define CBC_FATBIN_FLAG_64BIT 0x1ull
+#define CBC_FATBIN_FLAG_DEBUG 0x2ull
+#define CBC_FATBIN_FLAG_LINUX 0x10ull
+#define CBC_FATBIN_FLAG_LZ4 0x2000ull
+#define CBC_FATBIN_FLAG_ZSTD 0x8000ull
+#define CBC_FATBIN_FLAG_ARCH_A 0x100000ull
+#define CBC_FATBIN_FLAG_ARCH_F 0x200000ull
+
+struct cbc_fatbin_entry {
+    uint16_t kind;             /* enum cbc_fatbin_kind, or an unknown value as read */
+    uint32_t header_size;
+    uint64_t offset;           /* of the entry header, from the start of the input */
+    uint64_t payload_size;     /* stored bytes (padded to 8) */
+    uint32_t compressed_size;  /* exact compressed length; 0 when stored raw */
+    uint64_t uncompressed_size;
+    uint16_t version_major, version_minor; /* ELF: 1.8; PTX: the ISA, e.g. 9.0 */
+    uint32_t arch;             /* 90, 100, 121: no suffix here */
+    uint64_t flags;
+    uint8_t variant;           /* from flags 0x100000 / 0x200000 */
+    uint8_t compression;       /* enum cbc_compression */
+    size_t container;          /* index of its container */
+    const uint8_t *payload;    /* stored bytes, inside the input */
+};
+
+struct cbc_fatbin {
+    struct cbc_fatbin_entry *entries;
+    size_t n;
+    size_t n_containers;
+};
+
+/* Parses one or more containers laid back to back (zero padding between
+ * them is skipped). `base` is added to reported offsets, for containers
+ * inside a host ELF section. */
+enum cbc_status cbc_fatbin_parse(const uint8_t *data, size_t len, uint64_t base, const char *name,
+                                 struct cbc_fatbin *out, struct cbc_err *err);
+void cbc_fatbin_release(struct cbc_fatbin *fb);
+
+/* The entry's payload as the driver would see it: decompressed when the
+ * entry is LZ4 or zstd, with padding dropped for uncompressed ELF. *out is
+ * malloc'd. Refuses (CBC_E_FORMAT) outputs over 1 GiB and sizes that lie. */
+enum cbc_status cbc_fatbin_entry_payload(const struct cbc_fatbin_entry *e, const char *name,
+                                         uint8_t **out, size_t *out_len, struct cbc_err *err);
+
+const char *cbc_fatbin_kind_name(uint16_t kind);
+const char *cbc_compression_name(uint8_t c);
+
+/* ---- host ELF ------------------------------------------------------------ */
+
+struct cbc_host_section {
+    bool present;
+    uint64_t offset, size;
+};
+
+struct cbc_host_elf {
+    uint16_t e_type;    /* 1 object, 2 executable, 3 shared object / PIE */
+    uint16_t e_machine;
+    struct cbc_host_section nv_fatbin;   /* .nv_fatbin: containers the runtime registers */
+    struct cbc_host_section nv_relfatbin; /* __nv_relfatbin: -rdc objects, for nvlink */
+};
+
+enum cbc_status cbc_host_elf_parse(const uint8_t *data, size_t len, const char *name,
+                                   struct cbc_host_elf *out, struct cbc_err *err);
+
+/* ---- every image of any file --------------------------------------------- */
+
+/* One loadable (or not) image, whatever file it came from. */
+struct cbc_image {
+    uint16_t fatbin_kind;       /* enum cbc_fatbin_kind (a cubin or PTX file maps to ELF / PTX) */
+    struct cbc_target target;   /* SASS or PTX, arch and variant */
+    unsigned ptx_isa;           /* PTX ISA as 10*major+minor; 0 for SASS or unknown */
+    uint64_t offset;            /* where it starts in the file */
+    uint64_t size;              /* stored size */
+    uint64_t uncompressed_size; /* 0 when stored raw */
+    uint8_t compression;        /* enum cbc_compression */
+    bool debug;
+    const char *section;        /* ".nv_fatbin", "__nv_relfatbin" or NULL */
+    size_t container;
+};
+
+struct cbc_image_list {
+    enum cbc_file_type type;
+    struct cbc_image *v;
+    size_t n;
+};
+
+/* Lists every image of a cubin, PTX file, fatbin or host ELF. A host ELF
+ * with no CUDA sections gives an empty list, not an error. */
+enum cbc_status cbc_binfmt_images(const uint8_t *data, size_t len, const char *name,
+                                  struct cbc_image_list *out, struct cbc_err *err);
+void cbc_image_list_release(struct cbc_image_list *l);
+
+/* ---- label verification -------------------------------------------------- */
+
+/* Checks that `data` really is an image for `want`: a cubin whose ELF says
+ * that SM and variant, or PTX whose .target says that arch and variant.
+ * CBC_E_VERIFY with a message naming what the bytes say when they disagree
+ * (the "mislabeled cubin" case); CBC_E_FORMAT when they do not parse.
+ * *found (may be NULL) receives what the bytes say. */
+enum cbc_status cbc_binfmt_verify_target(const uint8_t *data, size_t len,
+                                         const struct cbc_target *want, const char *name,
+                                         struct cbc_target *found, struct cbc_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

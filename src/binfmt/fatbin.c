@@ -1,0 +1,236 @@
+/* fatbin.c: fatbin containers and their entries, LZ4 and zstd payloads.
+ *
+ * Layout (all little-endian; docs/formats.md has the full table):
+ *   container: u32 magic 0xBA55ED50, u16 version 1, u16 header size (16),
+ *              u64 size of the entries that follow
+ *   entry:     u16 kind, u16 0x0101, u32 header size (>= 64), u64 payload
+ *              size, u32 compressed size, u32 options offset, u16 minor,
+ *              u16 major, u32 arch, u32 name offset, u32 name length,
+ *              u64 flags, u64 0, u64 uncompressed size; then the payload
+ * Containers may follow each other directly or after zero padding, as in a
+ * host's .nv_fatbin. Every size is checked against its container before use.
+ */
+#include "binfmt_int.h"
+
+#include <lz4.h>
+#include <stdlib.h>
+#include <zstd.h>
+
+#define FATBIN_MAGIC 0xBA55ED50u
+#define ENTRY_MIN_HEADER 64
+#define MAX_PAYLOAD (1ull << 30)
+
+const char *cbc_fatbin_kind_name(uint16_t kind)
+{
+    switch (kind) {
+    case CBC_FATBIN_PTX: return "PTX";
+    case CBC_FATBIN_ELF: return "ELF";
+    case CBC_FATBIN_LTOIR: return "LTO-IR";
+    default: return "unknown";
+    }
+}
+
+const char *cbc_compression_name(uint8_t c)
+{
+    switch (c) {
+    case CBC_COMPRESS_LZ4: return "lz4";
+    case CBC_COMPRESS_ZSTD: return "zstd";
+    default: return "none";
+    }
+}
+
+static enum cbc_status add_entry(struct cbc_fatbin *fb, size_t *cap, const struct cbc_fatbin_entry *e,
+                                 struct cbc_err *err)
+{
+    if (fb->n == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        struct cbc_fatbin_entry *v = cbc_reallocarray(fb->entries, c, sizeof *v);
+        if (!v)
+            return cbc_err_oom(err);
+        fb->entries = v;
+        *cap = c;
+    }
+    fb->entries[fb->n++] = *e;
+    return CBC_OK;
+}
+
+static enum cbc_status parse_entries(const uint8_t *data, uint64_t start, uint64_t end, uint64_t base,
+                                     const char *name, size_t container, struct cbc_fatbin *fb,
+                                     size_t *cap, struct cbc_err *err)
+{
+    uint64_t e = start;
+    while (e < end) {
+        if (end - e < ENTRY_MIN_HEADER)
+            return cbc_fmt_err(err, CBC_E_FORMAT, name, base + e,
+                               "entry header needs %d bytes, %llu left in the container",
+                               ENTRY_MIN_HEADER, (unsigned long long)(end - e));
+        const uint8_t *h = data + e;
+        struct cbc_fatbin_entry ent = {0};
+        ent.kind = cbc_rd16(h);
+        ent.header_size = cbc_rd32(h + 4);
+        ent.payload_size = cbc_rd64(h + 8);
+        ent.compressed_size = cbc_rd32(h + 16);
+        ent.version_minor = cbc_rd16(h + 24);
+        ent.version_major = cbc_rd16(h + 26);
+        ent.arch = cbc_rd32(h + 28);
+        ent.flags = cbc_rd64(h + 40);
+        ent.uncompressed_size = cbc_rd64(h + 56);
+        ent.offset = base + e;
+        ent.container = container;
+        if (ent.header_size < ENTRY_MIN_HEADER || ent.header_size > end - e)
+            return cbc_fmt_err(err, CBC_E_FORMAT, name, base + e + 4,
+                               "entry header size %u is outside [%d, %llu]", ent.header_size,
+                               ENTRY_MIN_HEADER, (unsigned long long)(end - e));
+        if (ent.payload_size > end - e - ent.header_size)
+            return cbc_fmt_err(err, CBC_E_FORMAT, name, base + e + 8,
+                               "entry payload size %llu runs past the container (%llu bytes left)",
+                               (unsigned long long)ent.payload_size,
+                               (unsigned long long)(end - e - ent.header_size));
+        bool lz4 = ent.flags & CBC_FATBIN_FLAG_LZ4, zstd = ent.flags & CBC_FATBIN_FLAG_ZSTD;
+        if (lz4 && zstd)
+            return cbc_fmt_err(err, CBC_E_FORMAT, name, base + e + 40,
+                               "entry flags %#llx claim both LZ4 and zstd compression",
+                               (unsigned long long)ent.flags);
+        ent.compression = lz4 ? CBC_COMPRESS_LZ4 : zstd ? CBC_COMPRESS_ZSTD : CBC_COMPRESS_NONE;
+        if (ent.compression != CBC_COMPRESS_NONE && ent.compressed_size > ent.payload_size)
+            return cbc_fmt_err(err, CBC_E_FORMAT, name, base + e + 16,
+                               "compressed size %u exceeds the stored payload (%llu bytes)",
+                               ent.compressed_size, (unsigned long long)ent.payload_size);
+        ent.variant = (ent.flags & CBC_FATBIN_FLAG_ARCH_A)   ? CBC_VARIANT_A
+                      : (ent.flags & CBC_FATBIN_FLAG_ARCH_F) ? CBC_VARIANT_F
+                                                             : CBC_VARIANT_NONE;
+        ent.payload = data + e + ent.header_size;
+        enum cbc_status st = add_entry(fb, cap, &ent, err);
+        if (st != CBC_OK)
+            return st;
+        e += ent.header_size + ent.payload_size;
+    }
+    return CBC_OK;
+}
+
+enum cbc_status cbc_fatbin_parse(const uint8_t *data, size_t len, uint64_t base, const char *name,
+                                 struct cbc_fatbin *out, struct cbc_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct cbc_fatbin fb = {0};
+    size_t cap = 0;
+    uint64_t off = 0;
+    enum cbc_status st = CBC_OK;
+    while (off < len) {
+        if (fb.n_containers > 0) {
+            /* zero padding between or after containers */
+            while (off < len && data[off] == 0)
+                off++;
+            if (off >= len)
+                break;
+        }
+        if (len - off < 16) {
+            st = cbc_fmt_err(err, CBC_E_FORMAT, name, base + off,
+                             "fatbin container header needs 16 bytes, %llu left",
+                             (unsigned long long)(len - off));
+            goto fail;
+        }
+        uint32_t magic = cbc_rd32(data + off);
+        uint16_t version = cbc_rd16(data + off + 4), hsize = cbc_rd16(data + off + 6);
+        uint64_t size = cbc_rd64(data + off + 8);
+        if (magic != FATBIN_MAGIC) {
+            st = cbc_fmt_err(err, CBC_E_FORMAT, name, base + off,
+                             "expected the fatbin magic 0xba55ed50, found %#x", magic);
+            goto fail;
+        }
+        if (version != 1) {
+            st = cbc_fmt_err(err, CBC_E_UNSUPPORTED, name, base + off + 4,
+                             "fatbin container version %u; only version 1 is known", version);
+            goto fail;
+        }
+        if (hsize < 16 || hsize > len - off) {
+            st = cbc_fmt_err(err, CBC_E_FORMAT, name, base + off + 6,
+                             "container header size %u is outside [16, %llu]", hsize,
+                             (unsigned long long)(len - off));
+            goto fail;
+        }
+        if (size > len - off - hsize) {
+            st = cbc_fmt_err(err, CBC_E_FORMAT, name, base + off + 8,
+                             "container claims %llu bytes of entries, only %llu remain (truncated?)",
+                             (unsigned long long)size, (unsigned long long)(len - off - hsize));
+            goto fail;
+        }
+        st = parse_entries(data, off + hsize, off + hsize + size, base, name, fb.n_containers, &fb,
+                           &cap, err);
+        if (st != CBC_OK)
+            goto fail;
+        fb.n_containers++;
+        off += hsize + size;
+    }
+    if (fb.n_containers == 0) {
+        st = cbc_fmt_err(err, CBC_E_FORMAT, name, base, "empty input: no fatbin container");
+        goto fail;
+    }
+    *out = fb;
+    return CBC_OK;
+fail:
+    free(fb.entries);
+    return st;
+}
+
+void cbc_fatbin_release(struct cbc_fatbin *fb)
+{
+    free(fb->entries);
+    memset(fb, 0, sizeof *fb);
+}
+
+enum cbc_status cbc_fatbin_entry_payload(const struct cbc_fatbin_entry *e, const char *name,
+                                         uint8_t **out, size_t *out_len, struct cbc_err *err)
+{
+    uint64_t at = e->offset + e->header_size;
+    if (e->compression == CBC_COMPRESS_NONE) {
+        uint8_t *p = malloc(e->payload_size ? e->payload_size : 1);
+        if (!p)
+            return cbc_err_oom(err);
+        memcpy(p, e->payload, e->payload_size);
+        *out = p;
+        *out_len = e->payload_size;
+        return CBC_OK;
+    }
+    if (e->uncompressed_size == 0 || e->uncompressed_size > MAX_PAYLOAD)
+        return cbc_fmt_err(err, CBC_E_FORMAT, name, e->offset + 56,
+                           "uncompressed size %llu of a %s entry is not in (0, 1 GiB]",
+                           (unsigned long long)e->uncompressed_size,
+                           cbc_compression_name(e->compression));
+    size_t cap = (size_t)e->uncompressed_size;
+    uint8_t *p = malloc(cap);
+    if (!p)
+        return cbc_err_oom(err);
+    size_t got = 0;
+    if (e->compression == CBC_COMPRESS_LZ4) {
+        if (e->compressed_size > (uint32_t)INT32_MAX) {
+            free(p);
+            return cbc_fmt_err(err, CBC_E_FORMAT, name, e->offset + 16, "LZ4 block too large");
+        }
+        int r = LZ4_decompress_safe((const char *)e->payload, (char *)p, (int)e->compressed_size,
+                                    (int)(cap > INT32_MAX ? INT32_MAX : cap));
+        if (r < 0) {
+            free(p);
+            return cbc_fmt_err(err, CBC_E_FORMAT, name, at,
+                               "LZ4 payload (%u bytes) does not decompress", e->compressed_size);
+        }
+        got = (size_t)r;
+    } else {
+        size_t r = ZSTD_decompress(p, cap, e->payload, e->compressed_size);
+        if (ZSTD_isError(r)) {
+            free(p);
+            return cbc_fmt_err(err, CBC_E_FORMAT, name, at, "zstd payload (%u bytes) does not decompress: %s",
+                               e->compressed_size, ZSTD_getErrorName(r));
+        }
+        got = r;
+    }
+    if (got != cap) {
+        free(p);
+        return cbc_fmt_err(err, CBC_E_FORMAT, name, e->offset + 56,
+                           "entry decompresses to %zu bytes but its header says %llu", got,
+                           (unsigned long long)e->uncompressed_size);
+    }
+    *out = p;
+    *out_len = got;
+    return CBC_OK;
+}

@@ -1,0 +1,912 @@
+/* build.c: the build engine (contract in build.h).
+ *
+ * Phases: (1) options, toolchain identity and arch resolution; (2) per
+ * target lookup: direct key, dependency record, result key, verified store
+ * entry; (3) nvcc for the misses, at most `jobs` at a time, each writing into
+ * a private temporary directory, its output verified to be code for its
+ * target; (4) store the new entries and records; (5) write the bundle,
+ * images first and the manifest last, each only if its bytes changed.
+ *
+ * A file that changes while nvcc runs (its mtime or ctime is later than the
+ * compile's start) makes that result uncacheable: it is used for this build
+ * but not stored, since the hash taken afterwards may not be what nvcc read.
+ */
+#include "build.h"
+
+#include "archspec.h"
+#include "direct.h"
+#include "key.h"
+#include "manifest.h"
+#include "store.h"
+
+#include <cubincache/binfmt.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum tstate_kind { T_PENDING, T_HIT, T_MISS };
+
+struct tstate {
+    struct cbc_target t;
+    char name[CBC_TARGET_NAME_MAX];
+    char *file; /* NAME.<target>.cubin|ptx */
+    struct cbc_hash direct_key, result_key;
+    struct cbc_direct_rec rec;
+    bool refresh_rec;
+    long matched;
+    enum tstate_kind state;
+    char dropped_why[CBC_ERR_MSG_MAX];
+    bool dropped;
+    uint8_t *data;
+    size_t len;
+    struct cbc_dep *deps;
+    size_t n_deps;
+    /* compile */
+    pid_t pid;
+    char *tmp_out, *tmp_dep, *tmp_log;
+    int exit_code;
+    bool cacheable;
+};
+
+struct ctx {
+    const struct cbc_build_opts *o;
+    struct cbc_err *err;
+    struct cbc_store *store;
+    struct cbc_toolchain tc;
+    struct cbc_arch_choice arch;
+    struct cbc_filememo *memo;
+    char *source;
+    struct cbc_hash source_hash;
+    struct cbc_stamp source_stamp;
+    char *cwd, *out_dir, *name, *nvcc, *tmpdir, *ccbin;
+    const char *env[CBC_KEY_ENV_COUNT];
+    const char *compute_cap;
+    struct cbc_manifest prev;
+    bool have_prev;
+    struct tstate *ts;
+    size_t n;
+    bool warned_store;
+};
+
+CBC_PRINTF(3, 4)
+static void say(struct ctx *c, enum cbc_msg_kind kind, const char *fmt, ...)
+{
+    if (!c->o->msg)
+        return;
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    c->o->msg(c->o->msg_ctx, kind, buf);
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+/* Flags that would fight the driver for control of the output. */
+static const char *const reserved_flags[] = {
+    "-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code", "--gpu-code",
+    "-o", "--output-file", "-cubin", "--cubin", "-ptx", "--ptx", "-fatbin", "--fatbin",
+    "-c", "--compile", "-E", "--preprocess", "-M", "-MD", "-MMD", "-MF", "-MT", "-MP",
+    "--generate-dependencies", "--dependency-output", "-dryrun", "--dryrun", "-run", "--run",
+    "-lib", "--lib", "-link", "--link", "-dlink", "--device-link",
+};
+
+static bool flag_matches(const char *flag, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(flag, name, n) == 0 && (flag[n] == '\0' || flag[n] == '=' ||
+                                          (n == 2 && strcmp(name, "-o") == 0 && flag[n]));
+}
+
+static enum cbc_status check_flags(struct ctx *c)
+{
+    const struct cbc_build_opts *o = c->o;
+    for (size_t i = 0; i < o->n_flags; i++) {
+        const char *f = o->flags[i];
+        for (size_t k = 0; k < CBC_ARRAY_LEN(reserved_flags); k++) {
+            if (!flag_matches(f, reserved_flags[k]))
+                continue;
+            bool arch = k < 6;
+            cbc_err_set(c->err, CBC_E_USAGE, "nvcc flag '%s' after '--' conflicts with what "
+                        "cubincache build controls (%s)", f,
+                        arch ? "the targets" : "outputs and dependency files");
+            return cbc_err_hint(c->err, arch ? "remove it and name the targets with --arch, e.g. "
+                                               "--arch 89,90"
+                                             : "remove it: use -o DIR, -n NAME and --depfile");
+        }
+        if ((!strcmp(f, "-ccbin") || !strcmp(f, "--compiler-bindir")) && i + 1 < o->n_flags)
+            c->ccbin = cbc_strdup(o->flags[i + 1]);
+        else if (!strncmp(f, "-ccbin=", 7))
+            c->ccbin = cbc_strdup(f + 7);
+        else if (!strncmp(f, "--compiler-bindir=", 18))
+            c->ccbin = cbc_strdup(f + 18);
+    }
+    return CBC_OK;
+}
+
+static void key_inputs(const struct ctx *c, const struct tstate *t, struct cbc_key_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    in->target = t->t;
+    in->source = c->source;
+    in->source_hash = c->source_hash;
+    in->deps = t->deps;
+    in->n_deps = t->n_deps;
+    in->nvcc_id = c->tc.nvcc_id;
+    in->host_id = c->tc.host_id;
+    in->flags = c->o->flags;
+    in->n_flags = c->o->n_flags;
+    memcpy(in->env, c->env, sizeof in->env);
+    in->cwd = c->cwd;
+}
+
+/* ---- explain ----------------------------------------------------------- */
+
+static const struct cbc_manifest_entry *prev_entry(const struct ctx *c, const struct cbc_target *t)
+{
+    for (size_t i = 0; c->have_prev && i < c->prev.n; i++)
+        if (cbc_target_eq(&c->prev.entries[i].target, t))
+            return &c->prev.entries[i];
+    return NULL;
+}
+
+static void join_flags(char *const *f, size_t n, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? " " : "", f[i]);
+}
+
+/* Why a target missed, by comparing with the previous manifest in DIR. */
+static void explain_miss(struct ctx *c, const struct tstate *t, char *buf, size_t len)
+{
+    if (t->dropped) {
+        cbc_fmt(buf, len, "the cached entry was bad (%s) and was dropped", t->dropped_why);
+        return;
+    }
+    if (!c->have_prev) {
+        cbc_fmt(buf, len, "no previous build of '%s' in '%s'", c->name, c->out_dir);
+        return;
+    }
+    const struct cbc_manifest_entry *pe = prev_entry(c, &t->t);
+    if (!pe) {
+        const char *was = c->prev.compute_cap, *now = c->compute_cap;
+        if ((was || now) && (!was || !now || strcmp(was, now) != 0))
+            cbc_fmt(buf, len, "new target: CUDA_COMPUTE_CAP %s -> %s", was ? was : "unset",
+                    now ? now : "unset");
+        else
+            cbc_fmt(buf, len, "new target: arch was %s, is now %s",
+                    c->prev.arch_detail ? c->prev.arch_detail : "?",
+                    c->arch.detail ? c->arch.detail : c->arch.spec);
+        return;
+    }
+    if (strcmp(c->prev.source ? c->prev.source : "", c->source) != 0) {
+        cbc_fmt(buf, len, "source path changed: '%s' -> '%s'", c->prev.source, c->source);
+        return;
+    }
+    if (!cbc_hash_eq(&c->prev.source_hash, &c->source_hash)) {
+        cbc_fmt(buf, len, "source '%s' changed", c->source);
+        return;
+    }
+    size_t nd = 0;
+    const struct cbc_dep **deps = cbc_manifest_entry_deps(&c->prev, pe, &nd);
+    for (size_t i = 0; deps && i < nd; i++) {
+        struct cbc_hash h;
+        if (cbc_filememo_hash(c->memo, deps[i]->path, NULL, NULL, 0, &h, NULL, NULL) != CBC_OK) {
+            cbc_fmt(buf, len, "dependency '%s' is gone", deps[i]->path);
+            free(deps);
+            return;
+        }
+        if (!cbc_hash_eq(&h, &deps[i]->hash)) {
+            cbc_fmt(buf, len, "dependency '%s' changed", deps[i]->path);
+            free(deps);
+            return;
+        }
+    }
+    free(deps);
+    if (!cbc_hash_eq(&c->prev.nvcc_id, &c->tc.nvcc_id)) {
+        cbc_fmt(buf, len, "nvcc changed: %s %s -> %s %s", c->prev.nvcc, c->prev.nvcc_version,
+                 c->tc.nvcc, c->tc.version);
+        return;
+    }
+    if (!cbc_hash_eq(&c->prev.host_id, &c->tc.host_id)) {
+        cbc_fmt(buf, len, "host compiler changed: %s -> %s", c->prev.host_cc, c->tc.host_cc);
+        return;
+    }
+    bool same_flags = c->prev.n_flags == c->o->n_flags;
+    for (size_t i = 0; same_flags && i < c->o->n_flags; i++)
+        same_flags = strcmp(c->prev.flags[i], c->o->flags[i]) == 0;
+    if (!same_flags) {
+        char a[512], b[512];
+        join_flags(c->prev.flags, c->prev.n_flags, a, sizeof a);
+        join_flags(c->o->flags, c->o->n_flags, b, sizeof b);
+        cbc_fmt(buf, len, "flags changed: '%s' -> '%s'", a, b);
+        return;
+    }
+    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++) {
+        const char *was = c->prev.env[i], *now = c->env[i];
+        if ((was == NULL) != (now == NULL) || (was && strcmp(was, now) != 0)) {
+            cbc_fmt(buf, len, "%s changed: %s%s%s -> %s%s%s", cbc_key_env_names[i],
+                     was ? "'" : "", was ? was : "unset", was ? "'" : "", now ? "'" : "",
+                     now ? now : "unset", now ? "'" : "");
+            return;
+        }
+    }
+    if (strcmp(c->prev.cwd ? c->prev.cwd : "", c->cwd) != 0) {
+        cbc_fmt(buf, len, "working directory changed: '%s' -> '%s'", c->prev.cwd, c->cwd);
+        return;
+    }
+    cbc_fmt(buf, len, "inputs unchanged since the last build, but the entry is not in this "
+                       "cache (cleared, trimmed, or another cache directory)");
+}
+
+/* ---- lookup ------------------------------------------------------------ */
+
+static enum cbc_status copy_deps_from_cand(struct tstate *t, const struct cbc_direct_cand *cand,
+                                           struct cbc_err *err)
+{
+    t->deps = calloc(cand->n ? cand->n : 1, sizeof *t->deps);
+    if (!t->deps)
+        return cbc_err_oom(err);
+    for (size_t i = 0; i < cand->n; i++) {
+        t->deps[i].path = cbc_strdup(cand->deps[i].path);
+        if (!t->deps[i].path)
+            return cbc_err_oom(err);
+        t->deps[i].hash = cand->deps[i].hash;
+        t->n_deps++;
+    }
+    return CBC_OK;
+}
+
+static void free_deps(struct tstate *t)
+{
+    for (size_t i = 0; i < t->n_deps; i++)
+        free(t->deps[i].path);
+    free(t->deps);
+    t->deps = NULL;
+    t->n_deps = 0;
+}
+
+static enum cbc_status lookup(struct ctx *c, struct tstate *t)
+{
+    struct cbc_key_inputs in;
+    key_inputs(c, t, &in);
+    cbc_key_direct(&in, &t->direct_key);
+    t->matched = -1;
+    t->state = T_MISS;
+    if (!c->store)
+        return CBC_OK;
+    uint8_t *raw;
+    size_t len;
+    if (cbc_store_blob_get(c->store, "direct", &t->direct_key, &raw, &len, NULL) == CBC_OK) {
+        if (cbc_direct_decode(raw, len, &t->rec, NULL) != CBC_OK)
+            say(c, CBC_MSG_NOTE, "%s: unreadable dependency record; it will be rewritten", t->name);
+        free(raw);
+    }
+    t->matched = cbc_direct_match(&t->rec, c->memo, &t->refresh_rec);
+    if (t->matched < 0)
+        return CBC_OK;
+    const struct cbc_direct_cand *cand = &t->rec.c[t->matched];
+    t->result_key = cand->result;
+    enum cbc_lookup r;
+    struct cbc_err e = {0};
+    if (cbc_store_get(c->store, &t->result_key, &t->t, &t->data, &t->len, &r, t->dropped_why,
+                      sizeof t->dropped_why, &e) != CBC_OK) {
+        say(c, CBC_MSG_WARNING, "cannot read the cache entry for %s: %s", t->name, e.msg);
+        return CBC_OK;
+    }
+    if (r == CBC_LOOKUP_DROPPED) {
+        t->dropped = true;
+        say(c, CBC_MSG_WARNING, "cache entry for %s of '%s' was bad (%s); dropped and rebuilt",
+            t->name, c->source, t->dropped_why);
+        return CBC_OK;
+    }
+    if (r == CBC_LOOKUP_HIT) {
+        t->state = T_HIT;
+        return copy_deps_from_cand(t, cand, c->err);
+    }
+    return CBC_OK;
+}
+
+/* ---- compile ------------------------------------------------------------- */
+
+static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
+{
+    t->tmp_out = cbc_asprintf("%s/%s", c->tmpdir, t->file);
+    t->tmp_dep = cbc_asprintf("%s/%s.d", c->tmpdir, t->name);
+    t->tmp_log = cbc_asprintf("%s/%s.log", c->tmpdir, t->name);
+    char v = t->t.variant == CBC_VARIANT_A ? 'a' : t->t.variant == CBC_VARIANT_F ? 'f' : 0;
+    char gencode[96];
+    snprintf(gencode, sizeof gencode, "arch=compute_%u%.1s,code=%s_%u%.1s", (unsigned)t->t.arch,
+             v ? &v : "", t->t.kind == CBC_KIND_PTX ? "compute" : "sm", (unsigned)t->t.arch,
+             v ? &v : "");
+    size_t n = 0, cap = c->o->n_flags + 16;
+    char **argv = calloc(cap, sizeof *argv);
+    if (!t->tmp_out || !t->tmp_dep || !t->tmp_log || !argv) {
+        free(argv);
+        return cbc_err_oom(c->err);
+    }
+    argv[n++] = c->nvcc;
+    for (size_t i = 0; i < c->o->n_flags; i++)
+        argv[n++] = c->o->flags[i];
+    argv[n++] = t->t.kind == CBC_KIND_PTX ? "-ptx" : "-cubin";
+    argv[n++] = "-gencode";
+    argv[n++] = gencode;
+    argv[n++] = "-MD";
+    argv[n++] = "-MF";
+    argv[n++] = t->tmp_dep;
+    argv[n++] = "-o";
+    argv[n++] = t->tmp_out;
+    argv[n++] = c->source;
+    argv[n] = NULL;
+    enum cbc_status st = cbc_proc_spawn(argv, t->tmp_log, t->tmp_log, &t->pid, c->err);
+    free(argv);
+    if (st != CBC_OK)
+        cbc_err_hint(c->err, "check that nvcc ('%s') is installed and executable", c->nvcc);
+    return st;
+}
+
+static struct tstate *by_pid(struct ctx *c, pid_t pid)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->ts[i].pid == pid)
+            return &c->ts[i];
+    return NULL;
+}
+
+static int wait_status_code(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return -1;
+}
+
+static enum cbc_status compile_misses(struct ctx *c, uint64_t *started_ns)
+{
+    int jobs = c->o->jobs > 0 ? c->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs < 1)
+        jobs = 1;
+    size_t next = 0, running = 0;
+    enum cbc_status st = CBC_OK;
+    *started_ns = cbc_now_ns();
+    for (;;) {
+        while (st == CBC_OK && running < (size_t)jobs && next < c->n) {
+            struct tstate *t = &c->ts[next++];
+            if (t->state != T_MISS)
+                continue;
+            st = start_compile(c, t);
+            if (st == CBC_OK)
+                running++;
+        }
+        if (running == 0)
+            break;
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        struct tstate *t = by_pid(c, pid);
+        if (!t)
+            continue;
+        t->exit_code = wait_status_code(status);
+        t->pid = 0;
+        running--;
+    }
+    return st;
+}
+
+/* Shows a compile's output (warnings or errors), labelled by target. */
+static void show_log(struct ctx *c, const struct tstate *t)
+{
+    uint8_t *log = NULL;
+    size_t len = 0;
+    if (cbc_file_read(t->tmp_log, &log, &len, NULL) != CBC_OK || len == 0) {
+        free(log);
+        return;
+    }
+    while (len && (log[len - 1] == '\n' || log[len - 1] == '\r'))
+        log[--len] = '\0';
+    say(c, CBC_MSG_DIAG, "%s", (char *)log);
+    free(log);
+}
+
+static bool changed_since(const char *path, uint64_t t0)
+{
+    struct cbc_stamp s;
+    if (!cbc_stamp_of(path, &s))
+        return true;
+    return s.mtime_ns >= t0 || s.ctime_ns >= t0;
+}
+
+static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t started_ns)
+{
+    enum cbc_status st = cbc_file_read(t->tmp_out, &t->data, &t->len, c->err);
+    if (st != CBC_OK)
+        return cbc_err_set(c->err, CBC_E_COMPILE, "nvcc exited 0 but wrote no %s for %s", t->file,
+                           t->name);
+    struct cbc_err e = {0};
+    st = cbc_binfmt_verify_target(t->data, t->len, &t->t, t->file, NULL, &e);
+    if (st != CBC_OK) {
+        cbc_err_set(c->err, st == CBC_E_VERIFY ? CBC_E_VERIFY : CBC_E_COMPILE,
+                    "nvcc output for %s is not %s code: %s", t->name, t->name, e.msg);
+        return cbc_err_hint(c->err, "something overrides the target: check NVCC_PREPEND_FLAGS, "
+                                    "NVCC_APPEND_FLAGS and the flags after '--' for -arch, -code "
+                                    "or -gencode");
+    }
+    uint8_t *dtext = NULL;
+    size_t dlen = 0;
+    st = cbc_file_read(t->tmp_dep, &dtext, &dlen, c->err);
+    char **paths = NULL;
+    size_t np = 0;
+    if (st == CBC_OK)
+        st = cbc_depfile_parse((const char *)dtext, dlen, c->cwd, c->source, &paths, &np,
+                               t->tmp_dep, c->err);
+    free(dtext);
+    if (st != CBC_OK)
+        return st;
+    t->deps = calloc(np ? np : 1, sizeof *t->deps);
+    if (!t->deps) {
+        cbc_paths_free(paths, np);
+        return cbc_err_oom(c->err);
+    }
+    t->cacheable = !changed_since(c->source, started_ns);
+    struct cbc_direct_cand cand = {0};
+    cand.deps = calloc(np ? np : 1, sizeof *cand.deps);
+    for (size_t i = 0; i < np && st == CBC_OK; i++) {
+        struct cbc_stamp stamp;
+        st = cbc_filememo_hash(c->memo, paths[i], NULL, NULL, 0, &t->deps[i].hash, &stamp, c->err);
+        if (st != CBC_OK)
+            break;
+        t->deps[i].path = paths[i];
+        paths[i] = NULL;
+        t->n_deps++;
+        if (stamp.mtime_ns >= started_ns || stamp.ctime_ns >= started_ns)
+            t->cacheable = false;
+        if (cand.deps) {
+            cand.deps[cand.n].path = cbc_strdup(t->deps[i].path);
+            cand.deps[cand.n].hash = t->deps[i].hash;
+            cand.deps[cand.n].stamp = stamp;
+            cand.n++;
+        }
+    }
+    cbc_paths_free(paths, np);
+    if (st != CBC_OK) {
+        cbc_direct_cand_release(&cand);
+        return st;
+    }
+    struct cbc_key_inputs in;
+    key_inputs(c, t, &in);
+    cbc_key_result(&in, &t->result_key);
+    if (!t->cacheable) {
+        say(c, CBC_MSG_WARNING, "%s: an input changed while nvcc ran; using the result but not "
+                                "caching it", t->name);
+    } else if (c->store) {
+        struct cbc_err e2 = {0};
+        bool ok = cbc_store_put(c->store, &t->result_key, &t->t, t->data, t->len, &e2) == CBC_OK;
+        if (ok && cand.deps) {
+            cand.result = t->result_key;
+            cand.recorded_ns = cbc_now_ns();
+            ok = cbc_direct_push(&t->rec, &cand, &e2) == CBC_OK;
+            size_t rl = 0;
+            uint8_t *rec = ok ? cbc_direct_encode(&t->rec, &rl) : NULL;
+            ok = rec && cbc_store_blob_put(c->store, "direct", &t->direct_key, rec, rl, &e2) ==
+                            CBC_OK;
+            free(rec);
+        }
+        if (!ok && !c->warned_store) {
+            c->warned_store = true;
+            say(c, CBC_MSG_WARNING, "cannot write to the cache in '%s' (%s); compiling without "
+                "caching", cbc_store_root(c->store), e2.msg[0] ? e2.msg : "out of memory");
+        }
+    }
+    cbc_direct_cand_release(&cand);
+    return CBC_OK;
+}
+
+/* After a hit whose stamps had to be re-checked by hashing (a touched
+ * file), store fresh stamps so the next hit reads no file contents. */
+static void refresh_record(struct ctx *c, struct tstate *t)
+{
+    struct cbc_direct_cand *cand = &t->rec.c[t->matched];
+    for (size_t i = 0; i < cand->n; i++) {
+        struct cbc_hash h;
+        cbc_filememo_hash(c->memo, cand->deps[i].path, NULL, NULL, 0, &h, &cand->deps[i].stamp,
+                          NULL);
+    }
+    cand->recorded_ns = cbc_now_ns();
+    size_t len = 0;
+    uint8_t *rec = cbc_direct_encode(&t->rec, &len);
+    if (rec)
+        cbc_store_blob_put(c->store, "direct", &t->direct_key, rec, len, NULL);
+    free(rec);
+}
+
+/* ---- outputs ------------------------------------------------------------- */
+
+static int cmp_dep(const void *a, const void *b)
+{
+    return strcmp(((const struct cbc_dep *)a)->path, ((const struct cbc_dep *)b)->path);
+}
+
+/* The manifest for this build. Borrows strings from c; free only the arrays. */
+static enum cbc_status make_manifest(struct ctx *c, struct cbc_manifest *m)
+{
+    memset(m, 0, sizeof *m);
+    m->name = c->name;
+    m->source = c->source;
+    m->source_hash = c->source_hash;
+    size_t total = 0;
+    for (size_t i = 0; i < c->n; i++)
+        total += c->ts[i].n_deps;
+    m->deps = calloc(total ? total : 1, sizeof *m->deps);
+    m->entries = calloc(c->n ? c->n : 1, sizeof *m->entries);
+    if (!m->deps || !m->entries)
+        return cbc_err_oom(c->err);
+    for (size_t i = 0; i < c->n; i++)
+        for (size_t k = 0; k < c->ts[i].n_deps; k++)
+            m->deps[m->n_deps++] = c->ts[i].deps[k];
+    qsort(m->deps, m->n_deps, sizeof *m->deps, cmp_dep);
+    size_t w = 0;
+    for (size_t r = 0; r < m->n_deps; r++)
+        if (!w || strcmp(m->deps[w - 1].path, m->deps[r].path) != 0)
+            m->deps[w++] = m->deps[r];
+    m->n_deps = w;
+    m->nvcc = c->tc.nvcc;
+    m->nvcc_version = c->tc.version;
+    m->nvcc_id = c->tc.nvcc_id;
+    m->host_cc = c->tc.host_cc;
+    m->host_id = c->tc.host_id;
+    m->flags = (char **)c->o->flags;
+    m->n_flags = c->o->n_flags;
+    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
+        m->env[i] = (char *)c->env[i];
+    m->cwd = c->cwd;
+    m->arch_spec = c->arch.spec;
+    m->arch_rule = (char *)cbc_arch_rule_name(c->arch.rule);
+    m->arch_detail = c->arch.detail ? c->arch.detail : c->arch.spec;
+    m->compute_cap = (char *)c->compute_cap;
+    for (size_t i = 0; i < c->n; i++) {
+        struct tstate *t = &c->ts[i];
+        struct cbc_manifest_entry *e = &m->entries[m->n++];
+        e->target = t->t;
+        e->file = t->file;
+        e->key = t->result_key;
+        cbc_hash_bytes(t->data, t->len, &e->hash);
+        e->size = t->len;
+        if (t->n_deps != m->n_deps) {
+            e->deps = calloc(t->n_deps ? t->n_deps : 1, sizeof *e->deps);
+            if (!e->deps)
+                return cbc_err_oom(c->err);
+            for (size_t k = 0; k < t->n_deps; k++) {
+                struct cbc_dep key = {t->deps[k].path, {{0}}};
+                struct cbc_dep *f = bsearch(&key, m->deps, m->n_deps, sizeof *m->deps, cmp_dep);
+                e->deps[e->n_deps++] = f ? (size_t)(f - m->deps) : 0;
+            }
+        }
+    }
+    return CBC_OK;
+}
+
+static void free_manifest_arrays(struct cbc_manifest *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        free(m->entries[i].deps);
+    free(m->entries);
+    free(m->deps);
+}
+
+static enum cbc_status write_outputs(struct ctx *c, struct cbc_build_result *res)
+{
+    struct cbc_err *err = c->err;
+    enum cbc_status st = cbc_mkdir_p(c->out_dir, 0755, err);
+    if (st != CBC_OK)
+        return st;
+    for (size_t i = 0; i < c->n; i++) {
+        struct tstate *t = &c->ts[i];
+        char *path = cbc_path_join(c->out_dir, t->file);
+        bool changed = false;
+        st = path ? cbc_file_update(path, t->data, t->len, &changed, err) : cbc_err_oom(err);
+        free(path);
+        if (st != CBC_OK)
+            return st;
+        res->written += changed;
+        if (changed && t->state == T_HIT)
+            say(c, CBC_MSG_EXPLAIN, "%s: rewrote %s (it was missing or differed from the cache)",
+                t->name, t->file);
+    }
+    /* outputs of the previous build that this one no longer produces */
+    for (size_t i = 0; c->have_prev && i < c->prev.n; i++) {
+        const struct cbc_manifest_entry *pe = &c->prev.entries[i];
+        bool kept = false;
+        for (size_t k = 0; k < c->n && !kept; k++)
+            kept = strcmp(c->ts[k].file, pe->file) == 0;
+        size_t nl = strlen(c->name);
+        if (kept || strncmp(pe->file, c->name, nl) != 0 || pe->file[nl] != '.')
+            continue;
+        char *path = cbc_path_join(c->out_dir, pe->file);
+        if (path && unlink(path) == 0)
+            say(c, CBC_MSG_EXPLAIN, "removed %s: the target is no longer asked for", pe->file);
+        free(path);
+    }
+    struct cbc_manifest m;
+    st = make_manifest(c, &m);
+    char *text = st == CBC_OK ? cbc_manifest_render(&m) : NULL;
+    if (st == CBC_OK && !text)
+        st = cbc_err_oom(err);
+    if (st == CBC_OK)
+        st = cbc_file_update(res->manifest_path, text, strlen(text), &res->manifest_changed, err);
+    free(text);
+    if (st == CBC_OK && c->o->depfile) {
+        struct cbc_buf b = {0};
+        cbc_depfile_escape(&b, c->o->depfile_target ? c->o->depfile_target : res->manifest_path);
+        cbc_buf_puts(&b, ":");
+        cbc_buf_puts(&b, " \\\n  ");
+        cbc_depfile_escape(&b, c->source);
+        for (size_t i = 0; i < m.n_deps; i++) {
+            cbc_buf_puts(&b, " \\\n  ");
+            cbc_depfile_escape(&b, m.deps[i].path);
+        }
+        cbc_buf_puts(&b, "\n");
+        st = b.oom ? cbc_err_oom(err) : cbc_file_update(c->o->depfile, b.p, b.len, NULL, err);
+        cbc_buf_release(&b);
+    }
+    free_manifest_arrays(&m);
+    return st;
+}
+
+/* ---- the whole build ----------------------------------------------------- */
+
+static enum cbc_status prepare(struct ctx *c)
+{
+    const struct cbc_build_opts *o = c->o;
+    struct cbc_err *err = c->err;
+    if (!o->source || !*o->source)
+        return cbc_err_set(err, CBC_E_USAGE, "no source file given");
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return cbc_err_set(err, CBC_E_IO, "cannot read the working directory: %s",
+                           strerror(errno));
+    c->cwd = cbc_strdup(cwd);
+    c->source = cbc_path_abs(o->source);
+    c->out_dir = cbc_strdup(o->out_dir && *o->out_dir ? o->out_dir : ".");
+    c->name = o->name && *o->name ? cbc_strdup(o->name) : cbc_path_stem(o->source);
+    c->memo = cbc_filememo_new();
+    if (!c->cwd || !c->source || !c->out_dir || !c->name || !c->memo)
+        return cbc_err_oom(err);
+    if (strchr(c->name, '/'))
+        return cbc_err_set(err, CBC_E_USAGE, "--name '%s' must not contain '/'", c->name);
+    if (!cbc_is_file(c->source)) {
+        cbc_err_set(err, CBC_E_NOT_FOUND, "source '%s' does not exist or is not a file",
+                    o->source);
+        return cbc_err_hint(err, "check the path; it is taken relative to '%s'", c->cwd);
+    }
+    enum cbc_status st = check_flags(c);
+    if (st != CBC_OK)
+        return st;
+    c->nvcc = cbc_nvcc_find(o->nvcc, err);
+    if (!c->nvcc)
+        return CBC_E_NVCC;
+    if (!o->no_cache) {
+        char *root = cbc_store_default_root(o->cache_dir);
+        struct cbc_err e = {0};
+        if (cbc_store_open(root, &c->store, &e) != CBC_OK) {
+            say(c, CBC_MSG_WARNING, "%s; compiling without the cache", e.msg);
+            c->store = NULL;
+        }
+        free(root);
+    }
+    st = cbc_toolchain_identify(c->nvcc, c->ccbin, c->store ? cbc_store_tools_dir(c->store) : NULL,
+                                &c->tc, err);
+    if (st != CBC_OK)
+        return st;
+    cbc_key_env_read(c->env);
+    c->compute_cap = getenv("CUDA_COMPUTE_CAP");
+    struct cbc_arch_env aenv = {c->tc.supported, c->tc.n_supported, c->tc.label, c->compute_cap,
+                                NULL};
+    st = cbc_arch_resolve(o->arch ? o->arch : "auto", &aenv, &c->arch, err);
+    if (st != CBC_OK)
+        return st;
+    size_t n = c->arch.n;
+    struct cbc_target ptx = {0};
+    if (o->ptx) {
+        unsigned hi = 0;
+        for (size_t i = 0; i < c->arch.n; i++)
+            hi = c->arch.targets[i].arch > hi ? c->arch.targets[i].arch : hi;
+        ptx = (struct cbc_target){CBC_KIND_PTX, CBC_VARIANT_NONE, (uint16_t)hi};
+        for (size_t i = 0; i < c->arch.n; i++)
+            if (cbc_target_eq(&c->arch.targets[i], &ptx))
+                ptx.kind = 0;
+        if (ptx.kind)
+            n++;
+    }
+    c->ts = calloc(n, sizeof *c->ts);
+    if (!c->ts)
+        return cbc_err_oom(err);
+    for (size_t i = 0; i < n; i++) {
+        struct tstate *t = &c->ts[c->n++];
+        t->t = i < c->arch.n ? c->arch.targets[i] : ptx;
+        cbc_target_name(&t->t, t->name);
+        t->file = cbc_asprintf("%s.%s.%s", c->name, t->name,
+                               t->t.kind == CBC_KIND_PTX ? "ptx" : "cubin");
+        if (!t->file)
+            return cbc_err_oom(err);
+    }
+    return cbc_filememo_hash(c->memo, c->source, NULL, NULL, 0, &c->source_hash, &c->source_stamp,
+                             err);
+}
+
+static void explain_arch(struct ctx *c)
+{
+    char list[512] = "";
+    size_t off = 0;
+    for (size_t i = 0; i < c->n && off < sizeof list; i++)
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", i ? " " : "", c->ts[i].name);
+    say(c, CBC_MSG_EXPLAIN, "arch '%s' -> %s (rule: %s; %s)", c->arch.spec, list,
+        cbc_arch_rule_name(c->arch.rule), c->arch.detail ? c->arch.detail : "as written");
+    if (c->have_prev && c->prev.arch_detail &&
+        (!c->arch.detail || strcmp(c->prev.arch_detail, c->arch.detail) != 0)) {
+        char plist[512] = "";
+        off = 0;
+        for (size_t i = 0; i < c->prev.n && off < sizeof plist; i++) {
+            char nm[CBC_TARGET_NAME_MAX];
+            off += (size_t)snprintf(plist + off, sizeof plist - off, "%s%s", i ? " " : "",
+                                    cbc_target_name(&c->prev.entries[i].target, nm));
+        }
+        say(c, CBC_MSG_EXPLAIN, "the previous build had %s (rule: %s; %s)", plist,
+            c->prev.arch_rule ? c->prev.arch_rule : "?", c->prev.arch_detail);
+    }
+}
+
+static void cleanup(struct ctx *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        struct tstate *t = &c->ts[i];
+        if (t->pid > 0) {
+            kill(t->pid, SIGTERM);
+            cbc_proc_wait(t->pid);
+        }
+        if (t->tmp_out)
+            unlink(t->tmp_out);
+        if (t->tmp_dep)
+            unlink(t->tmp_dep);
+        if (t->tmp_log)
+            unlink(t->tmp_log);
+        free(t->tmp_out);
+        free(t->tmp_dep);
+        free(t->tmp_log);
+        free(t->file);
+        free(t->data);
+        free_deps(t);
+        cbc_direct_release(&t->rec);
+    }
+    free(c->ts);
+    if (c->tmpdir)
+        rmdir(c->tmpdir);
+    free(c->tmpdir);
+    if (c->have_prev)
+        cbc_manifest_release(&c->prev);
+    cbc_arch_choice_release(&c->arch);
+    cbc_toolchain_release(&c->tc);
+    cbc_filememo_free(c->memo);
+    cbc_store_close(c->store);
+    free(c->source);
+    free(c->cwd);
+    free(c->out_dir);
+    free(c->name);
+    free(c->nvcc);
+    free(c->ccbin);
+}
+
+enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_result *res,
+                              struct cbc_err *err)
+{
+    memset(res, 0, sizeof *res);
+    struct ctx c = {.o = o, .err = err};
+    enum cbc_status st = prepare(&c);
+    if (st != CBC_OK)
+        goto out;
+    res->n_targets = c.n;
+    res->manifest_path = cbc_asprintf("%s/%s.manifest.json", c.out_dir, c.name);
+    if (!res->manifest_path) {
+        st = cbc_err_oom(err);
+        goto out;
+    }
+    struct cbc_err pe = {0};
+    if (cbc_is_file(res->manifest_path)) {
+        c.have_prev = cbc_manifest_load(res->manifest_path, &c.prev, &pe) == CBC_OK;
+        if (!c.have_prev)
+            say(&c, CBC_MSG_NOTE, "ignoring the previous manifest: %s", pe.msg);
+    }
+    explain_arch(&c);
+
+    for (size_t i = 0; i < c.n && st == CBC_OK; i++)
+        st = lookup(&c, &c.ts[i]);
+    if (st != CBC_OK)
+        goto out;
+
+    size_t misses = 0;
+    for (size_t i = 0; i < c.n; i++) {
+        struct tstate *t = &c.ts[i];
+        if (t->state == T_HIT) {
+            res->hits++;
+            say(&c, CBC_MSG_EXPLAIN, "%s: hit", t->name);
+        } else {
+            char why[1024];
+            explain_miss(&c, t, why, sizeof why);
+            say(&c, CBC_MSG_EXPLAIN, "%s: miss: %s", t->name, why);
+            misses++;
+        }
+        res->dropped += t->dropped;
+    }
+    res->misses = misses;
+
+    if (misses) {
+        st = cbc_mkdir_p(c.out_dir, 0755, err);
+        if (st != CBC_OK)
+            goto out;
+        c.tmpdir = cbc_asprintf("%s/.%s.cubincache-XXXXXX", c.out_dir, c.name);
+        if (!c.tmpdir || !mkdtemp(c.tmpdir)) {
+            st = c.tmpdir ? cbc_err_set(err, CBC_E_IO, "cannot create a temporary directory in "
+                                        "'%s': %s", c.out_dir, strerror(errno))
+                          : cbc_err_oom(err);
+            free(c.tmpdir);
+            c.tmpdir = NULL;
+            goto out;
+        }
+        uint64_t started;
+        st = compile_misses(&c, &started);
+        size_t failed = 0;
+        for (size_t i = 0; i < c.n; i++) {
+            struct tstate *t = &c.ts[i];
+            if (t->state != T_MISS || !t->tmp_log)
+                continue;
+            show_log(&c, t);
+            if (t->exit_code != 0)
+                failed++;
+        }
+        if (st == CBC_OK && failed) {
+            char first[CBC_TARGET_NAME_MAX] = "";
+            for (size_t i = 0; i < c.n && !first[0]; i++)
+                if (c.ts[i].state == T_MISS && c.ts[i].exit_code != 0)
+                    snprintf(first, sizeof first, "%s", c.ts[i].name);
+            st = cbc_err_set(err, CBC_E_COMPILE, "nvcc failed for %zu of %zu targets of '%s' "
+                             "(first: %s); nothing was written or cached for them",
+                             failed, misses, o->source, first);
+        }
+        for (size_t i = 0; i < c.n && st == CBC_OK; i++)
+            if (c.ts[i].state == T_MISS)
+                st = finish_compile(&c, &c.ts[i], started);
+        if (st != CBC_OK)
+            goto out;
+    }
+    for (size_t i = 0; c.store && i < c.n; i++)
+        if (c.ts[i].state == T_HIT && c.ts[i].refresh_rec)
+            refresh_record(&c, &c.ts[i]);
+    st = write_outputs(&c, res);
+out:
+    if (c.store)
+        cbc_store_count(c.store, res->hits, res->misses, res->dropped);
+    cleanup(&c);
+    return st;
+}
+
+void cbc_build_result_release(struct cbc_build_result *res)
+{
+    free(res->manifest_path);
+    memset(res, 0, sizeof *res);
+}

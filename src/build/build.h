@@ -1,0 +1,63 @@
+/* build.h: one source, many SM targets, one bundle: the engine behind
+ * `cubincache build`.
+ *
+ * For each target: direct key -> dependency record -> result key -> store
+ * entry, verified; on a miss, nvcc runs (misses in parallel) and its output
+ * is verified to be code for the target before it is stored. Then the
+ * bundle is written: DIR/NAME.<target>.cubin|ptx, DIR/NAME.manifest.json and
+ * optionally a depfile, each only when its bytes change, the manifest last.
+ *
+ * Invariants: a failed build (compile error, mislabeled output, bad input)
+ * writes nothing into DIR and stores nothing bad; outputs named by the
+ * previous manifest that the new one drops are removed; the engine reports
+ * through the msg callback and never prints.
+ *
+ * Internal and unstable.
+ */
+#ifndef CBC_BUILD_H
+#define CBC_BUILD_H
+
+#include "common.h"
+
+enum cbc_msg_kind {
+    CBC_MSG_WARNING = 0, /* shown unless -q */
+    CBC_MSG_NOTE = 1,    /* shown with -v */
+    CBC_MSG_EXPLAIN = 2, /* shown with --explain */
+    CBC_MSG_DIAG = 3     /* nvcc's own output, always shown */
+};
+
+struct cbc_build_opts {
+    const char *source;
+    const char *arch;           /* NULL: "auto" */
+    const char *out_dir;        /* NULL: "." */
+    const char *name;           /* NULL: the source's stem */
+    bool ptx;                   /* also emit PTX of the highest arch */
+    const char *depfile;        /* NULL: none */
+    const char *depfile_target; /* NULL: the manifest path as DIR/NAME.manifest.json */
+    const char *nvcc;           /* NULL: $NVCC, PATH, /usr/local/cuda/bin/nvcc */
+    const char *cache_dir;      /* NULL: cbc_store_default_root */
+    int jobs;                   /* <= 0: the number of CPUs */
+    bool no_cache;              /* CUBINCACHE_DISABLE=1 */
+    char *const *flags;         /* after "--" */
+    size_t n_flags;
+    void (*msg)(void *ctx, enum cbc_msg_kind kind, const char *text);
+    void *msg_ctx;
+};
+
+struct cbc_build_result {
+    size_t n_targets;
+    size_t hits, misses, dropped; /* per target */
+    size_t written;               /* image files whose bytes changed */
+    bool manifest_changed;
+    char *manifest_path;          /* malloc'd */
+};
+
+/* CBC_E_USAGE (bad options or flags), CBC_E_NOT_FOUND (source), CBC_E_ARCH,
+ * CBC_E_NVCC (nvcc missing or broken), CBC_E_COMPILE (nvcc failed; its
+ * diagnostics went to msg), CBC_E_VERIFY (nvcc produced code for another
+ * target), CBC_E_IO (the out dir cannot be written). */
+enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_result *res,
+                              struct cbc_err *err);
+void cbc_build_result_release(struct cbc_build_result *res);
+
+#endif

@@ -1,0 +1,168 @@
+/* common.h: the internal helpers every module shares: error setters, a
+ * growable byte buffer, file I/O with atomic publish, path handling, XXH3-128
+ * hashing with a fixed on-disk byte order, explicit-endian readers and
+ * process spawning.
+ *
+ * Internal and unstable: the tools may use it, users of the library must not.
+ * Invariants: functions that allocate return NULL (or CBC_E_NOMEM) on
+ * failure and leave outputs untouched; hashes are stored and printed in
+ * XXH128's canonical (big-endian) form so on-disk keys are the same on every
+ * host; every reader takes (pointer, length) and never reads past the end.
+ */
+#ifndef CBC_COMMON_H
+#define CBC_COMMON_H
+
+#include <cubincache/status.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#if defined(__GNUC__)
+#define CBC_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CBC_PRINTF(a, b)
+#endif
+
+#define CBC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- errors (err.c) ---------------------------------------------------- */
+/* Each returns `status` (or err->status) so callers can `return cbc_err_set(...)`. */
+enum cbc_status cbc_err_set(struct cbc_err *err, enum cbc_status status, const char *fmt, ...)
+    CBC_PRINTF(3, 4);
+enum cbc_status cbc_err_hint(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
+enum cbc_status cbc_err_prefix(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
+enum cbc_status cbc_err_oom(struct cbc_err *err);
+void cbc_err_clear(struct cbc_err *err);
+
+/* ---- growable buffer (buf.c) ------------------------------------------- */
+/* Always NUL-terminated when p != NULL; len excludes the NUL. A failed append
+ * sets `oom` and leaves the content as it was; check it once at the end. */
+struct cbc_buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+void cbc_buf_append(struct cbc_buf *b, const void *data, size_t len);
+void cbc_buf_puts(struct cbc_buf *b, const char *s);
+void cbc_buf_printf(struct cbc_buf *b, const char *fmt, ...) CBC_PRINTF(2, 3);
+void cbc_buf_release(struct cbc_buf *b);
+/* Hands the string over to the caller (NULL if empty or on oom). */
+char *cbc_buf_detach(struct cbc_buf *b);
+
+/* snprintf into a fixed buffer where cutting a long text short is the
+ * intended behaviour (messages); always NUL-terminates. */
+void cbc_fmt(char *buf, size_t len, const char *fmt, ...) CBC_PRINTF(3, 4);
+
+char *cbc_strdup(const char *s);
+char *cbc_strndup(const char *s, size_t n);
+char *cbc_asprintf(const char *fmt, ...) CBC_PRINTF(1, 2);
+void *cbc_reallocarray(void *p, size_t n, size_t size);
+
+/* ---- files (fs.c) ------------------------------------------------------ */
+/* Reads a whole file. *data is malloc'd, NUL-terminated (not counted). */
+enum cbc_status cbc_file_read(const char *path, uint8_t **data, size_t *len, struct cbc_err *err);
+/* Writes through a temporary in the same directory and rename(2): a reader
+ * sees the old file or the whole new one, never a part, even after kill -9.
+ * `mode` is the permission of the new file (e.g. 0644). */
+enum cbc_status cbc_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                                      struct cbc_err *err);
+/* As cbc_file_write_atomic, but leaves the file (and its mtime) alone when it
+ * already holds exactly these bytes. *changed (may be NULL) says which. */
+enum cbc_status cbc_file_update(const char *path, const void *data, size_t len, bool *changed,
+                                struct cbc_err *err);
+/* mkdir -p; existing directories are fine. */
+enum cbc_status cbc_mkdir_p(const char *path, mode_t mode, struct cbc_err *err);
+bool cbc_is_dir(const char *path);
+bool cbc_is_file(const char *path);
+
+/* ---- paths (path.c) ---------------------------------------------------- */
+char *cbc_path_join(const char *a, const char *b);
+/* Lexically normalised absolute path ("." and ".." folded, no symlinks
+ * resolved), relative paths taken against the current directory. */
+char *cbc_path_abs(const char *path);
+char *cbc_path_abs_from(const char *base_dir, const char *path);
+/* Pointer into `path` after the last '/'. */
+const char *cbc_path_base(const char *path);
+/* Directory part ("." when there is none). */
+char *cbc_path_dir(const char *path);
+/* Final component without its last extension ("a/b.cu" -> "b"). */
+char *cbc_path_stem(const char *path);
+/* Finds `name` on $PATH (or returns a copy when it contains '/'); NULL if absent. */
+char *cbc_which(const char *name);
+
+/* ---- hashing (hash.c) -------------------------------------------------- */
+/* XXH3-128 in canonical big-endian byte order: the on-disk and printed form. */
+struct cbc_hash {
+    uint8_t b[16];
+};
+#define CBC_HASH_HEX_LEN 32
+void cbc_hash_bytes(const void *data, size_t len, struct cbc_hash *out);
+void cbc_hash_hex(const struct cbc_hash *h, char out[CBC_HASH_HEX_LEN + 1]);
+/* Parses exactly 32 hex digits; false on anything else. */
+bool cbc_hash_from_hex(const char *hex, struct cbc_hash *out);
+bool cbc_hash_eq(const struct cbc_hash *a, const struct cbc_hash *b);
+/* Streams a file through XXH3-128. */
+enum cbc_status cbc_hash_file(const char *path, struct cbc_hash *out, uint64_t *size,
+                              struct cbc_err *err);
+
+/* A streaming hasher over typed, length-prefixed fields, so that field
+ * boundaries can never be confused ("ab"+"c" differs from "a"+"bc"). */
+struct cbc_hasher;
+struct cbc_hasher *cbc_hasher_new(void);
+void cbc_hasher_free(struct cbc_hasher *h);
+void cbc_hasher_field(struct cbc_hasher *h, uint32_t tag, const void *data, size_t len);
+void cbc_hasher_str(struct cbc_hasher *h, uint32_t tag, const char *s); /* NULL hashes as absent */
+void cbc_hasher_u64(struct cbc_hasher *h, uint32_t tag, uint64_t v);
+void cbc_hasher_hash(struct cbc_hasher *h, uint32_t tag, const struct cbc_hash *v);
+void cbc_hasher_digest(const struct cbc_hasher *h, struct cbc_hash *out);
+
+/* ---- explicit-endian readers (bytes.h style, inline) -------------------- */
+static inline uint16_t cbc_rd16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t cbc_rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t cbc_rd64(const uint8_t *p)
+{
+    return (uint64_t)cbc_rd32(p) | ((uint64_t)cbc_rd32(p + 4) << 32);
+}
+static inline void cbc_wr32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+static inline void cbc_wr64(uint8_t *p, uint64_t v)
+{
+    cbc_wr32(p, (uint32_t)v);
+    cbc_wr32(p + 4, (uint32_t)(v >> 32));
+}
+/* True when [off, off+len) lies inside a buffer of `size` bytes, without
+ * overflow. The one bounds check every parser goes through. */
+static inline bool cbc_in_bounds(uint64_t size, uint64_t off, uint64_t len)
+{
+    return off <= size && len <= size - off;
+}
+
+/* ---- processes (proc.c) ------------------------------------------------ */
+/* Starts argv[0] (searched on PATH when it has no '/') with stdout and
+ * stderr sent to the given files (NULL: inherited; the same path for both
+ * merges them). */
+enum cbc_status cbc_proc_spawn(char *const argv[], const char *stdout_path, const char *stderr_path,
+                               pid_t *pid, struct cbc_err *err);
+/* Waits; returns the exit code, 128+signal for a signal, -1 on wait error. */
+int cbc_proc_wait(pid_t pid);
+/* Runs to completion capturing stdout and stderr together (malloc'd, NUL-terminated). */
+enum cbc_status cbc_proc_run_capture(char *const argv[], char **output, int *exit_code,
+                                     struct cbc_err *err);
+
+/* ---- time -------------------------------------------------------------- */
+uint64_t cbc_now_ns(void); /* CLOCK_REALTIME in nanoseconds */
+
+#endif

@@ -1,0 +1,90 @@
+/* err.c: the status strings and the helpers that fill a struct cbc_err.
+ *
+ * cbc_strerror() is a switch without a default so that -Wswitch flags a new
+ * status without a message. Every setter tolerates a NULL err (the caller
+ * did not want details) and always returns the status it was given, so a
+ * failure can be reported and returned in one statement.
+ */
+#include "common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *cbc_strerror(enum cbc_status status)
+{
+    switch (status) {
+    case CBC_OK: return "success";
+    case CBC_E_NOMEM: return "out of memory";
+    case CBC_E_IO: return "input/output error";
+    case CBC_E_USAGE: return "usage error";
+    case CBC_E_ARCH: return "bad or unsupported arch";
+    case CBC_E_FORMAT: return "malformed input";
+    case CBC_E_NVCC: return "nvcc could not be run";
+    case CBC_E_COMPILE: return "compilation failed";
+    case CBC_E_CACHE: return "cache unusable";
+    case CBC_E_VERIFY: return "verification failed";
+    case CBC_E_NO_IMAGE: return "no image for this GPU";
+    case CBC_E_NO_DRIVER: return "no CUDA driver";
+    case CBC_E_NO_DEVICE: return "no such GPU";
+    case CBC_E_DRIVER: return "CUDA driver error";
+    case CBC_E_NOT_FOUND: return "not found";
+    case CBC_E_NUMERIC: return "non-finite number";
+    case CBC_E_SHAPE: return "shape mismatch";
+    case CBC_E_UNSUPPORTED: return "unsupported";
+    }
+    return "unknown status";
+}
+
+enum cbc_status cbc_err_set(struct cbc_err *err, enum cbc_status status, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        err->status = status;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->remedy[0] = '\0';
+    }
+    return status;
+}
+
+enum cbc_status cbc_err_hint(struct cbc_err *err, const char *fmt, ...)
+{
+    if (!err)
+        return CBC_OK;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->remedy, sizeof err->remedy, fmt, ap);
+    va_end(ap);
+    return err->status;
+}
+
+enum cbc_status cbc_err_prefix(struct cbc_err *err, const char *fmt, ...)
+{
+    if (!err)
+        return CBC_OK;
+    char head[CBC_ERR_MSG_MAX], old[CBC_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    if (snprintf(err->msg, sizeof err->msg, "%s: %s", head, old) >= (int)sizeof err->msg)
+        memcpy(err->msg + sizeof err->msg - 4, "...", 4); /* truncated: say so */
+    return err->status;
+}
+
+void cbc_err_clear(struct cbc_err *err)
+{
+    if (err) {
+        err->status = CBC_OK;
+        err->msg[0] = '\0';
+        err->remedy[0] = '\0';
+    }
+}
+
+enum cbc_status cbc_err_oom(struct cbc_err *err)
+{
+    return cbc_err_set(err, CBC_E_NOMEM, "out of memory");
+}

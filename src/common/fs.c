@@ -1,0 +1,191 @@
+/* fs.c: whole-file reads, atomic publish, write-if-changed and mkdir -p.
+ *
+ * Atomic publish is a temporary file in the destination's own directory
+ * (so rename(2) cannot cross file systems) followed by rename: readers see
+ * the old bytes or all the new ones. A crash can leave a ".<name>.XXXXXX"
+ * temporary behind, never a partial destination. No fsync: durability
+ * against power loss is left to the content hashes the store and `check`
+ * verify on every read, which catch a torn file anyway.
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static mode_t process_umask(void)
+{
+    static int cached = -1;
+    if (cached < 0) {
+        mode_t m = umask(022);
+        umask(m);
+        cached = (int)m;
+    }
+    return (mode_t)cached;
+}
+
+enum cbc_status cbc_file_read(const char *path, uint8_t **data, size_t *len, struct cbc_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return cbc_err_set(err, errno == ENOENT ? CBC_E_NOT_FOUND : CBC_E_IO, "cannot open '%s': %s",
+                           path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return cbc_err_set(err, CBC_E_IO, "cannot stat '%s': %s", path, strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return cbc_err_set(err, CBC_E_IO, "cannot read '%s': it is a directory", path);
+    }
+    size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    uint8_t *p = malloc(cap);
+    if (!p) {
+        close(fd);
+        return cbc_err_oom(err);
+    }
+    size_t n = 0;
+    for (;;) {
+        if (n + 1 >= cap) {
+            uint8_t *q = cap > SIZE_MAX / 2 ? NULL : realloc(p, cap * 2);
+            if (!q) {
+                free(p);
+                close(fd);
+                return cbc_err_oom(err);
+            }
+            p = q;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, p + n, cap - n - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            free(p);
+            close(fd);
+            return cbc_err_set(err, CBC_E_IO, "cannot read '%s': %s", path, strerror(e));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    p[n] = '\0';
+    *data = p;
+    *len = n;
+    return CBC_OK;
+}
+
+static enum cbc_status write_all(int fd, const void *data, size_t len, const char *path,
+                                 struct cbc_err *err)
+{
+    const uint8_t *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return cbc_err_set(err, CBC_E_IO, "cannot write '%s': %s", path, strerror(errno));
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return CBC_OK;
+}
+
+enum cbc_status cbc_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                                      struct cbc_err *err)
+{
+    char *dir = cbc_path_dir(path);
+    char *tmp = dir ? cbc_asprintf("%s/.%s.XXXXXX", dir, cbc_path_base(path)) : NULL;
+    free(dir);
+    if (!tmp)
+        return cbc_err_oom(err);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        enum cbc_status s = cbc_err_set(err, CBC_E_IO, "cannot create a temporary file for '%s': %s",
+                                        path, strerror(errno));
+        free(tmp);
+        return s;
+    }
+    enum cbc_status s = write_all(fd, data, len, path, err);
+    if (s == CBC_OK && fchmod(fd, mode & ~process_umask()) != 0)
+        s = cbc_err_set(err, CBC_E_IO, "cannot set the mode of '%s': %s", path, strerror(errno));
+    if (close(fd) != 0 && s == CBC_OK)
+        s = cbc_err_set(err, CBC_E_IO, "cannot write '%s': %s", path, strerror(errno));
+    if (s == CBC_OK && rename(tmp, path) != 0)
+        s = cbc_err_set(err, CBC_E_IO, "cannot publish '%s': %s", path, strerror(errno));
+    if (s != CBC_OK)
+        unlink(tmp);
+    free(tmp);
+    return s;
+}
+
+enum cbc_status cbc_file_update(const char *path, const void *data, size_t len, bool *changed,
+                                struct cbc_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == (uint64_t)len) {
+        uint8_t *old = NULL;
+        size_t old_len = 0;
+        if (cbc_file_read(path, &old, &old_len, NULL) == CBC_OK && old_len == len &&
+            (len == 0 || memcmp(old, data, len) == 0)) {
+            free(old);
+            if (changed)
+                *changed = false;
+            return CBC_OK;
+        }
+        free(old);
+    }
+    if (changed)
+        *changed = true;
+    return cbc_file_write_atomic(path, data, len, 0644, err);
+}
+
+enum cbc_status cbc_mkdir_p(const char *path, mode_t mode, struct cbc_err *err)
+{
+    char *p = cbc_strdup(path);
+    if (!p)
+        return cbc_err_oom(err);
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        p[--n] = '\0';
+    for (char *s = p + 1;; s++) {
+        char c = *s;
+        if (c == '/' || c == '\0') {
+            *s = '\0';
+            if (mkdir(p, mode) != 0 && errno != EEXIST) {
+                enum cbc_status st = cbc_err_set(err, CBC_E_IO, "cannot create directory '%s': %s",
+                                                 p, strerror(errno));
+                free(p);
+                return st;
+            }
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    bool ok = cbc_is_dir(p);
+    enum cbc_status st =
+        ok ? CBC_OK : cbc_err_set(err, CBC_E_IO, "'%s' exists and is not a directory", p);
+    free(p);
+    return st;
+}
+
+bool cbc_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool cbc_is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}

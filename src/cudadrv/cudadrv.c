@@ -1,0 +1,159 @@
+/* cudadrv.c: dlopen of libcuda.so.1, cuInit, and GPU enumeration.
+ *
+ * Invariant: the table is filled completely or not at all; a missing entry
+ * point is reported as an unusable driver, naming the symbol. The first
+ * outcome (table or error) is cached for the life of the process: cuInit
+ * is not retried, matching the driver's own behaviour.
+ */
+#include "cudadrv.h"
+
+#include "common.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct cbc_cuda g_cuda;
+static bool g_done;
+static struct cbc_err g_err;
+
+#define LOAD(member, sym)                                                                          \
+    do {                                                                                           \
+        *(void **)&cu->member = dlsym(cu->lib, sym);                                               \
+        if (!cu->member)                                                                           \
+            return cbc_err_set(err, CBC_E_NO_DRIVER,                                               \
+                               "the CUDA driver '%s' lacks the entry point %s (driver too old?)",  \
+                               path, sym);                                                         \
+    } while (0)
+
+static enum cbc_status open_driver(struct cbc_cuda *cu, struct cbc_err *err)
+{
+    const char *path = getenv("CUBINCACHE_LIBCUDA");
+    if (!path || !*path)
+        path = "libcuda.so.1";
+    cu->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!cu->lib) {
+        cbc_err_set(err, CBC_E_NO_DRIVER, "cannot load the CUDA driver (%s): %s", path, dlerror());
+        return cbc_err_hint(err, "install the NVIDIA driver or run on a machine with a GPU; "
+                                 "commands that need no GPU (build, check, inspect, select) still work");
+    }
+    LOAD(Init, "cuInit");
+    LOAD(DriverGetVersion, "cuDriverGetVersion");
+    LOAD(GetErrorName, "cuGetErrorName");
+    LOAD(GetErrorString, "cuGetErrorString");
+    LOAD(DeviceGetCount, "cuDeviceGetCount");
+    LOAD(DeviceGet, "cuDeviceGet");
+    LOAD(DeviceGetName, "cuDeviceGetName");
+    LOAD(DeviceGetAttribute, "cuDeviceGetAttribute");
+    LOAD(DeviceTotalMem, "cuDeviceTotalMem_v2");
+    LOAD(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    LOAD(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    LOAD(CtxSetCurrent, "cuCtxSetCurrent");
+    LOAD(CtxGetCurrent, "cuCtxGetCurrent");
+    LOAD(CtxSynchronize, "cuCtxSynchronize");
+    LOAD(ModuleLoadData, "cuModuleLoadData");
+    LOAD(ModuleLoadDataEx, "cuModuleLoadDataEx");
+    LOAD(ModuleUnload, "cuModuleUnload");
+    LOAD(ModuleGetFunction, "cuModuleGetFunction");
+    LOAD(LaunchKernel, "cuLaunchKernel");
+    LOAD(MemAlloc, "cuMemAlloc_v2");
+    LOAD(MemFree, "cuMemFree_v2");
+    LOAD(MemGetInfo, "cuMemGetInfo_v2");
+    LOAD(MemAllocHost, "cuMemAllocHost_v2");
+    LOAD(MemFreeHost, "cuMemFreeHost");
+    LOAD(MemcpyHtoD, "cuMemcpyHtoD_v2");
+    LOAD(MemcpyDtoH, "cuMemcpyDtoH_v2");
+    LOAD(MemcpyDtoD, "cuMemcpyDtoD_v2");
+    LOAD(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    LOAD(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    LOAD(MemsetD32Async, "cuMemsetD32Async");
+    LOAD(StreamCreate, "cuStreamCreate");
+    LOAD(StreamDestroy, "cuStreamDestroy_v2");
+    LOAD(StreamSynchronize, "cuStreamSynchronize");
+    LOAD(EventCreate, "cuEventCreate");
+    LOAD(EventDestroy, "cuEventDestroy_v2");
+    LOAD(EventRecord, "cuEventRecord");
+    LOAD(EventSynchronize, "cuEventSynchronize");
+    LOAD(EventElapsedTime, "cuEventElapsedTime_v2");
+    LOAD(FuncSetAttribute, "cuFuncSetAttribute");
+
+    CUresult rc = cu->Init(0);
+    if (rc != CUDA_SUCCESS) {
+        enum cbc_status st = rc == CUDA_ERROR_NO_DEVICE ? CBC_E_NO_DEVICE : CBC_E_NO_DRIVER;
+        cbc_cuda_fail(cu, rc, st, err, "the CUDA driver did not initialise (cuInit)");
+        return cbc_err_hint(err, rc == CUDA_ERROR_NO_DEVICE
+                                     ? "this machine has a driver but no visible GPU; check "
+                                       "CUDA_VISIBLE_DEVICES and nvidia-smi"
+                                     : "check that the driver matches the kernel module (nvidia-smi)");
+    }
+    rc = cu->DriverGetVersion(&cu->driver_version);
+    if (rc != CUDA_SUCCESS)
+        return cbc_cuda_fail(cu, rc, CBC_E_NO_DRIVER, err, "cuDriverGetVersion");
+    return CBC_OK;
+}
+
+enum cbc_status cbc_cuda_get(const struct cbc_cuda **out, struct cbc_err *err)
+{
+    if (!g_done) {
+        g_done = true;
+        if (open_driver(&g_cuda, &g_err) != CBC_OK && g_cuda.lib) {
+            dlclose(g_cuda.lib);
+            g_cuda.lib = NULL;
+        }
+    }
+    if (g_err.status != CBC_OK) {
+        if (err)
+            *err = g_err;
+        return g_err.status;
+    }
+    *out = &g_cuda;
+    return CBC_OK;
+}
+
+enum cbc_status cbc_cuda_fail(const struct cbc_cuda *cu, CUresult rc, enum cbc_status status,
+                              struct cbc_err *err, const char *what)
+{
+    const char *name = NULL, *text = NULL;
+    if (cu && cu->GetErrorName)
+        cu->GetErrorName(rc, &name);
+    if (cu && cu->GetErrorString)
+        cu->GetErrorString(rc, &text);
+    return cbc_err_set(err, status, "%s: %s (%d): %s", what, name ? name : "CUDA_ERROR_UNKNOWN",
+                       (int)rc, text ? text : "no description");
+}
+
+void cbc_cuda_list_gpus(struct cbc_gpu *gpus, size_t max, size_t *count, char *why, size_t why_len)
+{
+    *count = 0;
+    const struct cbc_cuda *cu;
+    struct cbc_err e = {0};
+    if (cbc_cuda_get(&cu, &e) != CBC_OK) {
+        if (why)
+            snprintf(why, why_len, "%s", e.msg);
+        return;
+    }
+    int n = 0;
+    CUresult rc = cu->DeviceGetCount(&n);
+    if (rc != CUDA_SUCCESS || n <= 0) {
+        if (why) {
+            cbc_cuda_fail(cu, rc, CBC_E_NO_DEVICE, &e, "cuDeviceGetCount");
+            snprintf(why, why_len, "%s", rc == CUDA_SUCCESS ? "the driver reports no GPU" : e.msg);
+        }
+        return;
+    }
+    for (int i = 0; i < n && *count < max; i++) {
+        CUdevice dev;
+        struct cbc_gpu *g = &gpus[*count];
+        memset(g, 0, sizeof *g);
+        if (cu->DeviceGet(&dev, i) != CUDA_SUCCESS)
+            continue;
+        g->ordinal = i;
+        if (cu->DeviceGetName(g->name, (int)sizeof g->name, dev) != CUDA_SUCCESS)
+            snprintf(g->name, sizeof g->name, "GPU %d", i);
+        cu->DeviceGetAttribute(&g->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+        cu->DeviceGetAttribute(&g->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+        cu->DeviceTotalMem(&g->total_mem, dev);
+        (*count)++;
+    }
+}

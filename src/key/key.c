@@ -1,0 +1,87 @@
+/* key.c: result and direct keys.
+ *
+ * Each input is fed as a tagged, length-prefixed field (cbc_hasher_*), so
+ * no two different input sets can produce the same byte stream. The tag
+ * values are part of the on-disk format: changing one is a CBC_KEY_VERSION
+ * bump. Test vectors in tests/unit/test_key.c freeze the result.
+ */
+#include "key.h"
+
+#include <stdlib.h>
+
+const char *const cbc_key_env_names[CBC_KEY_ENV_COUNT] = {
+    "NVCC_PREPEND_FLAGS", /* nvcc inserts these before the command line */
+    "NVCC_APPEND_FLAGS",  /* ... and these after it */
+    "NVCC_CCBIN",         /* the host compiler nvcc uses */
+    "CPATH",              /* include search paths the host preprocessor reads */
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+};
+
+enum {
+    TAG_VERSION = 1,
+    TAG_KIND = 2,
+    TAG_TARGET = 3,
+    TAG_SOURCE = 4,
+    TAG_SOURCE_HASH = 5,
+    TAG_DEP_PATH = 6,
+    TAG_DEP_HASH = 7,
+    TAG_NVCC = 8,
+    TAG_HOST = 9,
+    TAG_FLAG = 10,
+    TAG_ENV = 11,
+    TAG_CWD = 12,
+    TAG_NDEPS = 13,
+    TAG_NFLAGS = 14,
+};
+
+static void feed_common(struct cbc_hasher *h, const struct cbc_key_inputs *in, const char *kind)
+{
+    char name[CBC_TARGET_NAME_MAX];
+    cbc_hasher_u64(h, TAG_VERSION, CBC_KEY_VERSION);
+    cbc_hasher_str(h, TAG_KIND, kind);
+    cbc_hasher_str(h, TAG_TARGET, cbc_target_name(&in->target, name));
+    cbc_hasher_str(h, TAG_SOURCE, in->source);
+    cbc_hasher_hash(h, TAG_SOURCE_HASH, &in->source_hash);
+    cbc_hasher_hash(h, TAG_NVCC, &in->nvcc_id);
+    cbc_hasher_hash(h, TAG_HOST, &in->host_id);
+    cbc_hasher_u64(h, TAG_NFLAGS, in->n_flags);
+    for (size_t i = 0; i < in->n_flags; i++)
+        cbc_hasher_str(h, TAG_FLAG, in->flags[i]);
+    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++) {
+        cbc_hasher_str(h, TAG_ENV, cbc_key_env_names[i]);
+        cbc_hasher_str(h, TAG_ENV, in->env[i]);
+    }
+}
+
+void cbc_key_result(const struct cbc_key_inputs *in, struct cbc_hash *out)
+{
+    struct cbc_hasher *h = cbc_hasher_new();
+    if (!h)
+        abort(); /* 200 bytes; nothing sensible to do without them */
+    feed_common(h, in, "result");
+    cbc_hasher_u64(h, TAG_NDEPS, in->n_deps);
+    for (size_t i = 0; i < in->n_deps; i++) {
+        cbc_hasher_str(h, TAG_DEP_PATH, in->deps[i].path);
+        cbc_hasher_hash(h, TAG_DEP_HASH, &in->deps[i].hash);
+    }
+    cbc_hasher_digest(h, out);
+    cbc_hasher_free(h);
+}
+
+void cbc_key_direct(const struct cbc_key_inputs *in, struct cbc_hash *out)
+{
+    struct cbc_hasher *h = cbc_hasher_new();
+    if (!h)
+        abort();
+    feed_common(h, in, "direct");
+    cbc_hasher_str(h, TAG_CWD, in->cwd);
+    cbc_hasher_digest(h, out);
+    cbc_hasher_free(h);
+}
+
+void cbc_key_env_read(const char *env[CBC_KEY_ENV_COUNT])
+{
+    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
+        env[i] = getenv(cbc_key_env_names[i]);
+}

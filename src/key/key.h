@@ -1,0 +1,127 @@
+/* key.h: the fingerprint of one target of one source.
+ *
+ * A result key (the name of a store entry) is XXH3-128 over, in order:
+ *   the key format version, the canonical target, the source path and
+ *   content hash, every dependency (path and content hash, sorted by path),
+ *   the nvcc identity, the host compiler identity, the canonical flags, and
+ *   the environment variables nvcc reads that change its output
+ *   (CBC_KEY_ENV below).
+ * A direct key (the name of a dependency record, which maps to a result key
+ * without running the preprocessor, as ccache's direct mode does) is the
+ * same minus the dependencies, plus the working directory, because relative
+ * -I paths resolve against it.
+ *
+ * Not in either key: CUDA_COMPUTE_CAP and the arch spec. They decide which
+ * targets are built, and the target is in the key; the manifest records the
+ * rule that picked the targets. File modification times are not in the key:
+ * a touched file hashes the same.
+ *
+ * Internal and unstable.
+ */
+#ifndef CBC_KEY_H
+#define CBC_KEY_H
+
+#include "common.h"
+#include <cubincache/arch.h>
+
+#include <sys/stat.h>
+
+/* Bump when anything hashed below changes meaning: old entries then miss. */
+#define CBC_KEY_VERSION 1
+
+/* The environment that changes nvcc's output. Order is part of the key. */
+#define CBC_KEY_ENV_COUNT 6
+extern const char *const cbc_key_env_names[CBC_KEY_ENV_COUNT];
+
+struct cbc_dep {
+    char *path;           /* absolute, lexically normalised */
+    struct cbc_hash hash; /* XXH3-128 of the content */
+};
+
+struct cbc_key_inputs {
+    struct cbc_target target;
+    const char *source;              /* absolute path */
+    struct cbc_hash source_hash;
+    const struct cbc_dep *deps;      /* sorted by path; the source itself excluded */
+    size_t n_deps;
+    struct cbc_hash nvcc_id;
+    struct cbc_hash host_id;
+    char *const *flags;              /* nvcc arguments after "--", in order */
+    size_t n_flags;
+    const char *env[CBC_KEY_ENV_COUNT]; /* NULL when unset */
+    const char *cwd;                 /* for the direct key only */
+};
+
+void cbc_key_result(const struct cbc_key_inputs *in, struct cbc_hash *out);
+void cbc_key_direct(const struct cbc_key_inputs *in, struct cbc_hash *out);
+/* Reads the CBC_KEY_ENV variables from the process environment. */
+void cbc_key_env_read(const char *env[CBC_KEY_ENV_COUNT]);
+
+/* ---- dependency lists (deps.c) ------------------------------------------ */
+
+/* Parses a Makefile-syntax depfile as nvcc -MD writes it: the
+ * prerequisites of its first rule, unescaped, made absolute against `cwd`,
+ * deduplicated and sorted, `exclude` (the source) removed. */
+enum cbc_status cbc_depfile_parse(const char *text, size_t len, const char *cwd, const char *exclude,
+                                  char ***paths, size_t *n, const char *name, struct cbc_err *err);
+void cbc_paths_free(char **paths, size_t n);
+/* Appends a path to a depfile with Makefile escaping (space, '#', '$'). */
+void cbc_depfile_escape(struct cbc_buf *b, const char *path);
+
+/* ---- file hashes with a stat shortcut (filememo.c) ----------------------- */
+
+/* What stat says about a file; equal stamps mean "unchanged" unless racy. */
+struct cbc_stamp {
+    uint64_t size, mtime_ns, ctime_ns, ino, dev;
+};
+bool cbc_stamp_of(const char *path, struct cbc_stamp *st);
+bool cbc_stamp_eq(const struct cbc_stamp *a, const struct cbc_stamp *b);
+/* A stamp taken at `recorded_ns` can be trusted only if the file had not
+ * been modified within the timestamp granularity before it (git's "racy"
+ * rule); otherwise the content must be hashed again. */
+bool cbc_stamp_trustworthy(const struct cbc_stamp *st, uint64_t recorded_ns);
+
+/* A per-process memo: each file is hashed at most once per run. */
+struct cbc_filememo;
+struct cbc_filememo *cbc_filememo_new(void);
+void cbc_filememo_free(struct cbc_filememo *m);
+/* The content hash of `path`. When `known` (may be NULL) carries a stamp
+ * and hash recorded earlier at `recorded_ns` and the file's stamp still
+ * matches and is trustworthy, the recorded hash is returned without reading
+ * the file. *stamp_out (may be NULL) receives the current stamp. */
+enum cbc_status cbc_filememo_hash(struct cbc_filememo *m, const char *path,
+                                  const struct cbc_stamp *known_stamp,
+                                  const struct cbc_hash *known_hash, uint64_t recorded_ns,
+                                  struct cbc_hash *out, struct cbc_stamp *stamp_out,
+                                  struct cbc_err *err);
+/* How many files were read and hashed (the rest came from stamps). */
+size_t cbc_filememo_reads(const struct cbc_filememo *m);
+
+/* ---- toolchain identity (toolid.c) --------------------------------------- */
+
+struct cbc_toolchain {
+    char *nvcc;               /* as resolved from --nvcc / $NVCC / PATH */
+    char *version;            /* "13.0.88" */
+    char *top;                /* toolkit root nvcc reports (TOP) */
+    char *host_cc;            /* host compiler nvcc runs, resolved */
+    struct cbc_hash nvcc_id;  /* content of nvcc's binaries and its version */
+    struct cbc_hash host_id;  /* content of the host compiler */
+    unsigned *supported;      /* plain SASS arches from --list-gpu-code */
+    size_t n_supported;
+    bool from_cache;          /* identity came from the tools cache, nvcc not run */
+    char label[64];           /* "nvcc 13.0.88" */
+};
+
+/* Finds nvcc: explicit, else $NVCC, else nvcc on PATH, else
+ * /usr/local/cuda/bin/nvcc. NULL with CBC_E_NVCC in err when none runs. */
+char *cbc_nvcc_find(const char *explicit_path, struct cbc_err *err);
+
+/* Identifies nvcc and its host compiler. `ccbin` is the -ccbin value found
+ * among the flags (or NULL). With a `tools_dir`, the identity is cached
+ * there keyed by the stamps of every file it depends on, so a later run
+ * with the same toolchain runs nothing and reads only stamps. */
+enum cbc_status cbc_toolchain_identify(const char *nvcc, const char *ccbin, const char *tools_dir,
+                                       struct cbc_toolchain *tc, struct cbc_err *err);
+void cbc_toolchain_release(struct cbc_toolchain *tc);
+
+#endif

@@ -1,0 +1,419 @@
+/* manifest.c: rendering and strict parsing of NAME.manifest.json.
+ *
+ * cJSON builds and prints the document; parsing walks it with helpers that
+ * record the JSON path of the field being read, so every error says which
+ * field of which file is wrong and what was expected.
+ */
+#include "manifest.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void add_hash(cJSON *o, const char *k, const struct cbc_hash *h)
+{
+    char hex[CBC_HASH_HEX_LEN + 1];
+    cbc_hash_hex(h, hex);
+    cJSON_AddStringToObject(o, k, hex);
+}
+
+static void add_str_or_null(cJSON *o, const char *k, const char *v)
+{
+    if (v)
+        cJSON_AddStringToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+char *cbc_manifest_render(const struct cbc_manifest *m)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return NULL;
+    cJSON_AddStringToObject(root, "format", CBC_MANIFEST_FORMAT);
+    cJSON_AddNumberToObject(root, "version", CBC_MANIFEST_VERSION);
+    cJSON_AddStringToObject(root, "name", m->name);
+    cJSON *src = cJSON_AddObjectToObject(root, "source");
+    if (src) {
+        cJSON_AddStringToObject(src, "path", m->source);
+        add_hash(src, "xxh3", &m->source_hash);
+    }
+    cJSON *deps = cJSON_AddArrayToObject(root, "dependencies");
+    for (size_t i = 0; deps && i < m->n_deps; i++) {
+        cJSON *d = cJSON_CreateObject();
+        if (!d)
+            break;
+        cJSON_AddStringToObject(d, "path", m->deps[i].path);
+        add_hash(d, "xxh3", &m->deps[i].hash);
+        cJSON_AddItemToArray(deps, d);
+    }
+    cJSON *nv = cJSON_AddObjectToObject(root, "nvcc");
+    if (nv) {
+        cJSON_AddStringToObject(nv, "path", m->nvcc);
+        cJSON_AddStringToObject(nv, "version", m->nvcc_version);
+        add_hash(nv, "id", &m->nvcc_id);
+        cJSON_AddStringToObject(nv, "host_compiler", m->host_cc);
+        add_hash(nv, "host_id", &m->host_id);
+    }
+    cJSON *flags = cJSON_AddArrayToObject(root, "flags");
+    for (size_t i = 0; flags && i < m->n_flags; i++)
+        cJSON_AddItemToArray(flags, cJSON_CreateString(m->flags[i]));
+    cJSON *env = cJSON_AddObjectToObject(root, "environment");
+    for (size_t i = 0; env && i < CBC_KEY_ENV_COUNT; i++)
+        add_str_or_null(env, cbc_key_env_names[i], m->env[i]);
+    cJSON_AddStringToObject(root, "cwd", m->cwd);
+    cJSON *arch = cJSON_AddObjectToObject(root, "arch");
+    if (arch) {
+        cJSON_AddStringToObject(arch, "spec", m->arch_spec);
+        cJSON_AddStringToObject(arch, "rule", m->arch_rule);
+        cJSON_AddStringToObject(arch, "detail", m->arch_detail);
+        add_str_or_null(arch, "CUDA_COMPUTE_CAP", m->compute_cap);
+    }
+    cJSON *ents = cJSON_AddArrayToObject(root, "entries");
+    for (size_t i = 0; ents && i < m->n; i++) {
+        const struct cbc_manifest_entry *e = &m->entries[i];
+        char name[CBC_TARGET_NAME_MAX];
+        cJSON *o = cJSON_CreateObject();
+        if (!o)
+            break;
+        cJSON_AddStringToObject(o, "target", cbc_target_name(&e->target, name));
+        cJSON_AddStringToObject(o, "kind", e->target.kind == CBC_KIND_PTX ? "ptx" : "cubin");
+        cJSON_AddStringToObject(o, "file", e->file);
+        add_hash(o, "key", &e->key);
+        add_hash(o, "xxh3", &e->hash);
+        cJSON_AddNumberToObject(o, "size", (double)e->size);
+        if (e->deps) {
+            cJSON *dv = cJSON_AddArrayToObject(o, "deps");
+            for (size_t k = 0; dv && k < e->n_deps; k++)
+                cJSON_AddItemToArray(dv, cJSON_CreateNumber((double)e->deps[k]));
+        }
+        cJSON_AddItemToArray(ents, o);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text)
+        return NULL;
+    /* end with a newline, as text files do */
+    size_t n = strlen(text);
+    char *out = realloc(text, n + 2);
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    out[n] = '\n';
+    out[n + 1] = '\0';
+    return out;
+}
+
+/* ---- parsing ------------------------------------------------------------- */
+
+struct rd {
+    const char *file;
+    struct cbc_err *err;
+    enum cbc_status st;
+};
+
+static bool fail(struct rd *r, const char *field, const char *what)
+{
+    if (r->st == CBC_OK) {
+        r->st = cbc_err_set(r->err, CBC_E_FORMAT, "manifest '%s': %s: %s", r->file, field, what);
+        cbc_err_hint(r->err, "rebuild the bundle with 'cubincache build' to regenerate it");
+    }
+    return false;
+}
+
+static const cJSON *get(struct rd *r, const cJSON *o, const char *k, const char *field)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!j)
+        fail(r, field, "missing");
+    return j;
+}
+
+static char *get_str(struct rd *r, const cJSON *o, const char *k, const char *field, bool nullable)
+{
+    const cJSON *j = get(r, o, k, field);
+    if (!j)
+        return NULL;
+    if (nullable && cJSON_IsNull(j))
+        return NULL;
+    if (!cJSON_IsString(j)) {
+        fail(r, field, nullable ? "expected a string or null" : "expected a string");
+        return NULL;
+    }
+    char *s = cbc_strdup(j->valuestring);
+    if (!s && r->st == CBC_OK)
+        r->st = cbc_err_oom(r->err);
+    return s;
+}
+
+static void get_hash(struct rd *r, const cJSON *o, const char *k, const char *field,
+                     struct cbc_hash *out)
+{
+    const cJSON *j = get(r, o, k, field);
+    if (j && (!cJSON_IsString(j) || !cbc_hash_from_hex(j->valuestring, out)))
+        fail(r, field, "expected 32 hexadecimal digits");
+}
+
+static const cJSON *get_obj(struct rd *r, const cJSON *o, const char *k, const char *field)
+{
+    const cJSON *j = get(r, o, k, field);
+    if (j && !cJSON_IsObject(j)) {
+        fail(r, field, "expected an object");
+        return NULL;
+    }
+    return j;
+}
+
+static const cJSON *get_arr(struct rd *r, const cJSON *o, const char *k, const char *field)
+{
+    const cJSON *j = get(r, o, k, field);
+    if (j && !cJSON_IsArray(j)) {
+        fail(r, field, "expected an array");
+        return NULL;
+    }
+    return j;
+}
+
+static void parse_entry(struct rd *r, const cJSON *o, size_t i, size_t n_deps,
+                        struct cbc_manifest_entry *e)
+{
+    char f[96];
+    snprintf(f, sizeof f, "entries[%zu]", i);
+    if (!cJSON_IsObject(o)) {
+        fail(r, f, "expected an object");
+        return;
+    }
+    snprintf(f, sizeof f, "entries[%zu].target", i);
+    char *t = get_str(r, o, "target", f, false);
+    if (t && !cbc_target_parse(t, &e->target))
+        fail(r, f, "expected a target such as sm_90, sm_90a or compute_80");
+    free(t);
+    snprintf(f, sizeof f, "entries[%zu].kind", i);
+    char *kind = get_str(r, o, "kind", f, false);
+    if (kind && strcmp(kind, e->target.kind == CBC_KIND_PTX ? "ptx" : "cubin") != 0)
+        fail(r, f, "does not match the target (sm_ is 'cubin', compute_ is 'ptx')");
+    free(kind);
+    snprintf(f, sizeof f, "entries[%zu].file", i);
+    e->file = get_str(r, o, "file", f, false);
+    if (e->file && (!*e->file || strchr(e->file, '/') || !strcmp(e->file, "..")))
+        fail(r, f, "expected a plain file name beside the manifest (no '/')");
+    snprintf(f, sizeof f, "entries[%zu].key", i);
+    get_hash(r, o, "key", f, &e->key);
+    snprintf(f, sizeof f, "entries[%zu].xxh3", i);
+    get_hash(r, o, "xxh3", f, &e->hash);
+    snprintf(f, sizeof f, "entries[%zu].size", i);
+    const cJSON *sz = get(r, o, "size", f);
+    if (sz && (!cJSON_IsNumber(sz) || sz->valuedouble < 0 || sz->valuedouble > 9.0e15))
+        fail(r, f, "expected a non-negative integer");
+    else if (sz)
+        e->size = (uint64_t)sz->valuedouble;
+    const cJSON *dv = cJSON_GetObjectItemCaseSensitive(o, "deps");
+    if (dv) {
+        snprintf(f, sizeof f, "entries[%zu].deps", i);
+        if (!cJSON_IsArray(dv)) {
+            fail(r, f, "expected an array of dependency indices");
+            return;
+        }
+        size_t n = (size_t)cJSON_GetArraySize(dv), k = 0;
+        e->deps = calloc(n ? n : 1, sizeof *e->deps);
+        if (!e->deps) {
+            r->st = cbc_err_oom(r->err);
+            return;
+        }
+        const cJSON *x;
+        cJSON_ArrayForEach(x, dv)
+        {
+            if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= (double)n_deps) {
+                fail(r, f, "expected indices into 'dependencies'");
+                return;
+            }
+            e->deps[k++] = (size_t)x->valuedouble;
+        }
+        e->n_deps = k;
+    }
+}
+
+enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *name,
+                                   struct cbc_manifest *m, struct cbc_err *err)
+{
+    memset(m, 0, sizeof *m);
+    struct rd r = {name ? name : "<buffer>", err, CBC_OK};
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        long off = at && at >= text && at <= text + len ? (long)(at - text) : -1;
+        cbc_err_set(err, CBC_E_FORMAT, "manifest '%s': not valid JSON (near byte %ld)", r.file, off);
+        return cbc_err_hint(err, "rebuild the bundle with 'cubincache build' to regenerate it");
+    }
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
+    if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) ||
+        strcmp(fmt->valuestring, CBC_MANIFEST_FORMAT) != 0) {
+        fail(&r, "format", "expected \"" CBC_MANIFEST_FORMAT "\": not a cubincache manifest");
+        goto out;
+    }
+    if (!cJSON_IsNumber(ver) || ver->valueint != CBC_MANIFEST_VERSION) {
+        cbc_err_set(err, CBC_E_UNSUPPORTED, "manifest '%s': version %d; this cubincache reads "
+                    "version %d", r.file, cJSON_IsNumber(ver) ? ver->valueint : -1,
+                    CBC_MANIFEST_VERSION);
+        r.st = cbc_err_hint(err, "rebuild the bundle with this cubincache");
+        goto out;
+    }
+    m->name = get_str(&r, root, "name", "name", false);
+    const cJSON *src = get_obj(&r, root, "source", "source");
+    if (src) {
+        m->source = get_str(&r, src, "path", "source.path", false);
+        get_hash(&r, src, "xxh3", "source.xxh3", &m->source_hash);
+    }
+    const cJSON *deps = get_arr(&r, root, "dependencies", "dependencies");
+    if (deps && r.st == CBC_OK) {
+        size_t n = (size_t)cJSON_GetArraySize(deps);
+        m->deps = calloc(n ? n : 1, sizeof *m->deps);
+        if (!m->deps) {
+            r.st = cbc_err_oom(err);
+            goto out;
+        }
+        const cJSON *d;
+        cJSON_ArrayForEach(d, deps)
+        {
+            char f[64];
+            snprintf(f, sizeof f, "dependencies[%zu]", m->n_deps);
+            if (!cJSON_IsObject(d)) {
+                fail(&r, f, "expected an object");
+                break;
+            }
+            struct cbc_dep *dep = &m->deps[m->n_deps++];
+            snprintf(f, sizeof f, "dependencies[%zu].path", m->n_deps - 1);
+            dep->path = get_str(&r, d, "path", f, false);
+            snprintf(f, sizeof f, "dependencies[%zu].xxh3", m->n_deps - 1);
+            get_hash(&r, d, "xxh3", f, &dep->hash);
+        }
+    }
+    const cJSON *nv = get_obj(&r, root, "nvcc", "nvcc");
+    if (nv) {
+        m->nvcc = get_str(&r, nv, "path", "nvcc.path", false);
+        m->nvcc_version = get_str(&r, nv, "version", "nvcc.version", false);
+        get_hash(&r, nv, "id", "nvcc.id", &m->nvcc_id);
+        m->host_cc = get_str(&r, nv, "host_compiler", "nvcc.host_compiler", false);
+        get_hash(&r, nv, "host_id", "nvcc.host_id", &m->host_id);
+    }
+    const cJSON *flags = get_arr(&r, root, "flags", "flags");
+    if (flags && r.st == CBC_OK) {
+        size_t n = (size_t)cJSON_GetArraySize(flags);
+        m->flags = calloc(n ? n : 1, sizeof *m->flags);
+        if (!m->flags) {
+            r.st = cbc_err_oom(err);
+            goto out;
+        }
+        const cJSON *f;
+        cJSON_ArrayForEach(f, flags)
+        {
+            if (!cJSON_IsString(f)) {
+                fail(&r, "flags", "expected an array of strings");
+                break;
+            }
+            if (!(m->flags[m->n_flags++] = cbc_strdup(f->valuestring))) {
+                r.st = cbc_err_oom(err);
+                break;
+            }
+        }
+    }
+    const cJSON *env = get_obj(&r, root, "environment", "environment");
+    for (size_t i = 0; env && i < CBC_KEY_ENV_COUNT && r.st == CBC_OK; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "environment.%s", cbc_key_env_names[i]);
+        m->env[i] = get_str(&r, env, cbc_key_env_names[i], f, true);
+    }
+    m->cwd = get_str(&r, root, "cwd", "cwd", false);
+    const cJSON *arch = get_obj(&r, root, "arch", "arch");
+    if (arch) {
+        m->arch_spec = get_str(&r, arch, "spec", "arch.spec", false);
+        m->arch_rule = get_str(&r, arch, "rule", "arch.rule", false);
+        m->arch_detail = get_str(&r, arch, "detail", "arch.detail", false);
+        m->compute_cap = get_str(&r, arch, "CUDA_COMPUTE_CAP", "arch.CUDA_COMPUTE_CAP", true);
+    }
+    const cJSON *ents = get_arr(&r, root, "entries", "entries");
+    if (ents && r.st == CBC_OK) {
+        size_t n = (size_t)cJSON_GetArraySize(ents);
+        m->entries = calloc(n ? n : 1, sizeof *m->entries);
+        if (!m->entries) {
+            r.st = cbc_err_oom(err);
+            goto out;
+        }
+        const cJSON *e;
+        cJSON_ArrayForEach(e, ents)
+        {
+            parse_entry(&r, e, m->n, m->n_deps, &m->entries[m->n]);
+            m->n++;
+            if (r.st != CBC_OK)
+                break;
+        }
+    }
+out:
+    cJSON_Delete(root);
+    if (r.st != CBC_OK)
+        cbc_manifest_release(m);
+    return r.st;
+}
+
+enum cbc_status cbc_manifest_load(const char *path, struct cbc_manifest *m, struct cbc_err *err)
+{
+    uint8_t *data;
+    size_t len;
+    enum cbc_status st = cbc_file_read(path, &data, &len, err);
+    if (st != CBC_OK)
+        return st;
+    st = cbc_manifest_parse((const char *)data, len, path, m, err);
+    free(data);
+    return st;
+}
+
+void cbc_manifest_release(struct cbc_manifest *m)
+{
+    free(m->name);
+    free(m->source);
+    for (size_t i = 0; i < m->n_deps; i++)
+        free(m->deps[i].path);
+    free(m->deps);
+    free(m->nvcc);
+    free(m->nvcc_version);
+    free(m->host_cc);
+    for (size_t i = 0; i < m->n_flags; i++)
+        free(m->flags[i]);
+    free(m->flags);
+    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
+        free(m->env[i]);
+    free(m->cwd);
+    free(m->arch_spec);
+    free(m->arch_rule);
+    free(m->arch_detail);
+    free(m->compute_cap);
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->entries[i].file);
+        free(m->entries[i].deps);
+    }
+    free(m->entries);
+    memset(m, 0, sizeof *m);
+}
+
+const struct cbc_dep **cbc_manifest_entry_deps(const struct cbc_manifest *m,
+                                               const struct cbc_manifest_entry *e, size_t *n)
+{
+    size_t count = e->deps ? e->n_deps : m->n_deps;
+    const struct cbc_dep **v = calloc(count ? count : 1, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < count; i++)
+        v[i] = &m->deps[e->deps ? e->deps[i] : i];
+    *n = count;
+    return v;
+}
+
+char *cbc_manifest_path_for(const char *dir_or_manifest, const char *name)
+{
+    if (!cbc_is_dir(dir_or_manifest))
+        return cbc_strdup(dir_or_manifest);
+    return cbc_asprintf("%s/%s.manifest.json", dir_or_manifest, name);
+}

@@ -1,0 +1,64 @@
+/* manifest.h: NAME.manifest.json, the description of one bundle: every
+ * image `cubincache build` wrote and everything its keys were made of.
+ * The schema is documented in docs/manifest.md.
+ *
+ * Invariants: rendering is deterministic (no timestamps, fixed field
+ * order), so an unchanged build rewrites nothing; parsing is strict: a
+ * field of the wrong type, a hash that is not 32 hex digits, a target that
+ * does not parse or a file name with a '/' is an error naming the manifest
+ * and the field. File names are relative to the manifest's directory.
+ *
+ * Internal and unstable: the loader's public API reads manifests for users.
+ */
+#ifndef CBC_MANIFEST_H
+#define CBC_MANIFEST_H
+
+#include "key.h"
+#include <cubincache/arch.h>
+
+#define CBC_MANIFEST_FORMAT "cubincache-manifest"
+#define CBC_MANIFEST_VERSION 1
+
+struct cbc_manifest_entry {
+    struct cbc_target target;
+    char *file;           /* "ig_kernels.sm_90.cubin" */
+    struct cbc_hash key;  /* result key */
+    struct cbc_hash hash; /* XXH3-128 of the file */
+    uint64_t size;
+    size_t *deps;         /* indices into the manifest's deps; NULL: all of them */
+    size_t n_deps;
+};
+
+struct cbc_manifest {
+    char *name;
+    char *source;
+    struct cbc_hash source_hash;
+    struct cbc_dep *deps;
+    size_t n_deps;
+    char *nvcc, *nvcc_version, *host_cc;
+    struct cbc_hash nvcc_id, host_id;
+    char **flags;
+    size_t n_flags;
+    char *env[CBC_KEY_ENV_COUNT];
+    char *cwd;
+    char *arch_spec, *arch_rule, *arch_detail, *compute_cap;
+    struct cbc_manifest_entry *entries;
+    size_t n;
+};
+
+/* NUL-terminated JSON text (malloc'd), or NULL when out of memory. */
+char *cbc_manifest_render(const struct cbc_manifest *m);
+enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *name,
+                                   struct cbc_manifest *m, struct cbc_err *err);
+enum cbc_status cbc_manifest_load(const char *path, struct cbc_manifest *m, struct cbc_err *err);
+void cbc_manifest_release(struct cbc_manifest *m);
+
+/* The dependency list of one entry (all of the manifest's when it has none
+ * of its own), as a freshly allocated array of pointers into m->deps. */
+const struct cbc_dep **cbc_manifest_entry_deps(const struct cbc_manifest *m,
+                                               const struct cbc_manifest_entry *e, size_t *n);
+
+/* "DIR/NAME.manifest.json", or the path itself when it names a file. */
+char *cbc_manifest_path_for(const char *dir_or_manifest, const char *name);
+
+#endif

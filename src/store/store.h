@@ -1,0 +1,114 @@
+/* store.h: the local content-addressed cache of compiled images.
+ *
+ * Layout under the cache root (all of it versioned by the "v1" directory,
+ * so an incompatible format starts afresh instead of misreading):
+ *   v1/objects/ab/<30 hex>.cbc   one entry per result key (format below)
+ *   v1/direct/ab/<30 hex>.dep    dependency records, opaque to the store
+ *   v1/tools/<hex>.json          toolchain identities (see key/toolid.c)
+ *   v1/stats                     counters, "name value" lines, under flock
+ *   v1/config                    "max_size = 5G"
+ *
+ * Entry format (little-endian):
+ *   off size  meaning
+ *   0   8     magic "CBCOBJ1\n"
+ *   8   4     entry format version (1)
+ *   12  1     kind (1 SASS, 2 PTX)     13 1 variant     14 2 arch
+ *   16  16    result key (canonical XXH3-128)
+ *   32  16    XXH3-128 of the payload
+ *   48  8     payload size
+ *   56  8     reserved, 0
+ *   64  ...   payload: the cubin or PTX exactly as nvcc wrote it
+ *
+ * Invariants: an entry is published by rename(2) of a complete temporary,
+ * so no reader ever sees part of one, even after kill -9 of the writer;
+ * every get re-verifies the header, the payload hash and the image's own
+ * arch (cbc_binfmt_verify_target) and drops an entry that fails; many
+ * processes may read and write one store at once; the store never prints.
+ *
+ * Internal and unstable.
+ */
+#ifndef CBC_STORE_H
+#define CBC_STORE_H
+
+#include "common.h"
+#include <cubincache/arch.h>
+
+struct cbc_store;
+
+/* Opens (creating as needed) the store under `root`. A root that cannot be
+ * created gives CBC_E_CACHE; callers degrade to building without a cache.
+ * A store that opens may still refuse writes (read-only, full disk): puts
+ * then fail with CBC_E_CACHE and reads keep working. */
+enum cbc_status cbc_store_open(const char *root, struct cbc_store **out, struct cbc_err *err);
+/* Flushes the counters and frees. */
+void cbc_store_close(struct cbc_store *s);
+const char *cbc_store_root(const struct cbc_store *s);      /* the v1 directory */
+const char *cbc_store_tools_dir(const struct cbc_store *s); /* NULL if it cannot be created */
+
+/* Where the cache is when nothing says otherwise: --cache-dir, else
+ * $CUBINCACHE_DIR, else $XDG_CACHE_HOME/cubincache, else ~/.cache/cubincache. */
+char *cbc_store_default_root(const char *explicit_dir);
+
+enum cbc_lookup {
+    CBC_LOOKUP_MISS = 0,
+    CBC_LOOKUP_HIT = 1,
+    CBC_LOOKUP_DROPPED = 2 /* an entry was there but failed verification and is gone */
+};
+
+/* Looks up an entry. On a hit *data (malloc'd) and *len hold the payload.
+ * On DROPPED, `why` says what was wrong. Only I/O trouble other than
+ * absence is an error. */
+enum cbc_status cbc_store_get(struct cbc_store *s, const struct cbc_hash *key,
+                              const struct cbc_target *target, uint8_t **data, size_t *len,
+                              enum cbc_lookup *result, char *why, size_t why_len, struct cbc_err *err);
+/* Publishes an entry atomically; may trim the store afterwards when it
+ * outgrows its limit. */
+enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
+                              const struct cbc_target *target, const uint8_t *data, size_t len,
+                              struct cbc_err *err);
+
+/* Opaque records by key in a namespace ("direct"): whole-file get/put with
+ * atomic publish. get gives CBC_E_NOT_FOUND when absent. */
+enum cbc_status cbc_store_blob_get(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
+                                   uint8_t **data, size_t *len, struct cbc_err *err);
+enum cbc_status cbc_store_blob_put(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
+                                   const void *data, size_t len, struct cbc_err *err);
+
+/* ---- counters, limits, maintenance -------------------------------------- */
+
+struct cbc_store_stats {
+    uint64_t hits, misses, stores, dropped, store_errors;
+    uint64_t entries, bytes; /* from a scan of objects/ */
+    uint64_t max_size;
+};
+
+/* Adds to the counters kept in memory; written to v1/stats on close. */
+void cbc_store_count(struct cbc_store *s, uint64_t hits, uint64_t misses, uint64_t dropped);
+
+enum cbc_status cbc_store_stats(struct cbc_store *s, struct cbc_store_stats *out,
+                                struct cbc_err *err);
+/* The size limit: $CUBINCACHE_MAXSIZE, else v1/config, else 5 GB. */
+uint64_t cbc_store_max_size(struct cbc_store *s);
+enum cbc_status cbc_store_set_max_size(struct cbc_store *s, uint64_t max_size, struct cbc_err *err);
+
+/* Removes least recently used entries (by mtime, refreshed on every hit)
+ * until the objects take at most `max_size` bytes; also removes temporaries
+ * older than an hour, left by killed writers. */
+enum cbc_status cbc_store_trim(struct cbc_store *s, uint64_t max_size, uint64_t *removed,
+                               uint64_t *removed_bytes, struct cbc_err *err);
+/* Removes every entry, record and temporary; keeps config. */
+enum cbc_status cbc_store_clean(struct cbc_store *s, uint64_t *removed, struct cbc_err *err);
+
+/* Verifies every entry as a get would; drops the bad ones. `report` is
+ * called for each dropped entry with the reason. */
+enum cbc_status cbc_store_verify_all(struct cbc_store *s, uint64_t *checked, uint64_t *dropped,
+                                     void (*report)(void *ctx, const char *path, const char *why),
+                                     void *ctx, struct cbc_err *err);
+
+/* Parses "5G", "500M", "1.5GiB", "1024" (bytes). K/M/G/T are powers of
+ * 1000, Ki/Mi/Gi/Ti powers of 1024. */
+bool cbc_parse_size(const char *s, uint64_t *out);
+/* "1.2 GB" style text into buf. */
+const char *cbc_format_size(uint64_t bytes, char *buf, size_t len);
+
+#endif

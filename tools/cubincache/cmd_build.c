@@ -1,0 +1,126 @@
+/* cmd_build.c: `cubincache build`, the per-target compile driver.
+ *
+ * Parses the command line (options before "--", nvcc's after) and hands
+ * everything to the build engine (src/build); this file only prints.
+ */
+#include "build.h"
+#include "tool.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: cubincache build [options] SOURCE.cu [-- NVCC_ARGS...]\n"
+    "  -a, --arch SPEC       targets: 86, 8.6, sm_86, compute_86, 90a, 100f, 8.6+PTX,\n"
+    "                        lists, all, all-major, native, auto (default auto)\n"
+    "  -o, --out-dir DIR     where the bundle goes (default .)\n"
+    "  -n, --name NAME       output stem (default: SOURCE's stem)\n"
+    "      --ptx             also emit PTX of the highest arch, for JIT on newer GPUs\n"
+    "      --depfile FILE    write a Makefile-syntax depfile for ninja\n"
+    "      --depfile-target T  the output the depfile names (default DIR/NAME.manifest.json)\n"
+    "      --nvcc PATH       nvcc to run (default $NVCC, PATH, /usr/local/cuda/bin/nvcc)\n"
+    "      --cache-dir DIR   cache (default $CUBINCACHE_DIR, $XDG_CACHE_HOME/cubincache,\n"
+    "                        ~/.cache/cubincache); CUBINCACHE_DISABLE=1 turns it off\n"
+    "  -j, --jobs N          parallel nvcc processes on a miss (default: CPUs)\n"
+    "      --explain         say per target hit or miss, and which input changed\n"
+    "  -q, --quiet           no warnings    -v, --verbose   notes too\n";
+
+struct printer {
+    struct tool *t;
+    bool explain;
+};
+
+static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
+{
+    struct printer *p = ctx;
+    switch (kind) {
+    case CBC_MSG_WARNING: tool_warn(p->t, "%s", text); break;
+    case CBC_MSG_NOTE: tool_note(p->t, "%s", text); break;
+    case CBC_MSG_EXPLAIN:
+        if (p->explain)
+            fprintf(stderr, "%s: explain: %s\n", p->t->prog, text);
+        break;
+    case CBC_MSG_DIAG: fprintf(stderr, "%s\n", text); break;
+    }
+}
+
+int cmd_build(int argc, char **argv)
+{
+    struct tool t;
+    tool_init(&t, "cubincache build");
+    int split = argc;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0) {
+            split = i;
+            break;
+        }
+    enum { O_PTX = 256, O_DEPFILE, O_DEPTARGET, O_NVCC, O_CACHE, O_EXPLAIN, O_HELP };
+    static const struct option longopts[] = {
+        {"arch", required_argument, NULL, 'a'},     {"out-dir", required_argument, NULL, 'o'},
+        {"name", required_argument, NULL, 'n'},     {"ptx", no_argument, NULL, O_PTX},
+        {"depfile", required_argument, NULL, O_DEPFILE},
+        {"depfile-target", required_argument, NULL, O_DEPTARGET},
+        {"nvcc", required_argument, NULL, O_NVCC},  {"cache-dir", required_argument, NULL, O_CACHE},
+        {"jobs", required_argument, NULL, 'j'},     {"explain", no_argument, NULL, O_EXPLAIN},
+        {"quiet", no_argument, NULL, 'q'},          {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, O_HELP},        {NULL, 0, NULL, 0},
+    };
+    struct cbc_build_opts o = {0};
+    struct printer pr = {&t, false};
+    o.msg = on_msg;
+    o.msg_ctx = &pr;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(split, argv, ":a:o:n:j:qv", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'a': o.arch = optarg; break;
+        case 'o': o.out_dir = optarg; break;
+        case 'n': o.name = optarg; break;
+        case O_PTX: o.ptx = true; break;
+        case O_DEPFILE: o.depfile = optarg; break;
+        case O_DEPTARGET: o.depfile_target = optarg; break;
+        case O_NVCC: o.nvcc = optarg; break;
+        case O_CACHE: o.cache_dir = optarg; break;
+        case 'j': {
+            char *end;
+            long j = strtol(optarg, &end, 10);
+            if (*end || j < 1 || j > 1024)
+                return tool_usage_error(&t, usage, "--jobs '%s': expected a number from 1 to 1024",
+                                        optarg);
+            o.jobs = (int)j;
+            break;
+        }
+        case O_EXPLAIN: pr.explain = true; break;
+        case 'q': t.verbosity = -1; break;
+        case 'v': t.verbosity = 1; break;
+        case O_HELP: fputs(usage, stdout); return EXIT_OK;
+        case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
+        default: return tool_usage_error(&t, usage, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= split)
+        return tool_usage_error(&t, usage, "no SOURCE.cu given");
+    if (split - optind > 1)
+        return tool_usage_error(&t, usage, "one SOURCE per build; got '%s' and '%s' (nvcc "
+                                "arguments go after '--')", argv[optind], argv[optind + 1]);
+    o.source = argv[optind];
+    o.flags = split < argc ? argv + split + 1 : NULL;
+    o.n_flags = split < argc ? (size_t)(argc - split - 1) : 0;
+    const char *dis = getenv("CUBINCACHE_DISABLE");
+    o.no_cache = dis && *dis && strcmp(dis, "0") != 0;
+
+    struct cbc_build_result res;
+    struct cbc_err err = {0};
+    enum cbc_status st = cbc_build_run(&o, &res, &err);
+    if (st != CBC_OK) {
+        tool_error(&t, &err);
+        cbc_build_result_release(&res);
+        return tool_exit_code(st);
+    }
+    tool_note(&t, "%zu targets: %zu hit, %zu miss; %zu images rewritten; manifest %s", res.n_targets,
+              res.hits, res.misses, res.written, res.manifest_changed ? "rewritten" : "unchanged");
+    cbc_build_result_release(&res);
+    return EXIT_OK;
+}

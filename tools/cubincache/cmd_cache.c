@@ -1,0 +1,135 @@
+/* cmd_cache.c: `cubincache cache stats|clean|trim|verify`: look after the
+ * local store. Human output on stdout for stats (it is the data asked for),
+ * --json for one object; problems on stderr.
+ */
+#include "store.h"
+#include "tool.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: cubincache cache [--cache-dir DIR] stats [--json]\n"
+    "       cubincache cache [--cache-dir DIR] clean\n"
+    "       cubincache cache [--cache-dir DIR] trim [--max-size SIZE]\n"
+    "       cubincache cache [--cache-dir DIR] verify\n"
+    "  SIZE: bytes, or with K/M/G/T (powers of 1000) or Ki/Mi/Gi/Ti (powers of 1024);\n"
+    "  trim --max-size also makes SIZE the cache's limit from now on\n";
+
+static void report_bad(void *ctx, const char *path, const char *why)
+{
+    const struct tool *t = ctx;
+    tool_warn(t, "dropped '%s': %s", path, why);
+}
+
+int cmd_cache(int argc, char **argv)
+{
+    struct tool t;
+    tool_init(&t, "cubincache cache");
+    enum { O_CACHE = 256, O_JSON, O_MAX, O_HELP };
+    static const struct option longopts[] = {
+        {"cache-dir", required_argument, NULL, O_CACHE}, {"json", no_argument, NULL, O_JSON},
+        {"max-size", required_argument, NULL, O_MAX},    {"help", no_argument, NULL, O_HELP},
+        {"quiet", no_argument, NULL, 'q'},               {NULL, 0, NULL, 0},
+    };
+    const char *dir = NULL, *max = NULL;
+    bool json = false;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":q", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_CACHE: dir = optarg; break;
+        case O_JSON: json = true; break;
+        case O_MAX: max = optarg; break;
+        case 'q': t.verbosity = -1; break;
+        case O_HELP: fputs(usage, stdout); return EXIT_OK;
+        case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
+        default: return tool_usage_error(&t, usage, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return tool_usage_error(&t, usage, optind >= argc ? "no action given"
+                                                          : "one action at a time");
+    const char *action = argv[optind];
+    if (strcmp(action, "stats") && strcmp(action, "clean") && strcmp(action, "trim") &&
+        strcmp(action, "verify"))
+        return tool_usage_error(&t, usage, "unknown action '%s'", action);
+    uint64_t max_size = 0;
+    if (max && (strcmp(action, "trim") || !cbc_parse_size(max, &max_size) || max_size == 0))
+        return tool_usage_error(&t, usage, strcmp(action, "trim")
+                                               ? "--max-size goes with 'trim'"
+                                               : "--max-size '%s': expected a size such as 500M",
+                                max);
+    if (json && strcmp(action, "stats"))
+        return tool_usage_error(&t, usage, "--json goes with 'stats'");
+
+    char *root = cbc_store_default_root(dir);
+    struct cbc_store *s = NULL;
+    struct cbc_err err = {0};
+    enum cbc_status st = cbc_store_open(root, &s, &err);
+    if (st != CBC_OK) {
+        free(root);
+        tool_error(&t, &err);
+        return tool_exit_code(st);
+    }
+    char b1[32], b2[32];
+    if (!strcmp(action, "stats")) {
+        struct cbc_store_stats ss;
+        st = cbc_store_stats(s, &ss, &err);
+        if (st == CBC_OK && json) {
+            printf("{\"cache_dir\":\"%s\",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
+                   ",\"stores\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"store_errors\":%" PRIu64
+                   ",\"entries\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"max_size\":%" PRIu64 "}\n",
+                   cbc_store_root(s), ss.hits, ss.misses, ss.stores, ss.dropped, ss.store_errors,
+                   ss.entries, ss.bytes, ss.max_size);
+        } else if (st == CBC_OK) {
+            uint64_t lookups = ss.hits + ss.misses;
+            printf("cache directory  %s\n", cbc_store_root(s));
+            printf("hits             %" PRIu64 "%s", ss.hits, lookups ? "" : "\n");
+            if (lookups)
+                printf(" (%.1f%%)\n", 100.0 * (double)ss.hits / (double)lookups);
+            printf("misses           %" PRIu64 "\n", ss.misses);
+            printf("stored           %" PRIu64 "\n", ss.stores);
+            printf("bad entries      %" PRIu64 " dropped\n", ss.dropped);
+            printf("store errors     %" PRIu64 "\n", ss.store_errors);
+            printf("entries          %" PRIu64 "\n", ss.entries);
+            printf("size             %s of %s\n", cbc_format_size(ss.bytes, b1, sizeof b1),
+                   cbc_format_size(ss.max_size, b2, sizeof b2));
+        }
+    } else if (!strcmp(action, "clean")) {
+        uint64_t n = 0;
+        st = cbc_store_clean(s, &n, &err);
+        if (st == CBC_OK)
+            printf("removed %" PRIu64 " entries from %s\n", n, cbc_store_root(s));
+    } else if (!strcmp(action, "trim")) {
+        if (max_size)
+            st = cbc_store_set_max_size(s, max_size, &err);
+        uint64_t n = 0, bytes = 0;
+        if (st == CBC_OK)
+            st = cbc_store_trim(s, cbc_store_max_size(s), &n, &bytes, &err);
+        if (st == CBC_OK)
+            printf("removed %" PRIu64 " entries (%s); limit %s\n", n,
+                   cbc_format_size(bytes, b1, sizeof b1),
+                   cbc_format_size(cbc_store_max_size(s), b2, sizeof b2));
+    } else {
+        uint64_t checked = 0, dropped = 0;
+        st = cbc_store_verify_all(s, &checked, &dropped, report_bad, &t, &err);
+        if (st == CBC_OK)
+            printf("verified %" PRIu64 " entries: %" PRIu64 " bad, dropped\n", checked, dropped);
+        if (st == CBC_OK && dropped)
+            st = CBC_E_VERIFY;
+        cbc_store_close(s);
+        free(root);
+        return st == CBC_E_VERIFY ? EXIT_VERDICT : st == CBC_OK ? EXIT_OK : tool_exit_code(st);
+    }
+    cbc_store_close(s);
+    free(root);
+    if (st != CBC_OK) {
+        tool_error(&t, &err);
+        return tool_exit_code(st);
+    }
+    return EXIT_OK;
+}

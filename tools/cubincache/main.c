@@ -1,0 +1,51 @@
+/* main.c: the cubincache command: one table of subcommands, each in its own
+ * cmd_<name>.c (git's builtin layout). Usage strings live with the commands.
+ */
+#include "tool.h"
+
+#include <cubincache/version.h>
+
+#include <stdio.h>
+#include <string.h>
+
+struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"build", cmd_build, "compile one .cu for each SM target, through the cache"},
+    {"cache", cmd_cache, "show, trim, clean or verify the cache"},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "usage: cubincache COMMAND [options]\n\ncommands:\n");
+    for (size_t i = 0; i < CBC_ARRAY_LEN(commands); i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'cubincache COMMAND --help' describes a command; exit codes are in "
+               "docs/exit-codes.md\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        help(stderr);
+        return EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        help(stdout);
+        return EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("cubincache %s\n", CUBINCACHE_VERSION_STRING);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < CBC_ARRAY_LEN(commands); i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "cubincache: error: unknown command '%s'\n", argv[1]);
+    help(stderr);
+    return EXIT_USAGE;
+}

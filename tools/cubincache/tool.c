@@ -1,0 +1,97 @@
+/* tool.c: message printing and exit codes for the cubincache commands.
+ *
+ * Errors read "cubincache build: error: <what>" with an optional indented
+ * "hint: <remedy>" line; colour only on a terminal and never with NO_COLOR.
+ */
+#include "tool.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+void tool_init(struct tool *t, const char *prog)
+{
+    t->prog = prog;
+    t->verbosity = 0;
+    const char *nc = getenv("NO_COLOR");
+    t->color = isatty(2) && !(nc && *nc);
+}
+
+static void vmsg(const struct tool *t, const char *label, const char *color, const char *fmt,
+                 va_list ap)
+{
+    fprintf(stderr, "%s: %s%s%s: ", t->prog, t->color ? color : "", label, t->color ? "\033[0m" : "");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void tool_errorf(const struct tool *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(t, "error", "\033[1;31m", fmt, ap);
+    va_end(ap);
+}
+
+void tool_error(const struct tool *t, const struct cbc_err *err)
+{
+    tool_errorf(t, "%s", err->msg[0] ? err->msg : cbc_strerror(err->status));
+    if (err->remedy[0])
+        fprintf(stderr, "  %shint:%s %s\n", t->color ? "\033[1;36m" : "", t->color ? "\033[0m" : "",
+                err->remedy);
+}
+
+void tool_warn(const struct tool *t, const char *fmt, ...)
+{
+    if (t->verbosity < 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(t, "warning", "\033[1;33m", fmt, ap);
+    va_end(ap);
+}
+
+void tool_note(const struct tool *t, const char *fmt, ...)
+{
+    if (t->verbosity < 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(t, "note", "\033[1;34m", fmt, ap);
+    va_end(ap);
+}
+
+int tool_exit_code(enum cbc_status st)
+{
+    switch (st) {
+    case CBC_OK: return EXIT_OK;
+    case CBC_E_COMPILE:
+    case CBC_E_VERIFY:
+    case CBC_E_NO_IMAGE: return EXIT_VERDICT;
+    case CBC_E_USAGE:
+    case CBC_E_ARCH:
+    case CBC_E_FORMAT:
+    case CBC_E_NOT_FOUND:
+    case CBC_E_NUMERIC:
+    case CBC_E_SHAPE:
+    case CBC_E_UNSUPPORTED: return EXIT_USAGE;
+    case CBC_E_IO:
+    case CBC_E_NVCC:
+    case CBC_E_CACHE:
+    case CBC_E_NO_DRIVER:
+    case CBC_E_NO_DEVICE:
+    case CBC_E_DRIVER: return EXIT_ENV;
+    case CBC_E_NOMEM: return EXIT_INTERNAL;
+    }
+    return EXIT_INTERNAL;
+}
+
+int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(t, "error", "\033[1;31m", fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s", usage);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,47 @@
+/* tool.h: what every cubincache subcommand shares: the command table entry
+ * type, message printing (errors always, warnings unless -q, notes with
+ * -v; NO_COLOR honoured; all of it on stderr) and the one mapping from a
+ * library status to an exit code (docs/exit-codes.md).
+ */
+#ifndef CBC_TOOL_H
+#define CBC_TOOL_H
+
+#include "common.h"
+
+#include <stdio.h>
+
+/* Exit codes, one table for every command. */
+enum {
+    EXIT_OK = 0,
+    EXIT_VERDICT = 1, /* a negative answer: compile error, stale, will not run */
+    EXIT_USAGE = 2,   /* bad options, arguments or input files */
+    EXIT_TOLERANCE = 3, /* igrun: |delta| above --tolerance */
+    EXIT_ENV = 4,     /* cannot be done here: no nvcc, no driver or GPU, I/O failure */
+    EXIT_INTERNAL = 5 /* out of memory or a bug */
+};
+
+struct tool {
+    const char *prog; /* "cubincache build" */
+    int verbosity;    /* -1 quiet, 0 normal, 1 verbose */
+    bool color;
+};
+
+void tool_init(struct tool *t, const char *prog);
+void tool_error(const struct tool *t, const struct cbc_err *err);
+void tool_errorf(const struct tool *t, const char *fmt, ...) CBC_PRINTF(2, 3);
+void tool_warn(const struct tool *t, const char *fmt, ...) CBC_PRINTF(2, 3);
+void tool_note(const struct tool *t, const char *fmt, ...) CBC_PRINTF(2, 3);
+int tool_exit_code(enum cbc_status st);
+/* Prints "usage: ..." to stderr and returns EXIT_USAGE. */
+int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, ...) CBC_PRINTF(3, 4);
+
+/* The subcommands (one file each). */
+int cmd_build(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_select(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+
+#endif
