@@ -15,7 +15,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+/* Test hook: CUBINCACHE_TEST_PUBLISH_DELAY_MS stalls between writing the
+ * temporary and renaming it, so tests/cli can kill -9 a writer inside the
+ * window and check that no partial file is ever published. */
+static void publish_delay(void)
+{
+    static long ms = -1;
+    if (ms < 0) {
+        const char *e = getenv("CUBINCACHE_TEST_PUBLISH_DELAY_MS");
+        ms = e ? strtol(e, NULL, 10) : 0;
+        if (ms < 0)
+            ms = 0;
+    }
+    if (ms > 0) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
 
 static mode_t process_umask(void)
 {
@@ -119,6 +138,8 @@ enum cbc_status cbc_file_write_atomic(const char *path, const void *data, size_t
         s = cbc_err_set(err, CBC_E_IO, "cannot set the mode of '%s': %s", path, strerror(errno));
     if (close(fd) != 0 && s == CBC_OK)
         s = cbc_err_set(err, CBC_E_IO, "cannot write '%s': %s", path, strerror(errno));
+    if (s == CBC_OK)
+        publish_delay();
     if (s == CBC_OK && rename(tmp, path) != 0)
         s = cbc_err_set(err, CBC_E_IO, "cannot publish '%s': %s", path, strerror(errno));
     if (s != CBC_OK)

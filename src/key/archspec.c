@@ -193,7 +193,7 @@ static const char *nvcc_label(const struct cbc_arch_env *env)
 }
 
 static enum cbc_status validate(const struct cbc_arch_env *env, const struct cbc_target *t,
-                                const char *spec, struct cbc_err *err)
+                                const char *label, struct cbc_err *err)
 {
     char name[CBC_TARGET_NAME_MAX], list[512];
     cbc_target_name(t, name);
@@ -207,7 +207,7 @@ static enum cbc_status validate(const struct cbc_arch_env *env, const struct cbc
     if (!why)
         return CBC_OK;
     supported_text(env, list, sizeof list);
-    cbc_err_set(err, CBC_E_ARCH, "arch '%s': %s cannot be built by %s%s%s", spec, name,
+    cbc_err_set(err, CBC_E_ARCH, "%s: %s cannot be built by %s%s%s", label, name,
                 nvcc_label(env), *why ? ": " : "", why);
     return cbc_err_hint(err, "%s can build: %s", nvcc_label(env), list);
 }
@@ -221,7 +221,7 @@ static const char *const token_help =
     "write targets as 86, 8.6, sm_86, compute_86, 90a, 100f, 8.6+PTX, 86-real or 86-virtual, "
     "separated by commas, semicolons or spaces; or one of auto, native, all, all-major";
 
-/* Explicit list. `what` names the source for messages ("arch" or "CUDA_COMPUTE_CAP"). */
+/* Explicit list. `what` labels it in messages: "arch '86,foo'" or "CUDA_COMPUTE_CAP='x'". */
 static enum cbc_status parse_list(const char *spec, const char *what, const struct cbc_arch_env *env,
                                   struct tlist *out, struct cbc_err *err)
 {
@@ -249,18 +249,21 @@ static enum cbc_status parse_list(const char *spec, const char *what, const stru
         }
         if (!strcasecmp(tok, "auto") || !strcasecmp(tok, "native") || !strcasecmp(tok, "all") ||
             !strcasecmp(tok, "all-major")) {
-            cbc_err_set(err, CBC_E_ARCH, "%s '%s': '%s' cannot be combined with other targets", what,
-                        spec, tok);
+            if (strncmp(what, "arch", 4) != 0) {
+                cbc_err_set(err, CBC_E_ARCH, "%s: '%s' is a keyword, not a target", what, tok);
+                return cbc_err_hint(err, "set it to targets such as 90 or 8.9,9.0, or unset it");
+            }
+            cbc_err_set(err, CBC_E_ARCH, "%s: '%s' cannot be combined with other targets", what, tok);
             return cbc_err_hint(err, "use '%s' alone, or list the targets", tok);
         }
         struct cbc_target t[2];
         size_t n = cbc_arch_token_parse(tok, t);
         if (n == 0) {
-            cbc_err_set(err, CBC_E_ARCH, "%s '%s': '%s' is not a GPU target", what, spec, tok);
+            cbc_err_set(err, CBC_E_ARCH, "%s: '%s' is not a GPU target", what, tok);
             return cbc_err_hint(err, "%s", token_help);
         }
         for (size_t i = 0; i < n; i++) {
-            enum cbc_status s = validate(env, &t[i], spec, err);
+            enum cbc_status s = validate(env, &t[i], what, err);
             if (s != CBC_OK)
                 return s;
             if (!tlist_add(out, t[i]))
@@ -277,8 +280,7 @@ static enum cbc_status parse_list(const char *spec, const char *what, const stru
             if (out->v[i].kind == CBC_KIND_SASS && (!hi || cbc_target_cmp(&out->v[i], hi) > 0))
                 hi = &out->v[i];
         if (!hi) {
-            cbc_err_set(err, CBC_E_ARCH, "%s '%s': '+PTX' needs a SASS target to add PTX for", what,
-                        spec);
+            cbc_err_set(err, CBC_E_ARCH, "%s: '+PTX' needs a SASS target to add PTX for", what);
             return cbc_err_hint(err, "write e.g. '90 +PTX' or 'compute_90'");
         }
         struct cbc_target t = *hi;
@@ -416,7 +418,7 @@ enum cbc_status cbc_arch_resolve(const char *spec, const struct cbc_arch_env *en
                 rule = CBC_RULE_DEFAULT;
                 /* the default set, less what this nvcc cannot build */
                 struct tlist all = {0};
-                st = parse_list(CBC_ARCH_DEFAULT_SPEC, "default arch", NULL, &all, err);
+                st = parse_list(CBC_ARCH_DEFAULT_SPEC, "arch (default set)", NULL, &all, err);
                 for (size_t i = 0; st == CBC_OK && i < all.n; i++)
                     if (is_supported(env, all.v[i].arch) && !tlist_add(&l, all.v[i]))
                         st = cbc_err_oom(err);
@@ -439,7 +441,9 @@ enum cbc_status cbc_arch_resolve(const char *spec, const struct cbc_arch_env *en
         st = from_all(env, strcasecmp(s, "all-major") == 0, &l, err);
         detail = cbc_asprintf("%s from %s", s, nvcc_label(env));
     } else {
-        st = parse_list(s, "arch", env, &l, err);
+        char what[1100];
+        snprintf(what, sizeof what, "arch '%s'", s);
+        st = parse_list(s, what, env, &l, err);
     }
 
     if (st == CBC_OK && l.n == 0) {

@@ -334,7 +334,7 @@ static bool entry_check(const uint8_t *d, size_t len, const struct cbc_hash *key
     memcpy(want.b, d + 32, 16);
     cbc_hash_bytes(d + ENTRY_HEADER, (size_t)size, &got);
     if (!cbc_hash_eq(&want, &got)) {
-        snprintf(why, why_len, "content hash mismatch (corrupt)");
+        snprintf(why, why_len, "content hash mismatch");
         return false;
     }
     struct cbc_err e = {0};

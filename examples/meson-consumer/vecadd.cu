@@ -1,0 +1,7 @@
+// vecadd.cu: the example consumer's kernel.
+extern "C" __global__ void vecadd(const float *a, const float *b, float *c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        c[i] = a[i] + b[i];
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# build_outputs.sh: what `cubincache build` writes, what it refuses, and its
+# exit codes (0 ok, 1 compile failure, 2 usage, 4 environment).
+. "$(dirname "$0")/lib.sh"
+make_kernel "$T/src"
+cd "$T/src"
+
+note "multi-target build: one cubin per real target, ELF SM as named"
+expect_exit 0 "$CUBINCACHE" build -a "86;90a,100f 8.9+PTX" -o "$T/out" -n kern --depfile "$T/kern.d" k.cu -- -O3
+for t in 86:86 89:89 90a:90 100f:100; do
+    f="$T/out/kern.sm_${t%%:*}.cubin"
+    [ -f "$f" ] || fail "missing $f"
+    [ "$(sm_of "$f")" = "${t##*:}" ] || fail "$f: ELF SM is $(sm_of "$f"), expected ${t##*:}"
+done
+grep -q '^\.target sm_89$' "$T/out/kern.compute_89.ptx" || fail "PTX target"
+[ "$(ls "$T/out" | wc -l)" = 6 ] || fail "expected 5 images and a manifest: $(ls "$T/out")"
+grep -q '"target":	"sm_90a"' "$T/out/kern.manifest.json" || fail "manifest lacks sm_90a"
+grep -q '"rule":	"explicit"' "$T/out/kern.manifest.json" || fail "manifest lacks the arch rule"
+grep -q "kh.cuh" "$T/kern.d" || fail "depfile lacks the header"
+head -1 "$T/kern.d" | grep -q "^$T/out/kern.manifest.json:" || fail "depfile target: $(head -1 "$T/kern.d")"
+
+note "a rebuild is all hits and rewrites nothing"
+before=$(for f in "$T"/out/* "$T/kern.d"; do mtime_of "$f"; done)
+sleep 0.05
+expect_out 0 "5 hit, 0 miss" "$CUBINCACHE" build -v -a "86;90a,100f 8.9+PTX" -o "$T/out" -n kern --depfile "$T/kern.d" k.cu -- -O3
+after=$(for f in "$T"/out/* "$T/kern.d"; do mtime_of "$f"; done)
+[ "$before" = "$after" ] || fail "a hit touched outputs"
+
+note "--ptx adds PTX of the highest arch"
+expect_exit 0 "$CUBINCACHE" build -a 86,90 --ptx -o "$T/ptx" k.cu
+[ -f "$T/ptx/k.compute_90.ptx" ] || fail "--ptx did not add compute_90"
+
+note "usage errors exit 2 and say what to do"
+expect_out 2 "no SOURCE" "$CUBINCACHE" build
+expect_out 2 "unknown option" "$CUBINCACHE" build --frobnicate k.cu
+expect_out 2 "sm_70 cannot be built" "$CUBINCACHE" build -a 70 k.cu
+expect_out 2 "sm_75 sm_80" "$CUBINCACHE" build -a sm_70 k.cu
+expect_out 2 "'ninety'" "$CUBINCACHE" build -a ninety k.cu
+expect_out 2 "conflicts" "$CUBINCACHE" build -a 90 k.cu -- -arch=sm_89
+expect_out 2 "--arch" "$CUBINCACHE" build -a 90 k.cu -- -gencode arch=compute_89,code=sm_89
+expect_out 2 "does not exist" "$CUBINCACHE" build -a 90 missing.cu
+expect_out 2 "one SOURCE" "$CUBINCACHE" build -a 90 k.cu other.cu
+expect_out 2 "CUDA_COMPUTE_CAP='abc'" env CUDA_COMPUTE_CAP=abc "$CUBINCACHE" build k.cu
+
+note "nvcc missing exits 4 and names where it looked"
+expect_out 4 "not an executable" env NVCC=/nonexistent/nvcc "$CUBINCACHE" build -a 90 k.cu
+expect_out 4 "/nonexistent/nvcc" "$CUBINCACHE" build --nvcc /nonexistent/nvcc -a 90 k.cu
+
+note "a compile error exits 1, shows nvcc's diagnostics, stores and writes nothing"
+mkdir -p "$T/bad" && cd "$T/bad"
+printf 'extern "C" __global__ void k(float *x) { x[0] = undefined_thing; }\n' > bad.cu
+n0=$(count_entries)
+expect_out 1 "undefined_thing" "$CUBINCACHE" build -a 86,90 -o "$T/badout" bad.cu
+grep -q "nvcc failed for 2 of 2 targets" "$T/last.out" || fail "summary line: $(cat "$T/last.out")"
+[ "$(count_entries)" = "$n0" ] || fail "a failed compile stored an entry"
+[ ! -e "$T/badout/bad.manifest.json" ] || fail "a failed compile wrote a manifest"
+[ -z "$(ls -A "$T/badout" 2>/dev/null)" ] || fail "a failed compile left files: $(ls -A "$T/badout")"
+
+note "an environment override of the arch is caught, not filed as the wrong target"
+cd "$T/src"
+expect_out 1 "" env NVCC_APPEND_FLAGS="-arch=sm_89" "$CUBINCACHE" build -a 90 -o "$T/ovr" k.cu
+[ ! -e "$T/ovr/k.sm_90.cubin" ] || fail "a build with an arch override wrote k.sm_90.cubin"
+
+note "a toolchain that silently builds another arch is caught by the ELF check"
+cat > "$T/nvcc-liar" <<EOF2
+#!/bin/sh
+# rewrites every sm_90 request into sm_89, as a broken wrapper might
+for a in "\$@"; do
+    case "\$a" in arch=*) a=\$(printf %s "\$a" | sed 's/_90/_89/g') ;; esac
+    set -- "\$@" "\$a"; shift
+done
+exec "$NVCC_REAL" "\$@"
+EOF2
+chmod +x "$T/nvcc-liar"
+n0=$(count_entries)
+expect_out 1 "holds sm_89 code" env NVCC="$T/nvcc-liar" "$CUBINCACHE" build -a 90 -o "$T/liar" k.cu
+[ ! -e "$T/liar/k.sm_90.cubin" ] || fail "a mislabeled output was written"
+[ "$(count_entries)" = "$n0" ] || fail "a mislabeled output was stored"
+
+note "CUBINCACHE_DISABLE=1 compiles without the cache"
+rm -rf "$T/nocache"
+expect_exit 0 env CUBINCACHE_DISABLE=1 CUBINCACHE_DIR="$T/nocache" "$CUBINCACHE" build -a 90 -o "$T/dis" k.cu
+[ "$(sm_of "$T/dis/k.sm_90.cubin")" = 90 ] || fail "disabled build output"
+[ ! -e "$T/nocache" ] || fail "CUBINCACHE_DISABLE=1 touched the cache"
+
+note "changing the target set removes what is no longer asked for"
+expect_exit 0 "$CUBINCACHE" build -a 86,89 -o "$T/set" k.cu
+expect_exit 0 "$CUBINCACHE" build -a 89 -o "$T/set" k.cu
+[ ! -e "$T/set/k.sm_86.cubin" ] && [ -e "$T/set/k.sm_89.cubin" ] || fail "stale output kept: $(ls "$T/set")"
+echo ok

@@ -1,0 +1,223 @@
+/* test_key.c: the fingerprint. One change for each input of the key, no
+ * change for a touched file or an unrelated variable, and frozen vectors:
+ * XXH3-128's canonical form (checked against the reference implementation)
+ * and one full key, so an accidental change of the encoding fails here and
+ * is made on purpose, with a CBC_KEY_VERSION bump, or not at all. */
+#include "key.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *flags_a[] = {"-O3", "-lineinfo"};
+static struct cbc_dep deps_a[] = {
+    {"/src/include/a.cuh", {{1}}},
+    {"/src/include/b.cuh", {{2}}},
+};
+
+static struct cbc_key_inputs base(void)
+{
+    struct cbc_key_inputs in = {0};
+    cbc_target_parse("sm_90", &in.target);
+    in.source = "/src/k.cu";
+    in.source_hash.b[0] = 0x11;
+    in.deps = deps_a;
+    in.n_deps = 2;
+    in.nvcc_id.b[0] = 0x22;
+    in.host_id.b[0] = 0x33;
+    in.flags = flags_a;
+    in.n_flags = 2;
+    in.cwd = "/build";
+    return in;
+}
+
+static void hex_of(const struct cbc_key_inputs *in, char out[33])
+{
+    struct cbc_hash h;
+    cbc_key_result(in, &h);
+    cbc_hash_hex(&h, out);
+}
+
+#define ASSERT_KEY_CHANGES(what, ...)                                                           \
+    do {                                                                                           \
+        struct cbc_key_inputs in = base();                                                         \
+        char before[33], after[33];                                                                \
+        hex_of(&in, before);                                                                       \
+        __VA_ARGS__;                                                                               \
+        hex_of(&in, after);                                                                        \
+        cr_assert_str_neq(before, after, "changing %s must change the key", what);               \
+    } while (0)
+
+Test(hash, canonical_xxh3_128_matches_the_reference_implementation)
+{
+    /* from python-xxhash's xxh3_128_hexdigest, an independent implementation */
+    struct {
+        const char *in, *hex;
+    } v[] = {
+        {"", "99aa06d3014798d86001c324468d497f"},
+        {"abc", "06b05ab6733a618578af5f94892f3950"},
+        {"cubincache", "01ef4e4a93a58fc38cd9c1022be30c5c"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        struct cbc_hash h;
+        char hex[33];
+        cbc_hash_bytes(v[i].in, strlen(v[i].in), &h);
+        cbc_hash_hex(&h, hex);
+        cr_assert_str_eq(hex, v[i].hex, "XXH3-128('%s')", v[i].in);
+        struct cbc_hash back;
+        cr_assert(cbc_hash_from_hex(hex, &back));
+        cr_assert(cbc_hash_eq(&h, &back));
+    }
+    struct cbc_hash h;
+    cr_assert_not(cbc_hash_from_hex("99aa06d3014798d86001c324468d497", &h));
+    cr_assert_not(cbc_hash_from_hex("99aa06d3014798d86001c324468d497g", &h));
+}
+
+Test(key, encoding_is_frozen)
+{
+    struct cbc_key_inputs in = base();
+    char hex[33];
+    hex_of(&in, hex);
+    cr_assert_str_eq(hex, "f562d518b93b949059aedb9c9dfcd32a", "the key encoding changed: bump CBC_KEY_VERSION");
+    struct cbc_hash d;
+    cbc_key_direct(&in, &d);
+    cbc_hash_hex(&d, hex);
+    cr_assert_str_eq(hex, "c7ee6e5b917f4fda9e1cc0a4220d1ee5", "the direct key encoding changed");
+}
+
+Test(key, changes_with_each_input)
+{
+    ASSERT_KEY_CHANGES("the SM", cbc_target_parse("sm_89", &in.target));
+    ASSERT_KEY_CHANGES("the variant", cbc_target_parse("sm_90a", &in.target));
+    ASSERT_KEY_CHANGES("SASS to PTX", cbc_target_parse("compute_90", &in.target));
+    ASSERT_KEY_CHANGES("the source path", in.source = "/src/other.cu");
+    ASSERT_KEY_CHANGES("the source content", in.source_hash.b[15] ^= 1);
+    ASSERT_KEY_CHANGES("the nvcc identity", in.nvcc_id.b[3] ^= 1);
+    ASSERT_KEY_CHANGES("the host compiler identity", in.host_id.b[3] ^= 1);
+    ASSERT_KEY_CHANGES("a flag's value", in.flags = (char *[]){"-O2", "-lineinfo"});
+    ASSERT_KEY_CHANGES("the flags' order", in.flags = (char *[]){"-lineinfo", "-O3"});
+    ASSERT_KEY_CHANGES("a flag split in two", in.flags = (char *[]){"-O", "3-lineinfo"});
+    ASSERT_KEY_CHANGES("the number of flags", in.n_flags = 1);
+    ASSERT_KEY_CHANGES("a dependency's content",
+                       struct cbc_dep d2[2] = {deps_a[0], deps_a[1]};
+                       d2[1].hash.b[0] ^= 0x80; in.deps = d2);
+    ASSERT_KEY_CHANGES("a dependency's path",
+                       struct cbc_dep d2[2] = {deps_a[0], {"/src/include/c.cuh", deps_a[1].hash}};
+                       in.deps = d2);
+    ASSERT_KEY_CHANGES("the dependency count", in.n_deps = 1);
+    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++) {
+        ASSERT_KEY_CHANGES(cbc_key_env_names[i], in.env[i] = "-G");
+        ASSERT_KEY_CHANGES("an empty vs unset variable", in.env[i] = "");
+    }
+}
+
+Test(key, direct_key_covers_cwd_but_not_dependencies)
+{
+    struct cbc_key_inputs a = base(), b = base();
+    struct cbc_hash da, db, ra, rb;
+    b.cwd = "/elsewhere";
+    cbc_key_direct(&a, &da);
+    cbc_key_direct(&b, &db);
+    cbc_key_result(&a, &ra);
+    cbc_key_result(&b, &rb);
+    cr_assert_not(cbc_hash_eq(&da, &db), "-I. resolves against the working directory");
+    cr_assert(cbc_hash_eq(&ra, &rb), "the result key has absolute dependencies instead");
+    b = base();
+    b.n_deps = 0;
+    cbc_key_direct(&b, &db);
+    cr_assert(cbc_hash_eq(&da, &db));
+}
+
+Test(key, unrelated_environment_does_not_change_the_key)
+{
+    const char *e1[CBC_KEY_ENV_COUNT], *e2[CBC_KEY_ENV_COUNT];
+    unsetenv("NVCC_APPEND_FLAGS");
+    cbc_key_env_read(e1);
+    setenv("SOME_UNRELATED_VARIABLE", "1", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "3", 1);
+    cbc_key_env_read(e2);
+    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
+        cr_assert_eq(e1[i] == NULL, e2[i] == NULL);
+    setenv("NVCC_APPEND_FLAGS", "-lineinfo", 1);
+    cbc_key_env_read(e2);
+    cr_assert_str_eq(e2[1], "-lineinfo");
+    unsetenv("NVCC_APPEND_FLAGS");
+}
+
+static char *temp_file(const char *content)
+{
+    char *path = strdup("/tmp/cbc-key-test.XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+    close(fd);
+    return path;
+}
+
+Test(key, touched_file_hashes_the_same_and_edited_file_differs)
+{
+    char *path = temp_file("__device__ int f();\n");
+    struct cbc_filememo *m = cbc_filememo_new();
+    struct cbc_hash h1, h2, h3;
+    struct cbc_stamp s1;
+    cr_assert_eq(cbc_filememo_hash(m, path, NULL, NULL, 0, &h1, &s1, NULL), CBC_OK);
+    cbc_filememo_free(m);
+    /* touch: new mtime and ctime, same bytes */
+    struct timespec ts[2] = {{0, UTIME_NOW}, {12345, 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+    m = cbc_filememo_new();
+    cr_assert_eq(cbc_filememo_hash(m, path, &s1, &h1, cbc_now_ns(), &h2, NULL, NULL), CBC_OK);
+    cr_assert_eq(cbc_filememo_reads(m), 1, "a changed stamp must be checked by reading");
+    cr_assert(cbc_hash_eq(&h1, &h2), "touching must not change the content hash");
+    cbc_filememo_free(m);
+    /* edit with the same size and the old mtime put back: ctime still tells */
+    FILE *f = fopen(path, "r+");
+    fputs("__device__ int g();\n", f);
+    fclose(f);
+    struct timespec back[2] = {{0, UTIME_OMIT}, {12345, 0}};
+    utimensat(AT_FDCWD, path, back, 0);
+    m = cbc_filememo_new();
+    struct cbc_stamp s2;
+    cbc_stamp_of(path, &s2);
+    cr_assert_eq(cbc_filememo_hash(m, path, &s2, &h1, s2.ctime_ns + 5000000000ull, &h3, NULL, NULL),
+                 CBC_OK);
+    cbc_filememo_free(m);
+    m = cbc_filememo_new();
+    cr_assert_eq(cbc_filememo_hash(m, path, NULL, NULL, 0, &h3, NULL, NULL), CBC_OK);
+    cr_assert_not(cbc_hash_eq(&h1, &h3), "an edit must change the hash");
+    cbc_filememo_free(m);
+    unlink(path);
+    free(path);
+}
+
+Test(key, fresh_stamps_are_not_trusted)
+{
+    struct cbc_stamp s = {10, 5000000000ull, 5000000000ull, 1, 1};
+    cr_assert_not(cbc_stamp_trustworthy(&s, 5000000000ull), "written in the same tick");
+    cr_assert_not(cbc_stamp_trustworthy(&s, 5500000000ull), "within the racy window");
+    cr_assert(cbc_stamp_trustworthy(&s, 7000000000ull));
+}
+
+Test(key, stamp_match_skips_reading_the_file)
+{
+    char *path = temp_file("int x;\n");
+    struct cbc_filememo *m = cbc_filememo_new();
+    struct cbc_hash real, fake = {{0xab}}, got;
+    struct cbc_stamp st;
+    cr_assert_eq(cbc_filememo_hash(m, path, NULL, NULL, 0, &real, &st, NULL), CBC_OK);
+    cbc_filememo_free(m);
+    m = cbc_filememo_new();
+    /* a trusted stamp is believed: the recorded hash comes back unread */
+    cr_assert_eq(cbc_filememo_hash(m, path, &st, &fake, st.ctime_ns + 3000000000ull, &got, NULL,
+                                   NULL),
+                 CBC_OK);
+    cr_assert(cbc_hash_eq(&got, &fake));
+    cr_assert_eq(cbc_filememo_reads(m), 0);
+    cbc_filememo_free(m);
+    unlink(path);
+    free(path);
+}

@@ -1,0 +1,112 @@
+/* test_manifest.c: the bundle manifest: a deterministic round trip, and
+ * errors that name the file and the field for every kind of damage. */
+#include "manifest.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct cbc_dep deps[] = {{"/inc/a.h", {{1}}}, {"/inc/b.h", {{2}}}};
+static char *flags[] = {"-O3", "-DX=1"};
+
+static struct cbc_manifest sample(struct cbc_manifest_entry *ents)
+{
+    struct cbc_manifest m = {0};
+    m.name = "k";
+    m.source = "/src/k.cu";
+    m.source_hash.b[0] = 9;
+    m.deps = deps;
+    m.n_deps = 2;
+    m.nvcc = "/usr/local/cuda/bin/nvcc";
+    m.nvcc_version = "13.0.88";
+    m.host_cc = "/usr/bin/gcc";
+    m.flags = flags;
+    m.n_flags = 2;
+    m.env[1] = "-lineinfo";
+    m.cwd = "/build";
+    m.arch_spec = "auto";
+    m.arch_rule = "CUDA_COMPUTE_CAP";
+    m.arch_detail = "CUDA_COMPUTE_CAP=90";
+    m.compute_cap = "90";
+    cbc_target_parse("sm_90", &ents[0].target);
+    ents[0].file = "k.sm_90.cubin";
+    ents[0].size = 3832;
+    ents[0].key.b[1] = 1;
+    cbc_target_parse("compute_90", &ents[1].target);
+    ents[1].file = "k.compute_90.ptx";
+    ents[1].size = 700;
+    static size_t only_b[] = {1};
+    ents[1].deps = only_b;
+    ents[1].n_deps = 1;
+    m.entries = ents;
+    m.n = 2;
+    return m;
+}
+
+Test(manifest, renders_deterministically_and_round_trips)
+{
+    struct cbc_manifest_entry ents[2] = {0};
+    struct cbc_manifest m = sample(ents);
+    char *a = cbc_manifest_render(&m), *b = cbc_manifest_render(&m);
+    cr_assert_str_eq(a, b);
+    struct cbc_manifest back;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_manifest_parse(a, strlen(a), "k.manifest.json", &back, &err), CBC_OK, "%s",
+                 err.msg);
+    char *c = cbc_manifest_render(&back);
+    cr_assert_str_eq(a, c, "parse(render(m)) renders the same");
+    cr_assert_eq(back.n, 2);
+    cr_assert_str_eq(back.entries[1].file, "k.compute_90.ptx");
+    cr_assert_eq(back.entries[1].target.kind, CBC_KIND_PTX);
+    cr_assert_null(back.env[0]);
+    cr_assert_str_eq(back.env[1], "-lineinfo");
+    size_t n;
+    const struct cbc_dep **d = cbc_manifest_entry_deps(&back, &back.entries[1], &n);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(d[0]->path, "/inc/b.h");
+    free(d);
+    d = cbc_manifest_entry_deps(&back, &back.entries[0], &n);
+    cr_assert_eq(n, 2);
+    free(d);
+    cbc_manifest_release(&back);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* Replaces the first `from` in a rendered sample by `to` and expects a
+ * parse error whose message holds `needle`. */
+static void expect_bad(const char *from, const char *to, const char *needle, enum cbc_status want)
+{
+    struct cbc_manifest_entry ents[2] = {0};
+    struct cbc_manifest m = sample(ents);
+    char *text = cbc_manifest_render(&m);
+    char *at = strstr(text, from);
+    cr_assert_not_null(at, "sample lacks '%s'", from);
+    struct cbc_buf b = {0};
+    cbc_buf_append(&b, text, (size_t)(at - text));
+    cbc_buf_puts(&b, to);
+    cbc_buf_puts(&b, at + strlen(from));
+    struct cbc_manifest back;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_manifest_parse(b.p, b.len, "bad.manifest.json", &back, &err), want,
+                 "%s -> %s", from, to);
+    cr_assert(strstr(err.msg, "bad.manifest.json"), "names the file: %s", err.msg);
+    cr_assert(strstr(err.msg, needle), "'%s' lacks '%s'", err.msg, needle);
+    cbc_buf_release(&b);
+    free(text);
+}
+
+Test(manifest, errors_name_the_file_and_the_field)
+{
+    expect_bad("\"sm_90\"", "\"sm_9x\"", "entries[0].target", CBC_E_FORMAT);
+    expect_bad("\"k.sm_90.cubin\"", "\"../../etc/passwd\"", "entries[0].file", CBC_E_FORMAT);
+    expect_bad("\"kind\":\t\"cubin\"", "\"kind\":\t\"ptx\"", "entries[0].kind", CBC_E_FORMAT);
+    expect_bad("\"size\":\t3832", "\"size\":\t-5", "entries[0].size", CBC_E_FORMAT);
+    expect_bad("\"xxh3\":\t\"09", "\"xxh3\":\t\"zz", "source.xxh3", CBC_E_FORMAT);
+    expect_bad("\"cwd\"", "\"cwdx\"", "cwd: missing", CBC_E_FORMAT);
+    expect_bad("\"deps\":\t[1]", "\"deps\":\t[7]", "entries[1].deps", CBC_E_FORMAT);
+    expect_bad("\"version\":\t1", "\"version\":\t99", "version 99", CBC_E_UNSUPPORTED);
+    expect_bad("\"cubincache-manifest\"", "\"other\"", "not a cubincache manifest", CBC_E_FORMAT);
+    expect_bad("{", "[", "not valid JSON", CBC_E_FORMAT);
+}
