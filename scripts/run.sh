@@ -33,6 +33,7 @@ build=${BUILD_DIR:-build}
 [ -f "$build/build.ninja" ] || meson setup "$build" >/dev/null
 
 if [ "$mode" = test ]; then
+    ninja -C "$build"
     exec meson test -C "$build" --print-errorlogs
 fi
 
