@@ -218,7 +218,8 @@ enum cbc_status cbc_cubin_parse(const uint8_t *data, size_t len, const char *nam
             goto fail;
         }
         const char *sname = cbc_elf_section_name(data, len, &s, sh.name);
-        if (strncmp(sname, ".debug_", 7) == 0 || strncmp(sname, ".nv_debug", 9) == 0)
+        /* every cubin has .debug_frame; only -G adds DWARF info */
+        if (strcmp(sname, ".debug_info") == 0)
             info.debug = true;
         if (sh.type == SHT_NOTE) {
             st = parse_notes(data, len, name, &sh, &notes, err);

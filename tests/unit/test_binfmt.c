@@ -1,0 +1,273 @@
+/* test_binfmt.c: the readers on real nvcc 13 output (every real target, the
+ * 'a' and 'f' variants, PTX, fatbins in each compression mode, an -rdc
+ * object, a host executable) and on the committed malformed files, which
+ * must each give CBC_E_FORMAT naming the file and an offset, never a crash. */
+#include "fixtures.h"
+
+#include <cubincache/binfmt.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("CBC_TESTDATA");
+    cr_assert(d && *d, "CBC_TESTDATA is not set");
+    return d;
+}
+
+static void check_cubin(const char *file, unsigned sm, uint8_t variant)
+{
+    size_t len;
+    uint8_t *d = fixture(file, &len);
+    struct cbc_cubin_info ci;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_cubin_parse(d, len, file, &ci, &err), CBC_OK, "%s: %s", file, err.msg);
+    cr_assert_eq(ci.sm, sm, "%s: SM %u", file, ci.sm);
+    cr_assert_eq(ci.variant, variant, "%s: variant %u", file, ci.variant);
+    cr_assert_eq(ci.abi_version, 8, "nvcc 13 writes EI_ABIVERSION 8");
+    cr_assert_eq(ci.osabi, 0x41);
+    cr_assert_eq(ci.virtual_arch, sm, "%s: virtual arch %u", file, ci.virtual_arch);
+    size_t kernels = 0;
+    for (size_t i = 0; i < ci.n_funcs; i++)
+        if (ci.funcs[i].entry &&
+            (!strcmp(ci.funcs[i].name, "scale") || !strcmp(ci.funcs[i].name, "shift")))
+            kernels++;
+    cr_assert_eq(kernels, 2, "%s: kernels scale and shift", file);
+    cr_assert_not(ci.debug);
+    cr_assert_eq(cbc_binfmt_detect(d, len), CBC_FILE_CUBIN);
+    cbc_cubin_info_release(&ci);
+    free(d);
+}
+
+Test(binfmt, reads_every_real_target_and_variant)
+{
+    const unsigned real[] = {75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
+    for (size_t i = 0; i < sizeof real / sizeof *real; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "k.sm_%u.cubin", real[i]);
+        check_cubin(f, real[i], CBC_VARIANT_NONE);
+    }
+    const unsigned a[] = {90, 100, 103, 110, 120, 121};
+    for (size_t i = 0; i < sizeof a / sizeof *a; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "k.sm_%ua.cubin", a[i]);
+        check_cubin(f, a[i], CBC_VARIANT_A);
+    }
+    const unsigned fam[] = {100, 103, 110, 120, 121};
+    for (size_t i = 0; i < sizeof fam / sizeof *fam; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "k.sm_%uf.cubin", fam[i]);
+        check_cubin(f, fam[i], CBC_VARIANT_F);
+    }
+}
+
+Test(binfmt, reads_virtual_arch_debug_and_relocatable_cubins)
+{
+    size_t len;
+    struct cbc_cubin_info ci;
+    uint8_t *d = fixture("k.c80_sm90.cubin", &len);
+    cr_assert_eq(cbc_cubin_parse(d, len, "c80", &ci, NULL), CBC_OK);
+    cr_assert_eq(ci.sm, 90);
+    cr_assert_eq(ci.virtual_arch, 80, "compute_80 -> sm_90 keeps 80 in .note.nv.cuinfo");
+    cbc_cubin_info_release(&ci);
+    free(d);
+    d = fixture("k.debug.cubin", &len);
+    cr_assert_eq(cbc_cubin_parse(d, len, "dbg", &ci, NULL), CBC_OK);
+    cr_assert(ci.debug);
+    bool device_fn = false;
+    for (size_t i = 0; i < ci.n_funcs; i++)
+        device_fn |= !ci.funcs[i].entry && strstr(ci.funcs[i].name, "sq");
+    cr_assert(device_fn, "-G keeps the device function sq, not an entry");
+    cbc_cubin_info_release(&ci);
+    free(d);
+    d = fixture("k.rdc.cubin", &len);
+    cr_assert_eq(cbc_cubin_parse(d, len, "rdc", &ci, NULL), CBC_OK);
+    cr_assert_eq(ci.e_type, 1, "-rdc cubins are ET_REL");
+    cbc_cubin_info_release(&ci);
+    free(d);
+}
+
+Test(binfmt, reads_ptx_version_target_and_entries)
+{
+    size_t len;
+    struct cbc_ptx_info pi;
+    uint8_t *d = fixture("k.compute_90a.ptx", &len);
+    cr_assert_eq(cbc_binfmt_detect(d, len), CBC_FILE_PTX);
+    cr_assert_eq(cbc_ptx_parse(d, len, "p", &pi, NULL), CBC_OK);
+    cr_assert_eq(pi.isa, 90);
+    cr_assert_eq(pi.arch, 90);
+    cr_assert_eq(pi.variant, CBC_VARIANT_A);
+    cr_assert_eq(pi.n_entries, 2);
+    free(d);
+    const char *junk = "// no directives\n.target sm_90\n";
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_ptx_parse((const uint8_t *)junk, strlen(junk), "j.ptx", &pi, &err),
+                 CBC_E_FORMAT);
+    cr_assert(strstr(err.msg, "j.ptx") && strstr(err.msg, ".version"), "%s", err.msg);
+}
+
+/* Every entry of a fatbin decompresses to what its header says. */
+static void check_fatbin(const char *file, uint8_t elf_compression, uint8_t ptx_compression)
+{
+    size_t len;
+    uint8_t *d = fixture(file, &len);
+    struct cbc_fatbin fb;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_fatbin_parse(d, len, 0, file, &fb, &err), CBC_OK, "%s: %s", file, err.msg);
+    cr_assert_eq(fb.n, 4, "%s: 4 entries", file);
+    cr_assert_eq(fb.n_containers, 1);
+    bool seen_a = false, seen_f = false;
+    for (size_t i = 0; i < fb.n; i++) {
+        const struct cbc_fatbin_entry *e = &fb.entries[i];
+        uint8_t *p;
+        size_t plen;
+        cr_assert_eq(cbc_fatbin_entry_payload(e, file, &p, &plen, &err), CBC_OK, "%s[%zu]: %s",
+                     file, i, err.msg);
+        if (e->kind == CBC_FATBIN_ELF) {
+            cr_assert_eq(e->compression, elf_compression, "%s[%zu] ELF compression", file, i);
+            struct cbc_cubin_info ci;
+            cr_assert_eq(cbc_cubin_parse(p, plen, file, &ci, NULL), CBC_OK);
+            cr_assert_eq(ci.sm, e->arch, "the entry header arch matches the ELF");
+            cr_assert_eq(ci.variant, e->variant, "%s[%zu]: flag variant vs ELF", file, i);
+            seen_a |= e->variant == CBC_VARIANT_A;
+            seen_f |= e->variant == CBC_VARIANT_F;
+            cbc_cubin_info_release(&ci);
+        } else {
+            cr_assert_eq(e->kind, CBC_FATBIN_PTX);
+            cr_assert_eq(e->compression, ptx_compression, "%s PTX compression", file);
+            struct cbc_ptx_info pi;
+            cr_assert_eq(cbc_ptx_parse(p, plen, file, &pi, NULL), CBC_OK);
+            cr_assert_eq(pi.arch, 90);
+            cr_assert_eq(e->version_major * 10 + e->version_minor, pi.isa);
+        }
+        free(p);
+    }
+    cr_assert(seen_a && seen_f, "%s: sm_90a and sm_100f flagged", file);
+    cbc_fatbin_release(&fb);
+    free(d);
+}
+
+Test(binfmt, reads_fatbins_in_every_compression_mode)
+{
+    check_fatbin("k.none.fatbin", CBC_COMPRESS_NONE, CBC_COMPRESS_NONE);
+    check_fatbin("k.speed.fatbin", CBC_COMPRESS_NONE, CBC_COMPRESS_LZ4);
+    check_fatbin("k.size.fatbin", CBC_COMPRESS_ZSTD, CBC_COMPRESS_ZSTD);
+}
+
+Test(binfmt, finds_the_cuda_sections_of_host_files)
+{
+    size_t len;
+    struct cbc_image_list l;
+    struct cbc_err err = {0};
+    uint8_t *d = fixture("host.exe", &len);
+    cr_assert_eq(cbc_binfmt_detect(d, len), CBC_FILE_HOST_ELF);
+    cr_assert_eq(cbc_binfmt_images(d, len, "host.exe", &l, &err), CBC_OK, "%s", err.msg);
+    size_t sm90 = 0, ptx = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        cr_assert_str_eq(l.v[i].section, ".nv_fatbin");
+        sm90 += l.v[i].target.kind == CBC_KIND_SASS && l.v[i].target.arch == 90;
+        ptx += l.v[i].target.kind == CBC_KIND_PTX;
+    }
+    cr_assert_geq(sm90, 1);
+    cr_assert_geq(ptx, 1, "-arch=sm_90 embeds compute_90 PTX");
+    cbc_image_list_release(&l);
+    free(d);
+    d = fixture("k.rdc.o", &len);
+    cr_assert_eq(cbc_binfmt_images(d, len, "k.rdc.o", &l, &err), CBC_OK, "%s", err.msg);
+    cr_assert_geq(l.n, 1);
+    cr_assert_str_eq(l.v[0].section, "__nv_relfatbin");
+    cbc_image_list_release(&l);
+    free(d);
+}
+
+Test(binfmt, verify_target_catches_the_seeds_mislabeled_cubin)
+{
+    size_t len;
+    uint8_t *d = fixture("k.mislabeled.sm_90.cubin", &len);
+    struct cbc_target want, found;
+    cbc_target_parse("sm_90", &want);
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_binfmt_verify_target(d, len, &want, "k.mislabeled.sm_90.cubin", &found, &err),
+                 CBC_E_VERIFY);
+    cr_assert_eq(found.arch, 89);
+    cr_assert(strstr(err.msg, "labelled sm_90 but holds sm_89"), "%s", err.msg);
+    free(d);
+    d = fixture("k.sm_90.cubin", &len);
+    cr_assert_eq(cbc_binfmt_verify_target(d, len, &want, "ok", NULL, NULL), CBC_OK);
+    free(d);
+}
+
+static uint8_t *data_file(const char *name, size_t *len)
+{
+    char *p = cbc_asprintf("%s/%s", data_dir(), name);
+    uint8_t *d = NULL;
+    cr_assert_eq(cbc_file_read(p, &d, len, NULL), CBC_OK, "%s", p);
+    free(p);
+    return d;
+}
+
+static void expect_malformed(const char *name, const char *needle)
+{
+    size_t len;
+    uint8_t *d = data_file(name, &len);
+    struct cbc_image_list l;
+    struct cbc_err err = {0};
+    enum cbc_status st = cbc_binfmt_images(d, len, name, &l, &err);
+    if (st == CBC_OK) {
+        /* headers fine: the damage is in a payload */
+        for (size_t i = 0; i < l.n && st == CBC_OK; i++) {
+            struct cbc_fatbin fb;
+            cr_assert_eq(cbc_fatbin_parse(d, len, 0, name, &fb, NULL), CBC_OK);
+            for (size_t k = 0; k < fb.n && st == CBC_OK; k++) {
+                uint8_t *p;
+                size_t pl;
+                st = cbc_fatbin_entry_payload(&fb.entries[k], name, &p, &pl, &err);
+                if (st == CBC_OK)
+                    free(p);
+            }
+            cbc_fatbin_release(&fb);
+        }
+        cbc_image_list_release(&l);
+    }
+    cr_assert(st == CBC_E_FORMAT || st == CBC_E_UNSUPPORTED, "%s: status %d", name, st);
+    cr_assert(strstr(err.msg, name), "%s: message names the file: %s", name, err.msg);
+    cr_assert(strstr(err.msg, "offset"), "%s: message names the offset: %s", name, err.msg);
+    cr_assert(strstr(err.msg, needle), "%s: '%s' lacks '%s'", name, err.msg, needle);
+    free(d);
+}
+
+Test(binfmt, malformed_inputs_give_errors_naming_file_offset_and_expectation)
+{
+    expect_malformed("truncated.cubin", "runs past the end");
+    expect_malformed("lying_shnum.cubin", "4000 entries");
+    expect_malformed("lying_section.cubin", "section name table");
+    expect_malformed("elf32.cubin", "64-bit");
+    expect_malformed("tiny.cubin", "an ELF64 header needs 64");
+    expect_malformed("wrong_magic.fatbin", "not a cubin, fatbin");
+    expect_malformed("lying_size.fatbin", "only");
+    expect_malformed("lying_entry.fatbin", "payload size");
+    expect_malformed("short_entry.fatbin", "header size 8");
+    expect_malformed("bad_zstd.fatbin", "zstd payload");
+    expect_malformed("lying_lz4.fatbin", "header says");
+}
+
+Test(binfmt, every_prefix_of_real_files_parses_or_fails_cleanly)
+{
+    const char *files[] = {"k.sm_90.cubin", "k.size.fatbin", "k.speed.fatbin", "host.exe",
+                           "k.compute_90.ptx"};
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        size_t len;
+        uint8_t *d = fixture(files[f], &len);
+        size_t step = len > 20000 ? len / 2000 : 1;
+        for (size_t cut = 0; cut < len; cut += step) {
+            uint8_t *copy = malloc(cut ? cut : 1); /* exact size: ASan/valgrind see over-reads */
+            memcpy(copy, d, cut);
+            struct cbc_image_list l;
+            if (cbc_binfmt_images(copy, cut, files[f], &l, NULL) == CBC_OK)
+                cbc_image_list_release(&l);
+            free(copy);
+        }
+        free(d);
+    }
+}
