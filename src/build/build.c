@@ -124,13 +124,10 @@ static enum cbc_status check_flags(struct ctx *c)
                                                "--arch 89,90"
                                              : "remove it: use -o DIR, -n NAME and --depfile");
         }
-        if ((!strcmp(f, "-ccbin") || !strcmp(f, "--compiler-bindir")) && i + 1 < o->n_flags)
-            c->ccbin = cbc_strdup(o->flags[i + 1]);
-        else if (!strncmp(f, "-ccbin=", 7))
-            c->ccbin = cbc_strdup(f + 7);
-        else if (!strncmp(f, "--compiler-bindir=", 18))
-            c->ccbin = cbc_strdup(f + 18);
     }
+    const char *ccbin = cbc_flags_ccbin(o->flags, o->n_flags);
+    if (ccbin && !(c->ccbin = cbc_strdup(ccbin)))
+        return cbc_err_oom(c->err);
     return CBC_OK;
 }
 
@@ -160,14 +157,6 @@ static const struct cbc_manifest_entry *prev_entry(const struct ctx *c, const st
     return NULL;
 }
 
-static void join_flags(char *const *f, size_t n, char *buf, size_t len)
-{
-    size_t off = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && off < len; i++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? " " : "", f[i]);
-}
-
 /* Why a target missed, by comparing with the previous manifest in DIR. */
 static void explain_miss(struct ctx *c, const struct tstate *t, char *buf, size_t len)
 {
@@ -191,64 +180,18 @@ static void explain_miss(struct ctx *c, const struct tstate *t, char *buf, size_
                     c->arch.detail ? c->arch.detail : c->arch.spec);
         return;
     }
-    if (strcmp(c->prev.source ? c->prev.source : "", c->source) != 0) {
-        cbc_fmt(buf, len, "source path changed: '%s' -> '%s'", c->prev.source, c->source);
-        return;
-    }
-    if (!cbc_hash_eq(&c->prev.source_hash, &c->source_hash)) {
-        cbc_fmt(buf, len, "source '%s' changed", c->source);
-        return;
-    }
-    size_t nd = 0;
-    const struct cbc_dep **deps = cbc_manifest_entry_deps(&c->prev, pe, &nd);
-    for (size_t i = 0; deps && i < nd; i++) {
-        struct cbc_hash h;
-        if (cbc_filememo_hash(c->memo, deps[i]->path, NULL, NULL, 0, &h, NULL, NULL) != CBC_OK) {
-            cbc_fmt(buf, len, "dependency '%s' is gone", deps[i]->path);
-            free(deps);
-            return;
-        }
-        if (!cbc_hash_eq(&h, &deps[i]->hash)) {
-            cbc_fmt(buf, len, "dependency '%s' changed", deps[i]->path);
-            free(deps);
-            return;
-        }
-    }
-    free(deps);
-    if (!cbc_hash_eq(&c->prev.nvcc_id, &c->tc.nvcc_id)) {
-        cbc_fmt(buf, len, "nvcc changed: %s %s -> %s %s", c->prev.nvcc, c->prev.nvcc_version,
-                 c->tc.nvcc, c->tc.version);
-        return;
-    }
-    if (!cbc_hash_eq(&c->prev.host_id, &c->tc.host_id)) {
-        cbc_fmt(buf, len, "host compiler changed: %s -> %s", c->prev.host_cc, c->tc.host_cc);
-        return;
-    }
-    bool same_flags = c->prev.n_flags == c->o->n_flags;
-    for (size_t i = 0; same_flags && i < c->o->n_flags; i++)
-        same_flags = strcmp(c->prev.flags[i], c->o->flags[i]) == 0;
-    if (!same_flags) {
-        char a[512], b[512];
-        join_flags(c->prev.flags, c->prev.n_flags, a, sizeof a);
-        join_flags(c->o->flags, c->o->n_flags, b, sizeof b);
-        cbc_fmt(buf, len, "flags changed: '%s' -> '%s'", a, b);
-        return;
-    }
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++) {
-        const char *was = c->prev.env[i], *now = c->env[i];
-        if ((was == NULL) != (now == NULL) || (was && strcmp(was, now) != 0)) {
-            cbc_fmt(buf, len, "%s changed: %s%s%s -> %s%s%s", cbc_key_env_names[i],
-                     was ? "'" : "", was ? was : "unset", was ? "'" : "", now ? "'" : "",
-                     now ? now : "unset", now ? "'" : "");
-            return;
-        }
-    }
-    if (strcmp(c->prev.cwd ? c->prev.cwd : "", c->cwd) != 0) {
-        cbc_fmt(buf, len, "working directory changed: '%s' -> '%s'", c->prev.cwd, c->cwd);
+    struct cbc_inputs_now now = {
+        c->source,  &c->source_hash, c->tc.nvcc,   c->tc.version, &c->tc.nvcc_id, c->tc.host_cc,
+        &c->tc.host_id, c->o->flags, c->o->n_flags, c->env,      c->cwd,
+    };
+    char *change = NULL;
+    if (cbc_manifest_changes(&c->prev, pe, &now, c->memo, &change, 1) == 1) {
+        cbc_fmt(buf, len, "%s", change);
+        free(change);
         return;
     }
     cbc_fmt(buf, len, "inputs unchanged since the last build, but the entry is not in this "
-                       "cache (cleared, trimmed, or another cache directory)");
+                      "cache (cleared, trimmed, or another cache directory)");
 }
 
 /* ---- lookup ------------------------------------------------------------ */

@@ -77,6 +77,7 @@ static enum cbc_status open_driver(struct cbc_cuda *cu, struct cbc_err *err)
     LOAD(EventSynchronize, "cuEventSynchronize");
     LOAD(EventElapsedTime, "cuEventElapsedTime_v2");
     LOAD(FuncSetAttribute, "cuFuncSetAttribute");
+    LOAD(GetProcAddress, "cuGetProcAddress_v2");
 
     CUresult rc = cu->Init(0);
     if (rc != CUDA_SUCCESS) {
@@ -129,8 +130,9 @@ void cbc_cuda_list_gpus(struct cbc_gpu *gpus, size_t max, size_t *count, char *w
     const struct cbc_cuda *cu;
     struct cbc_err e = {0};
     if (cbc_cuda_get(&cu, &e) != CBC_OK) {
-        if (why)
-            snprintf(why, why_len, "%s", e.msg);
+        if (why) /* short: it ends up in manifests */
+            snprintf(why, why_len, "%s", e.status == CBC_E_NO_DRIVER ? "no CUDA driver"
+                                                                     : "the driver sees no GPU");
         return;
     }
     int n = 0;

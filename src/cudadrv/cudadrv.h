@@ -61,6 +61,7 @@ struct cbc_cuda {
     __typeof__(cuEventSynchronize) *EventSynchronize;
     __typeof__(cuEventElapsedTime) *EventElapsedTime;
     __typeof__(cuFuncSetAttribute) *FuncSetAttribute;
+    __typeof__(cuGetProcAddress) *GetProcAddress;
 };
 
 /* The process-wide driver table, opened and cuInit'ed on first use.

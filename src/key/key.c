@@ -8,6 +8,7 @@
 #include "key.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 const char *const cbc_key_env_names[CBC_KEY_ENV_COUNT] = {
     "NVCC_PREPEND_FLAGS", /* nvcc inserts these before the command line */
@@ -84,4 +85,19 @@ void cbc_key_env_read(const char *env[CBC_KEY_ENV_COUNT])
 {
     for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
         env[i] = getenv(cbc_key_env_names[i]);
+}
+
+const char *cbc_flags_ccbin(char *const *flags, size_t n)
+{
+    const char *found = NULL; /* nvcc takes the last one */
+    for (size_t i = 0; i < n; i++) {
+        const char *f = flags[i];
+        if ((!strcmp(f, "-ccbin") || !strcmp(f, "--compiler-bindir")) && i + 1 < n)
+            found = flags[++i];
+        else if (!strncmp(f, "-ccbin=", 7))
+            found = f + 7;
+        else if (!strncmp(f, "--compiler-bindir=", 18))
+            found = f + 18;
+    }
+    return found;
 }

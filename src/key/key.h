@@ -54,6 +54,10 @@ struct cbc_key_inputs {
 
 void cbc_key_result(const struct cbc_key_inputs *in, struct cbc_hash *out);
 void cbc_key_direct(const struct cbc_key_inputs *in, struct cbc_hash *out);
+/* The host compiler named among nvcc flags (-ccbin X, -ccbin=X,
+ * --compiler-bindir X, --compiler-bindir=X), pointing into flags; NULL if none. */
+const char *cbc_flags_ccbin(char *const *flags, size_t n);
+
 /* Reads the CBC_KEY_ENV variables from the process environment. */
 void cbc_key_env_read(const char *env[CBC_KEY_ENV_COUNT]);
 

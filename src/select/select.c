@@ -21,6 +21,9 @@ static const struct {
 
 unsigned cbc_ptx_isa_for_driver(int driver_version)
 {
+    /* a driver newer than this table knows at least as much: do not guess */
+    if (driver_version > isa_table[sizeof isa_table / sizeof *isa_table - 1].cuda + 9)
+        return 0;
     unsigned isa = 0;
     for (size_t i = 0; i < sizeof isa_table / sizeof *isa_table; i++)
         if (driver_version >= isa_table[i].cuda)

@@ -17,6 +17,11 @@ struct command {
 static const struct command commands[] = {
     {"build", cmd_build, "compile one .cu for each SM target, through the cache"},
     {"cache", cmd_cache, "show, trim, clean or verify the cache"},
+    {"inspect", cmd_inspect, "what a cubin, fatbin, PTX file or host binary holds"},
+    {"check", cmd_check, "before deploy: is every image current, labelled right, intact; will it run"},
+    {"select", cmd_select, "the image a GPU of compute capability X.Y would load, and why"},
+    {"embed", cmd_embed, "a bundle as C source to compile into the program"},
+    {"devices", cmd_devices, "the GPUs here and, with a bundle, what each would load"},
 };
 
 static void help(FILE *f)

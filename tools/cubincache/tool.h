@@ -35,6 +35,9 @@ int tool_exit_code(enum cbc_status st);
 /* Prints "usage: ..." to stderr and returns EXIT_USAGE. */
 int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, ...) CBC_PRINTF(3, 4);
 
+/* "12.8" or "12080" -> 12080 (cuDriverGetVersion form); 0 when malformed. */
+int parse_cuda_version(const char *s);
+
 /* The subcommands (one file each). */
 int cmd_build(int argc, char **argv);
 int cmd_cache(int argc, char **argv);

@@ -1,0 +1,624 @@
+/* check.c: the verdicts of check.h.
+ *
+ * Design: integrity comes first (a missing, mislabeled or corrupt file is
+ * reported as such whatever else is true), freshness second. Freshness
+ * recomputes each entry's result key exactly as `build` would, with the
+ * dependency list the manifest recorded: if none of those files changed,
+ * no new include can have appeared, so the recorded list is the right one
+ * (ccache's direct-mode argument). When the key differs the manifest is
+ * compared field by field to name what changed.
+ */
+#include "check.h"
+
+#include "archspec.h"
+#include "key.h"
+#include "manifest.h"
+#include "store.h"
+
+#include <cubincache/binfmt.h>
+#include <cubincache/select.h>
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+const char *cbc_verdict_name(enum cbc_verdict v)
+{
+    switch (v) {
+    case CBC_V_OK: return "ok";
+    case CBC_V_STALE: return "stale";
+    case CBC_V_MISSING: return "missing";
+    case CBC_V_MISLABELED: return "mislabeled";
+    case CBC_V_CORRUPT: return "corrupt";
+    case CBC_V_ORPHAN: return "orphan";
+    case CBC_V_RUNS: return "runs";
+    case CBC_V_JIT: return "runs-jit";
+    case CBC_V_WONT_RUN: return "will-not-run";
+    }
+    return "unknown";
+}
+
+bool cbc_verdict_is_problem(enum cbc_verdict v)
+{
+    return v != CBC_V_OK && v != CBC_V_RUNS && v != CBC_V_JIT;
+}
+
+CBC_PRINTF(6, 7)
+static struct cbc_check_item *add(struct cbc_check_report *r, enum cbc_verdict v,
+                                  const char *container, const char *file, const char *target,
+                                  const char *fmt, ...)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 16;
+        struct cbc_check_item *nv = cbc_reallocarray(r->v, cap, sizeof *nv);
+        if (!nv)
+            return NULL;
+        r->v = nv;
+        r->cap = cap;
+    }
+    struct cbc_check_item *it = &r->v[r->n++];
+    memset(it, 0, sizeof *it);
+    it->verdict = v;
+    it->container = cbc_strdup(container);
+    it->file = file ? cbc_strdup(file) : NULL;
+    snprintf(it->target, sizeof it->target, "%s", target ? target : "");
+    va_list ap;
+    va_start(ap, fmt);
+    char buf[2048];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    it->reason = cbc_strdup(buf);
+    return it;
+}
+
+CBC_PRINTF(2, 3)
+static void note(struct cbc_check_report *r, const char *fmt, ...)
+{
+    if (r->notes_n >= CBC_ARRAY_LEN(r->notes))
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    r->notes[r->notes_n++] = cbc_strdup(buf);
+}
+
+void cbc_check_report_release(struct cbc_check_report *rep)
+{
+    for (size_t i = 0; i < rep->n; i++) {
+        free(rep->v[i].container);
+        free(rep->v[i].file);
+        free(rep->v[i].reason);
+        for (size_t k = 0; k < rep->v[i].n_changes; k++)
+            free(rep->v[i].changes[k]);
+        free(rep->v[i].changes);
+    }
+    free(rep->v);
+    for (size_t i = 0; i < rep->notes_n; i++)
+        free(rep->notes[i]);
+    memset(rep, 0, sizeof *rep);
+}
+
+/* The target a file name claims: "x.sm_90a.cubin" -> sm_90a. */
+static bool label_from_name(const char *path, struct cbc_target *t)
+{
+    const char *base = cbc_path_base(path);
+    const char *ext = strrchr(base, '.');
+    if (!ext || ext == base)
+        return false;
+    bool cubin = !strcmp(ext, ".cubin"), ptx = !strcmp(ext, ".ptx");
+    if (!cubin && !ptx)
+        return false;
+    const char *p = ext;
+    while (p > base && p[-1] != '.')
+        p--;
+    if (p == base)
+        return false;
+    char label[32];
+    size_t n = (size_t)(ext - p);
+    if (n >= sizeof label)
+        return false;
+    memcpy(label, p, n);
+    label[n] = '\0';
+    return cbc_target_parse(label, t) && (t->kind == CBC_KIND_PTX) == ptx;
+}
+
+static void images_arch_env(struct cbc_arch_env *env)
+{
+    memset(env, 0, sizeof *env);
+    env->nvcc_label = "nvcc";
+    env->compute_cap = getenv("CUDA_COMPUTE_CAP");
+}
+
+/* --arch on a binary: one verdict per GPU compute capability. */
+static enum cbc_status judge_gpus(const char *path, const struct cbc_image *imgs, size_t n,
+                                  const struct cbc_check_opts *o, struct cbc_check_report *rep,
+                                  struct cbc_err *err)
+{
+    struct cbc_arch_env env;
+    images_arch_env(&env);
+    struct cbc_arch_choice ch;
+    enum cbc_status st = cbc_arch_resolve(o->arch, &env, &ch, err);
+    if (st != CBC_OK)
+        return st;
+    unsigned done[64];
+    size_t nd = 0;
+    for (size_t i = 0; i < ch.n && nd < CBC_ARRAY_LEN(done); i++) {
+        unsigned cc = ch.targets[i].arch;
+        bool dup = false;
+        for (size_t k = 0; k < nd; k++)
+            dup |= done[k] == cc;
+        if (dup)
+            continue;
+        done[nd++] = cc;
+        struct cbc_select_query q = {cc, o->driver_isa, o->prefer_binary};
+        struct cbc_select_result r;
+        long pick = cbc_select(imgs, n, &q, &r);
+        char gpu[24];
+        snprintf(gpu, sizeof gpu, "sm_%u", cc);
+        if (pick < 0) {
+            add(rep, CBC_V_WONT_RUN, path, NULL, gpu, "%s", r.reason);
+        } else if (r.how == CBC_SELECT_PTX_JIT) {
+            const struct cbc_image *im = &imgs[pick];
+            add(rep, CBC_V_JIT, path, NULL, gpu,
+                "runs through PTX JIT from compute_%u%s (needs a driver for PTX ISA %u.%u or newer)",
+                (unsigned)im->target.arch,
+                im->target.variant == CBC_VARIANT_A ? "a"
+                : im->target.variant == CBC_VARIANT_F ? "f"
+                                                      : "",
+                im->ptx_isa / 10, im->ptx_isa % 10);
+        } else {
+            char nm[CBC_TARGET_NAME_MAX];
+            add(rep, CBC_V_RUNS, path, NULL, gpu, "runs (%s SASS%s)",
+                cbc_target_name(&imgs[pick].target, nm),
+                r.how == CBC_SELECT_SASS_COMPAT ? ", binary-compatible minor" : "");
+        }
+    }
+    cbc_arch_choice_release(&ch);
+    return CBC_OK;
+}
+
+/* Every ELF entry of a fatbin must decompress and carry the SM its header
+ * claims: the driver selects by the header and then refuses the image. */
+static bool check_fatbin_entries(const char *path, const uint8_t *data, size_t len, uint64_t base,
+                                 struct cbc_check_report *rep)
+{
+    struct cbc_fatbin fb;
+    struct cbc_err e = {0};
+    if (cbc_fatbin_parse(data, len, base, path, &fb, &e) != CBC_OK) {
+        add(rep, CBC_V_CORRUPT, path, path, NULL, "%s", e.msg);
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < fb.n; i++) {
+        const struct cbc_fatbin_entry *en = &fb.entries[i];
+        if (en->kind != CBC_FATBIN_ELF && en->kind != CBC_FATBIN_PTX)
+            continue;
+        uint8_t *p;
+        size_t pl;
+        if (cbc_fatbin_entry_payload(en, path, &p, &pl, &e) != CBC_OK) {
+            add(rep, CBC_V_CORRUPT, path, path, NULL, "entry %zu: %s", i, e.msg);
+            ok = false;
+            continue;
+        }
+        struct cbc_target want = {en->kind == CBC_FATBIN_PTX ? CBC_KIND_PTX : CBC_KIND_SASS,
+                                  en->variant, (uint16_t)en->arch};
+        char nm[CBC_TARGET_NAME_MAX];
+        enum cbc_status st = cbc_binfmt_verify_target(p, pl, &want, path, NULL, &e);
+        if (st == CBC_E_VERIFY) {
+            add(rep, CBC_V_MISLABELED, path, path, cbc_target_name(&want, nm),
+                "fatbin entry %zu at %#llx: %s; the driver selects by the entry header and then "
+                "refuses the image (CUDA_ERROR_INVALID_SOURCE)",
+                i, (unsigned long long)en->offset, e.msg);
+            ok = false;
+        } else if (st != CBC_OK) {
+            add(rep, CBC_V_CORRUPT, path, path, cbc_target_name(&want, nm), "entry %zu: %s", i,
+                e.msg);
+            ok = false;
+        }
+        free(p);
+    }
+    cbc_fatbin_release(&fb);
+    return ok;
+}
+
+static enum cbc_status check_file(const char *path, const struct cbc_check_opts *o,
+                                  struct cbc_check_report *rep, struct cbc_err *err)
+{
+    uint8_t *data;
+    size_t len;
+    enum cbc_status st = cbc_file_read(path, &data, &len, err);
+    if (st != CBC_OK)
+        return st;
+    enum cbc_file_type type = cbc_binfmt_detect(data, len);
+    if (type == CBC_FILE_UNKNOWN) {
+        free(data);
+        cbc_err_set(err, CBC_E_FORMAT, "'%s': not a cubin, fatbin, PTX file, ELF file or manifest",
+                    path);
+        return cbc_err_hint(err, "check takes a bundle directory, a NAME.manifest.json, or a binary");
+    }
+    struct cbc_image_list l = {0};
+    struct cbc_err e = {0};
+    bool ok = true;
+    if (cbc_binfmt_images(data, len, path, &l, &e) != CBC_OK) {
+        add(rep, CBC_V_CORRUPT, path, path, NULL, "%s", e.msg);
+        ok = false;
+    }
+    struct cbc_target label;
+    if (ok && (type == CBC_FILE_CUBIN || type == CBC_FILE_PTX) && label_from_name(path, &label)) {
+        char nm[CBC_TARGET_NAME_MAX];
+        if (cbc_binfmt_verify_target(data, len, &label, path, NULL, &e) == CBC_E_VERIFY) {
+            add(rep, CBC_V_MISLABELED, path, path, cbc_target_name(&label, nm), "%s", e.msg);
+            ok = false;
+        }
+    }
+    if (ok && type == CBC_FILE_FATBIN)
+        ok = check_fatbin_entries(path, data, len, 0, rep);
+    if (ok && type == CBC_FILE_HOST_ELF) {
+        struct cbc_host_elf he;
+        if (cbc_host_elf_parse(data, len, path, &he, NULL) == CBC_OK) {
+            if (he.nv_fatbin.present)
+                ok &= check_fatbin_entries(path, data + he.nv_fatbin.offset,
+                                           (size_t)he.nv_fatbin.size, he.nv_fatbin.offset, rep);
+            if (he.nv_relfatbin.present)
+                ok &= check_fatbin_entries(path, data + he.nv_relfatbin.offset,
+                                           (size_t)he.nv_relfatbin.size, he.nv_relfatbin.offset, rep);
+        }
+    }
+    st = CBC_OK;
+    if (ok && o->arch) {
+        st = judge_gpus(path, l.v, l.n, o, rep, err);
+    } else if (ok) {
+        char have[512];
+        cbc_images_summary(l.v, l.n, have, sizeof have);
+        add(rep, CBC_V_OK, path, path, NULL, "%s: %s", cbc_file_type_name(type),
+            l.n ? have : "no GPU code");
+    }
+    cbc_image_list_release(&l);
+    free(data);
+    return st;
+}
+
+/* ---- bundles ------------------------------------------------------------- */
+
+struct fresh {
+    bool enabled;
+    struct cbc_filememo *memo;
+    struct cbc_hash source_hash;
+    bool have_source;
+    struct cbc_toolchain tc;
+    bool have_tc;
+    const char *env[CBC_KEY_ENV_COUNT];
+};
+
+static char *tools_dir_for(const char *cache_dir)
+{
+    char *root = cbc_store_default_root(cache_dir);
+    char *dir = root ? cbc_asprintf("%s/v1/tools", root) : NULL;
+    free(root);
+    if (dir && !cbc_is_dir(dir)) {
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+static void fresh_init(struct fresh *f, const struct cbc_manifest *m,
+                       const struct cbc_check_opts *o, struct cbc_check_report *rep)
+{
+    memset(f, 0, sizeof *f);
+    if (o->integrity_only)
+        return;
+    f->enabled = true;
+    f->memo = cbc_filememo_new();
+    f->have_source = f->memo && cbc_filememo_hash(f->memo, m->source, NULL, NULL, 0, &f->source_hash,
+                                                  NULL, NULL) == CBC_OK;
+    char *tools = tools_dir_for(o->cache_dir);
+    struct cbc_err e = {0};
+    if (cbc_is_file(m->nvcc) &&
+        cbc_toolchain_identify(m->nvcc, cbc_flags_ccbin(m->flags, m->n_flags), tools, &f->tc, &e) ==
+            CBC_OK)
+        f->have_tc = true;
+    else
+        note(rep, "nvcc '%s' cannot be identified here (%s): entries are stale until it can",
+             m->nvcc, e.msg[0] ? e.msg : "not found");
+    free(tools);
+    cbc_key_env_read(f->env);
+}
+
+static void fresh_release(struct fresh *f)
+{
+    cbc_filememo_free(f->memo);
+    if (f->have_tc)
+        cbc_toolchain_release(&f->tc);
+}
+
+/* Stale-or-ok for one intact entry. */
+static void judge_freshness(const struct cbc_manifest *m, const struct cbc_manifest_entry *e,
+                            struct fresh *f, const char *mpath, const char *file,
+                            struct cbc_check_report *rep)
+{
+    char nm[CBC_TARGET_NAME_MAX];
+    cbc_target_name(&e->target, nm);
+    size_t nd = 0;
+    const struct cbc_dep **deps = cbc_manifest_entry_deps(m, e, &nd);
+    struct cbc_dep *now = calloc(nd ? nd : 1, sizeof *now);
+    bool complete = deps && now && f->have_source && f->have_tc;
+    for (size_t i = 0; complete && i < nd; i++) {
+        now[i].path = deps[i]->path;
+        complete = cbc_filememo_hash(f->memo, deps[i]->path, NULL, NULL, 0, &now[i].hash, NULL,
+                                     NULL) == CBC_OK;
+    }
+    bool same = false;
+    if (complete) {
+        struct cbc_key_inputs in = {0};
+        in.target = e->target;
+        in.source = m->source;
+        in.source_hash = f->source_hash;
+        in.deps = now;
+        in.n_deps = nd;
+        in.nvcc_id = f->tc.nvcc_id;
+        in.host_id = f->tc.host_id;
+        in.flags = m->flags;
+        in.n_flags = m->n_flags;
+        memcpy(in.env, f->env, sizeof in.env);
+        struct cbc_hash k;
+        cbc_key_result(&in, &k);
+        same = cbc_hash_eq(&k, &e->key);
+    }
+    free(deps);
+    free(now);
+    if (same) {
+        add(rep, CBC_V_OK, mpath, file, nm, "current");
+        return;
+    }
+    struct cbc_inputs_now in = {
+        m->source,
+        f->have_source ? &f->source_hash : NULL,
+        f->have_tc ? f->tc.nvcc : m->nvcc,
+        f->have_tc ? f->tc.version : "?",
+        f->have_tc ? &f->tc.nvcc_id : NULL,
+        f->have_tc ? f->tc.host_cc : m->host_cc,
+        f->have_tc ? &f->tc.host_id : NULL,
+        m->flags,
+        m->n_flags,
+        f->env,
+        NULL,
+    };
+    char *changes[16];
+    size_t nc = cbc_manifest_changes(m, e, &in, f->memo, changes, CBC_ARRAY_LEN(changes));
+    struct cbc_check_item *it =
+        add(rep, CBC_V_STALE, mpath, file, nm, "%s",
+            nc ? changes[0] : "its key no longer matches (built by another cubincache version?)");
+    if (it && nc) {
+        it->changes = calloc(nc, sizeof *it->changes);
+        for (size_t i = 0; it->changes && i < nc; i++)
+            it->changes[it->n_changes++] = changes[i];
+        if (!it->changes)
+            for (size_t i = 0; i < nc; i++)
+                free(changes[i]);
+    }
+}
+
+static bool in_choice(const struct cbc_arch_choice *ch, const struct cbc_target *t)
+{
+    for (size_t k = 0; k < ch->n; k++)
+        if (cbc_target_eq(&ch->targets[k], t))
+            return true;
+    return false;
+}
+
+static bool has_target(const struct cbc_manifest *m, const struct cbc_target *t)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (cbc_target_eq(&m->entries[i].target, t))
+            return true;
+    return false;
+}
+
+/* The targets a build would ask for now, when that can be told here. */
+static bool asked_now(const struct cbc_manifest *m, const struct cbc_check_opts *o,
+                      const struct fresh *f, struct cbc_arch_choice *ch, char *why, size_t why_len,
+                      struct cbc_check_report *rep, struct cbc_err *err, enum cbc_status *st)
+{
+    struct cbc_arch_env env;
+    images_arch_env(&env);
+    if (f->have_tc) {
+        env.supported = f->tc.supported;
+        env.n_supported = f->tc.n_supported;
+        env.nvcc_label = f->tc.label;
+    }
+    const char *spec = o->arch ? o->arch : m->arch_spec;
+    bool envdep = !strcasecmp(spec, "auto") || !strcasecmp(spec, "native");
+    *st = CBC_OK;
+    if (!o->arch && !envdep)
+        return false; /* explicit targets: the manifest's own list is what is asked */
+    *st = cbc_arch_resolve(spec, &env, ch, err);
+    if (*st != CBC_OK)
+        return false;
+    if (!o->arch && ch->rule == CBC_RULE_DEFAULT && m->arch_rule &&
+        strcmp(m->arch_rule, cbc_arch_rule_name(CBC_RULE_DEFAULT)) != 0) {
+        note(rep, "%s: arch not re-checked: it was decided by %s, and here there is neither "
+                  "CUDA_COMPUTE_CAP nor a GPU (pass --arch to require targets)",
+             m->name, m->arch_detail);
+        cbc_arch_choice_release(ch);
+        return false;
+    }
+    if (o->arch)
+        snprintf(why, why_len, "asked for by --arch %s", o->arch);
+    else if (m->compute_cap || env.compute_cap)
+        snprintf(why, why_len, "arch environment changed: CUDA_COMPUTE_CAP %s -> %s",
+                 m->compute_cap ? m->compute_cap : "unset",
+                 env.compute_cap ? env.compute_cap : "unset");
+    else
+        snprintf(why, why_len, "arch environment changed: %s -> %s", m->arch_detail,
+                 ch->detail ? ch->detail : ch->spec);
+    return true;
+}
+
+static enum cbc_status check_manifest(const char *mpath, const struct cbc_check_opts *o,
+                                      struct cbc_check_report *rep, char ***named, size_t *n_named,
+                                      struct cbc_err *err)
+{
+    struct cbc_manifest m;
+    enum cbc_status st = cbc_manifest_load(mpath, &m, err);
+    if (st != CBC_OK)
+        return st;
+    char *dir = cbc_path_dir(mpath);
+    struct fresh f;
+    fresh_init(&f, &m, o, rep);
+    struct cbc_arch_choice ch = {0};
+    char why[512] = "";
+    bool asked = asked_now(&m, o, &f, &ch, why, sizeof why, rep, err, &st);
+    for (size_t i = 0; st == CBC_OK && i < m.n; i++) {
+        const struct cbc_manifest_entry *e = &m.entries[i];
+        char nm[CBC_TARGET_NAME_MAX];
+        cbc_target_name(&e->target, nm);
+        char *path = cbc_path_join(dir, e->file);
+        if (named) {
+            char **nv = cbc_reallocarray(*named, *n_named + 1, sizeof **named);
+            if (nv) {
+                *named = nv;
+                (*named)[(*n_named)++] = cbc_strdup(path);
+            }
+        }
+        uint8_t *data = NULL;
+        size_t len = 0;
+        struct cbc_err e2 = {0};
+        if (cbc_file_read(path, &data, &len, &e2) != CBC_OK) {
+            add(rep, CBC_V_MISSING, mpath, path, nm, "the manifest names %s, which %s", e->file,
+                e2.status == CBC_E_NOT_FOUND ? "does not exist" : "cannot be read");
+        } else {
+            struct cbc_hash h;
+            cbc_hash_bytes(data, len, &h);
+            enum cbc_status vs = cbc_binfmt_verify_target(data, len, &e->target, path, NULL, &e2);
+            if (vs == CBC_E_VERIFY)
+                add(rep, CBC_V_MISLABELED, mpath, path, nm, "%s", e2.msg);
+            else if (vs != CBC_OK)
+                add(rep, CBC_V_CORRUPT, mpath, path, nm, "unparseable: %s", e2.msg);
+            else if (len != e->size || !cbc_hash_eq(&h, &e->hash))
+                add(rep, CBC_V_CORRUPT, mpath, path, nm,
+                    "content differs from the manifest (%zu bytes, manifest says %llu; hash %s): "
+                    "modified or truncated after the build",
+                    len, (unsigned long long)e->size,
+                    cbc_hash_eq(&h, &e->hash) ? "equal" : "differs");
+            else if (asked && !o->arch && !in_choice(&ch, &e->target))
+                add(rep, CBC_V_STALE, mpath, path, nm, "%s; %s is no longer asked for", why, nm);
+            else if (f.enabled)
+                judge_freshness(&m, e, &f, mpath, path, rep);
+            else
+                add(rep, CBC_V_OK, mpath, path, nm, "intact (freshness not checked)");
+        }
+        free(data);
+        free(path);
+    }
+    for (size_t k = 0; st == CBC_OK && asked && k < ch.n; k++) {
+        char nm[CBC_TARGET_NAME_MAX];
+        if (!has_target(&m, &ch.targets[k]))
+            add(rep, CBC_V_MISSING, mpath, NULL, cbc_target_name(&ch.targets[k], nm),
+                "%s: %s has no %s", why, m.name, nm);
+    }
+    if (asked)
+        cbc_arch_choice_release(&ch);
+    fresh_release(&f);
+    free(dir);
+    cbc_manifest_release(&m);
+    return st;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static enum cbc_status check_dir(const char *dir, const struct cbc_check_opts *o,
+                                 struct cbc_check_report *rep, struct cbc_err *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return cbc_err_set(err, CBC_E_IO, "cannot open directory '%s'", dir);
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char **nv = cbc_reallocarray(names, n + 1, sizeof *names);
+        if (!nv)
+            break;
+        names = nv;
+        names[n++] = cbc_strdup(de->d_name);
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_str);
+    char **named = NULL;
+    size_t n_named = 0, manifests = 0;
+    enum cbc_status st = CBC_OK;
+    for (size_t i = 0; st == CBC_OK && i < n; i++) {
+        if (!names[i] || !ends_with(names[i], ".manifest.json"))
+            continue;
+        char *p = cbc_path_join(dir, names[i]);
+        st = check_manifest(p, o, rep, &named, &n_named, err);
+        free(p);
+        manifests++;
+    }
+    for (size_t i = 0; st == CBC_OK && i < n; i++) {
+        if (!names[i] || !(ends_with(names[i], ".cubin") || ends_with(names[i], ".ptx") ||
+                           (!manifests && ends_with(names[i], ".fatbin"))))
+            continue;
+        char *p = cbc_path_join(dir, names[i]);
+        bool is_named = false;
+        for (size_t k = 0; k < n_named && !is_named; k++)
+            is_named = named[k] && strcmp(named[k], p) == 0;
+        if (!manifests) {
+            st = check_file(p, o, rep, err);
+        } else if (!is_named) {
+            struct cbc_target label;
+            char extra[600] = "";
+            uint8_t *data;
+            size_t len;
+            struct cbc_err e = {0};
+            if (label_from_name(p, &label) && cbc_file_read(p, &data, &len, NULL) == CBC_OK) {
+                if (cbc_binfmt_verify_target(data, len, &label, p, NULL, &e) != CBC_OK)
+                    cbc_fmt(extra, sizeof extra, "; also: %s", e.msg);
+                free(data);
+            }
+            add(rep, CBC_V_ORPHAN, dir, p, NULL,
+                "no manifest in '%s' names it (left over from an older build?)%s", dir, extra);
+        }
+        free(p);
+    }
+    if (st == CBC_OK && !manifests && rep->n == 0)
+        st = cbc_err_set(err, CBC_E_NOT_FOUND,
+                         "'%s' holds no NAME.manifest.json and no cubin, PTX or fatbin", dir);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    for (size_t i = 0; i < n_named; i++)
+        free(named[i]);
+    free(named);
+    return st;
+}
+
+enum cbc_status cbc_check_path(const char *path, const struct cbc_check_opts *o,
+                               struct cbc_check_report *rep, struct cbc_err *err)
+{
+    if (cbc_is_dir(path))
+        return check_dir(path, o, rep, err);
+    if (ends_with(path, ".manifest.json"))
+        return check_manifest(path, o, rep, NULL, NULL, err);
+    return check_file(path, o, rep, err);
+}

@@ -1,0 +1,72 @@
+/* check.h: the pre-deploy verdicts behind `cubincache check` and `select`.
+ *
+ * For a bundle (a directory holding NAME.manifest.json files, or one
+ * manifest) every entry is judged, first problem wins:
+ *   missing     the manifest (or --arch) names it and there is no file
+ *   mislabeled  the file's own arch (ELF e_flags, PTX .target) is not its label
+ *   corrupt     unparseable, or its bytes differ from the manifest's hash/size
+ *   stale       a build now would key it differently: the source, a
+ *               dependency, nvcc, the host compiler or the NVCC_* environment
+ *               changed, or the arch environment no longer asks for it
+ *   ok
+ * and, for a directory, every cubin/PTX file no manifest names is an orphan.
+ * Freshness never runs nvcc while the toolchain is unchanged (its identity is
+ * cached by stat stamps) and never compiles.
+ * For a cubin, fatbin, PTX file or host binary: mislabeled (file name or
+ * fatbin entry header disagree with the ELF) or corrupt; and with --arch,
+ * per target GPU: runs (SASS), runs through PTX JIT, or will not run.
+ *
+ * Internal and unstable. The library never prints: items carry the text.
+ */
+#ifndef CBC_CHECK_H
+#define CBC_CHECK_H
+
+#include "common.h"
+
+enum cbc_verdict {
+    CBC_V_OK = 0,
+    CBC_V_STALE,
+    CBC_V_MISSING,
+    CBC_V_MISLABELED,
+    CBC_V_CORRUPT,
+    CBC_V_ORPHAN,
+    CBC_V_RUNS,     /* --arch on a binary: SASS for this GPU */
+    CBC_V_JIT,      /* --arch on a binary: PTX JIT */
+    CBC_V_WONT_RUN  /* --arch on a binary: nothing loads */
+};
+
+const char *cbc_verdict_name(enum cbc_verdict v); /* "ok", "stale", "will-not-run", ... */
+bool cbc_verdict_is_problem(enum cbc_verdict v);
+
+struct cbc_check_item {
+    enum cbc_verdict verdict;
+    char *container; /* the manifest or binary it belongs to */
+    char *file;      /* the image file, or NULL (a missing target, a GPU verdict) */
+    char target[24]; /* "sm_90", or "" */
+    char *reason;    /* one sentence; for stale, the first change */
+    char **changes;  /* stale: every input that changed */
+    size_t n_changes;
+};
+
+struct cbc_check_report {
+    struct cbc_check_item *v;
+    size_t n, cap;
+    size_t notes_n;
+    char *notes[16]; /* things not checked and why */
+};
+
+struct cbc_check_opts {
+    const char *arch;        /* targets that must be present (bundle) or GPUs to judge (binary) */
+    bool integrity_only;     /* skip freshness (deploy machines without sources or nvcc) */
+    unsigned driver_isa;     /* PTX ISA of the driver to judge JIT against; 0: any */
+    bool prefer_binary;
+    const char *cache_dir;   /* for the cached toolchain identity; NULL: default */
+};
+
+/* Judges a path (bundle directory, manifest, or binary file). CBC_OK even
+ * when items are problems; errors only for unreadable input or bad options. */
+enum cbc_status cbc_check_path(const char *path, const struct cbc_check_opts *o,
+                               struct cbc_check_report *rep, struct cbc_err *err);
+void cbc_check_report_release(struct cbc_check_report *rep);
+
+#endif

@@ -1,0 +1,257 @@
+/* bundle.c: bundles from a manifest on disk or embedded in the program, as
+ * one list of images; selection; and verified access to an image's bytes.
+ *
+ * Invariant: cbc_bundle_image_bytes never returns bytes whose XXH3-128
+ * differs from the manifest's or whose own arch differs from the label, so
+ * nothing unverified reaches cuModuleLoadData. Disk images are read lazily
+ * (a program loads one of many) and kept until close.
+ */
+#include "loader_int.h"
+
+#include "manifest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct slot {
+    struct cbc_image img;
+    char *file;                  /* NULL when embedded */
+    const unsigned char *data;   /* embedded, or loaded and verified */
+    unsigned char *owned;        /* what `data` points to when read from disk */
+    size_t size;
+    struct cbc_hash hash;
+    bool verified;
+};
+
+struct cbc_bundle {
+    char *name, *origin, *arch_detail;
+    struct slot *s;
+    struct cbc_image *imgs; /* contiguous copy for the policy */
+    size_t n;
+};
+
+static enum cbc_status alloc_bundle(struct cbc_bundle **out, size_t n, const char *name,
+                                    const char *origin, const char *detail, struct cbc_err *err)
+{
+    struct cbc_bundle *b = calloc(1, sizeof *b);
+    if (!b)
+        return cbc_err_oom(err);
+    b->s = calloc(n ? n : 1, sizeof *b->s);
+    b->imgs = calloc(n ? n : 1, sizeof *b->imgs);
+    b->name = cbc_strdup(name ? name : "bundle");
+    b->origin = cbc_strdup(origin);
+    b->arch_detail = detail ? cbc_strdup(detail) : NULL;
+    b->n = n;
+    if (!b->s || !b->imgs || !b->name || !b->origin) {
+        cbc_bundle_close(b);
+        return cbc_err_oom(err);
+    }
+    *out = b;
+    return CBC_OK;
+}
+
+/* PTX ISA from the text; SASS images need nothing read. */
+static void fill_image(struct slot *s, const struct cbc_target *t, const unsigned char *ptx,
+                       size_t len)
+{
+    s->img.target = *t;
+    s->img.fatbin_kind = t->kind == CBC_KIND_PTX ? CBC_FATBIN_PTX : CBC_FATBIN_ELF;
+    s->img.size = len;
+    if (t->kind == CBC_KIND_PTX && ptx) {
+        struct cbc_ptx_info pi;
+        if (cbc_ptx_parse(ptx, len, NULL, &pi, NULL) == CBC_OK)
+            s->img.ptx_isa = pi.isa;
+    }
+}
+
+enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct cbc_bundle **out,
+                                     struct cbc_err *err)
+{
+    char *mpath = cbc_is_dir(path) ? cbc_asprintf("%s/%s.manifest.json", path, name ? name : "")
+                                   : cbc_strdup(path);
+    if (!mpath)
+        return cbc_err_oom(err);
+    if (cbc_is_dir(path) && (!name || !*name)) {
+        free(mpath);
+        return cbc_err_set(err, CBC_E_USAGE, "bundle directory '%s' given without a bundle name",
+                           path);
+    }
+    struct cbc_manifest m;
+    enum cbc_status st = cbc_manifest_load(mpath, &m, err);
+    if (st == CBC_E_NOT_FOUND)
+        cbc_err_hint(err, "build the bundle with 'cubincache build -o %s -n %s SOURCE.cu'",
+                     cbc_is_dir(path) ? path : ".", name ? name : "NAME");
+    if (st != CBC_OK) {
+        free(mpath);
+        return st;
+    }
+    struct cbc_bundle *b;
+    st = alloc_bundle(&b, m.n, m.name, mpath, m.arch_detail, err);
+    char *dir = cbc_path_dir(mpath);
+    for (size_t i = 0; st == CBC_OK && i < m.n; i++) {
+        struct slot *s = &b->s[i];
+        s->file = cbc_path_join(dir, m.entries[i].file);
+        s->hash = m.entries[i].hash;
+        s->size = (size_t)m.entries[i].size;
+        if (!s->file) {
+            st = cbc_err_oom(err);
+            break;
+        }
+        uint8_t *ptx = NULL;
+        size_t len = s->size;
+        if (m.entries[i].target.kind == CBC_KIND_PTX &&
+            cbc_file_read(s->file, &ptx, &len, NULL) != CBC_OK)
+            ptx = NULL; /* reported when it is loaded */
+        fill_image(s, &m.entries[i].target, ptx, len);
+        free(ptx);
+        b->imgs[i] = s->img;
+    }
+    free(dir);
+    free(mpath);
+    cbc_manifest_release(&m);
+    if (st != CBC_OK) {
+        cbc_bundle_close(b);
+        return st;
+    }
+    *out = b;
+    return CBC_OK;
+}
+
+enum cbc_status cbc_bundle_open_embedded(const struct cbc_embedded_bundle *eb,
+                                         struct cbc_bundle **out, struct cbc_err *err)
+{
+    struct cbc_bundle *b;
+    enum cbc_status st = alloc_bundle(&b, eb->n, eb->name, "embedded", eb->arch_detail, err);
+    for (size_t i = 0; st == CBC_OK && i < eb->n; i++) {
+        const struct cbc_embedded_image *e = &eb->images[i];
+        struct slot *s = &b->s[i];
+        struct cbc_target t;
+        if (!e->target || !cbc_target_parse(e->target, &t) || !e->data ||
+            !cbc_hash_from_hex(e->xxh3, &s->hash)) {
+            st = cbc_err_set(err, CBC_E_FORMAT, "embedded bundle '%s': image %zu has a bad target, "
+                             "data or hash", b->name, i);
+            break;
+        }
+        s->data = e->data;
+        s->size = e->size;
+        fill_image(s, &t, e->data, e->size);
+        b->imgs[i] = s->img;
+    }
+    if (st != CBC_OK) {
+        cbc_bundle_close(b);
+        return st;
+    }
+    *out = b;
+    return CBC_OK;
+}
+
+enum cbc_status cbc_bundle_open_default(const struct cbc_embedded_bundle *eb,
+                                        struct cbc_bundle **out, struct cbc_err *err)
+{
+    const char *dir = getenv("CUBINCACHE_BUNDLE_PATH");
+    if (dir && *dir) {
+        enum cbc_status st = cbc_bundle_open_path(dir, eb->name, out, err);
+        if (st != CBC_OK)
+            cbc_err_prefix(err, "CUBINCACHE_BUNDLE_PATH='%s'", dir);
+        return st;
+    }
+    return cbc_bundle_open_embedded(eb, out, err);
+}
+
+void cbc_bundle_close(struct cbc_bundle *b)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; b->s && i < b->n; i++) {
+        free(b->s[i].file);
+        free(b->s[i].owned);
+    }
+    free(b->s);
+    free(b->imgs);
+    free(b->name);
+    free(b->origin);
+    free(b->arch_detail);
+    free(b);
+}
+
+const char *cbc_bundle_name(const struct cbc_bundle *b)
+{
+    return b->name;
+}
+
+const char *cbc_bundle_origin(const struct cbc_bundle *b)
+{
+    return b->origin;
+}
+
+const char *cbc_bundle_arch_detail(const struct cbc_bundle *b)
+{
+    return b->arch_detail;
+}
+
+const struct cbc_image *cbc_bundle_images(const struct cbc_bundle *b, size_t *n)
+{
+    *n = b->n;
+    return b->imgs;
+}
+
+const char *cbc_bundle_image_file(const struct cbc_bundle *b, size_t i)
+{
+    return i < b->n ? b->s[i].file : NULL;
+}
+
+long cbc_bundle_select(const struct cbc_bundle *b, const struct cbc_select_query *q,
+                       struct cbc_select_result *r)
+{
+    return cbc_select(b->imgs, b->n, q, r);
+}
+
+enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const unsigned char **data,
+                                       size_t *size, struct cbc_err *err)
+{
+    if (i >= b->n)
+        return cbc_err_set(err, CBC_E_USAGE, "bundle '%s' has no image %zu", b->name, i);
+    struct slot *s = &b->s[i];
+    char name[CBC_TARGET_NAME_MAX];
+    cbc_target_name(&s->img.target, name);
+    const char *label = s->file ? s->file : name;
+    if (!s->verified) {
+        if (!s->data) {
+            uint8_t *d;
+            size_t len;
+            enum cbc_status st = cbc_file_read(s->file, &d, &len, err);
+            if (st != CBC_OK) {
+                cbc_err_prefix(err, "bundle '%s'", b->name);
+                return cbc_err_hint(err, "the manifest names %s; rebuild or redeploy the bundle",
+                                    cbc_path_base(s->file));
+            }
+            s->owned = d;
+            s->data = d;
+            s->size = len;
+        }
+        enum cbc_status st = cbc_binfmt_verify_target(s->data, s->size, &s->img.target, label, NULL,
+                                                      err);
+        if (st != CBC_OK) {
+            cbc_err_prefix(err, "bundle '%s': refusing to load %s", b->name,
+                           st == CBC_E_VERIFY ? "a mislabeled image" : "an unreadable image");
+            if (err)
+                err->status = CBC_E_VERIFY;
+            return cbc_err_hint(err, "rebuild the bundle with 'cubincache build', or run "
+                                     "'cubincache check' on it");
+        }
+        struct cbc_hash h;
+        cbc_hash_bytes(s->data, s->size, &h);
+        if (!cbc_hash_eq(&h, &s->hash)) {
+            cbc_err_set(err, CBC_E_VERIFY,
+                        "bundle '%s': %s image '%s' does not match the hash its manifest recorded "
+                        "(corrupt or replaced after the build); refusing to load it",
+                        b->name, name, label);
+            return cbc_err_hint(err, "rebuild the bundle, or run 'cubincache check' on it");
+        }
+        s->verified = true;
+    }
+    *data = s->data;
+    *size = s->size;
+    return CBC_OK;
+}

@@ -1,0 +1,327 @@
+/* test_loader.c: the loader on machines without a GPU: real bundles built by
+ * cubincache build, a fake libcuda (tests/fakecuda) standing in for the
+ * driver, so the whole path runs: device query, selection, verification,
+ * module load and every error message. Criterion runs each test in its own
+ * process, so each can give the driver a different configuration.
+ * tests/gpu/ repeats the GPU-dependent cases on a real GPU. */
+#include "fixtures.h"
+
+#include <cubincache/loader.h>
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+extern const struct cbc_embedded_bundle cbc_bundle_ig_kernels;
+
+static char *bundle_path(const char *name)
+{
+    const char *d = getenv("CBC_BUNDLES");
+    cr_assert(d && *d, "CBC_BUNDLES is not set");
+    return cbc_asprintf("%s/%s.manifest.json", d, name);
+}
+
+static struct cbc_bundle *open_bundle(const char *name)
+{
+    char *p = bundle_path(name);
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_path(p, NULL, &b, &err), CBC_OK, "%s: %s", p, err.msg);
+    free(p);
+    return b;
+}
+
+/* Points the loader at the fake driver, configured as one GPU of `cc`. */
+static void fake_gpu(int cc, const char *name, int driver)
+{
+    const char *lib = getenv("CBC_FAKE_CUDA");
+    cr_assert(lib && *lib, "CBC_FAKE_CUDA is not set");
+    setenv("CUBINCACHE_LIBCUDA", lib, 1);
+    char v[16];
+    snprintf(v, sizeof v, "%d", cc);
+    setenv("FAKE_CUDA_CC", v, 1);
+    setenv("FAKE_CUDA_NAME", name, 1);
+    snprintf(v, sizeof v, "%d", driver);
+    setenv("FAKE_CUDA_DRIVER", v, 1);
+    setenv("FAKE_CUDA_COUNT", "1", 1);
+}
+
+static int driver_calls(const char *what)
+{
+    void *h = dlopen(getenv("CBC_FAKE_CUDA"), RTLD_NOW | RTLD_NOLOAD);
+    cr_assert_not_null(h, "the fake driver was never loaded");
+    int (*count)(const char *) = (int (*)(const char *))dlsym(h, "fake_cuda_count");
+    cr_assert_not_null(count);
+    int n = count(what);
+    dlclose(h);
+    return n;
+}
+
+Test(loader, bundles_list_their_targets_and_ptx_isa)
+{
+    struct cbc_bundle *b = open_bundle("which_b86_89");
+    size_t n;
+    const struct cbc_image *img = cbc_bundle_images(b, &n);
+    cr_assert_eq(n, 2);
+    char a[CBC_TARGET_NAME_MAX], c[CBC_TARGET_NAME_MAX];
+    cr_assert_str_eq(cbc_target_name(&img[0].target, a), "sm_86");
+    cr_assert_str_eq(cbc_target_name(&img[1].target, c), "sm_89");
+    cr_assert_str_eq(cbc_bundle_name(b), "which_b86_89");
+    cbc_bundle_close(b);
+    b = open_bundle("which_ptx80");
+    img = cbc_bundle_images(b, &n);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(img[0].target.kind, CBC_KIND_PTX);
+    cr_assert_eq(img[0].ptx_isa, 90, "nvcc 13 writes PTX ISA 9.0");
+    cbc_bundle_close(b);
+}
+
+Test(loader, sm89_only_bundle_on_an_sm90_gpu_is_explained_not_209)
+{
+    fake_gpu(90, "NVIDIA H100 80GB HBM3", 13000);
+    struct cbc_bundle *b = open_bundle("which_b86_89");
+    struct cbc_module *m = NULL;
+    struct cbc_err err = {0};
+    struct cbc_load_opts o = {.rebuild_hint = "-Dcuda-arch=90 or CUDA_COMPUTE_CAP=90"};
+    cr_assert_eq(cbc_module_load(b, 0, &o, &m, &err), CBC_E_NO_IMAGE);
+    cr_assert_str_eq(err.msg, "which_b86_89: no image for GPU 0 (NVIDIA H100 80GB HBM3, compute "
+                              "capability 9.0): the bundle has sm_86, sm_89 and no PTX; rebuild "
+                              "with -Dcuda-arch=90 or CUDA_COMPUTE_CAP=90");
+    cr_assert_str_eq(err.remedy, "the bundle's targets came from: 86,89");
+    cr_assert_eq(driver_calls("cuModuleLoadData"), 0, "decided before the driver, not by its 209");
+    cbc_bundle_close(b);
+
+    b = open_bundle("which_b89");
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_NO_IMAGE);
+    cr_assert(strstr(err.msg, "has sm_89 and no PTX; rebuild with cubincache build --arch 90"),
+              "%s", err.msg);
+    cbc_bundle_close(b);
+}
+
+/* Copies a test bundle into a fresh directory the test may damage. */
+static char *copy_bundle(const char *name)
+{
+    char *dir = strdup("/tmp/cbc-loader.XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    char *cmd = cbc_asprintf("cp %s/%s.* '%s'/", getenv("CBC_BUNDLES"), name, dir);
+    cr_assert_eq(system(cmd), 0);
+    free(cmd);
+    return dir;
+}
+
+static void patch_byte(const char *path, long off, int value)
+{
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, off, SEEK_SET);
+    fputc(value, f);
+    fclose(f);
+}
+
+Test(loader, a_cubin_patched_to_claim_another_sm_is_refused_before_the_driver)
+{
+    fake_gpu(89, "NVIDIA L40S", 13000);
+    char *dir = copy_bundle("which_b90");
+    char *cubin = cbc_asprintf("%s/which_b90.sm_90.cubin", dir);
+    patch_byte(cubin, 49, 89); /* V2 e_flags: SM byte 0x5a -> 0x59 */
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_path(dir, "which_b90", &b, &err), CBC_OK, "%s", err.msg);
+    struct cbc_module *m = NULL;
+    /* the GPU is 8.9, so the lying label sm_90 does not even get selected... */
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_NO_IMAGE);
+    cbc_bundle_close(b);
+    /* ...and when it would be, its bytes are refused */
+    const unsigned char *data;
+    size_t size;
+    cr_assert_eq(cbc_bundle_open_path(dir, "which_b90", &b, &err), CBC_OK);
+    cr_assert_eq(cbc_bundle_image_bytes(b, 0, &data, &size, &err), CBC_E_VERIFY);
+    cr_assert(strstr(err.msg, "mislabeled") && strstr(err.msg, "holds sm_89"), "%s", err.msg);
+    cr_assert_eq(driver_calls("cuModuleLoadData"), 0);
+    cbc_bundle_close(b);
+    free(cubin);
+    free(dir);
+}
+
+Test(loader, mislabeled_or_corrupt_images_never_reach_the_driver)
+{
+    fake_gpu(90, "NVIDIA H200", 13000);
+    /* the seed's file: an sm_89 cubin in the sm_90 slot, with a manifest
+     * lying the same way (its hash updated to match) */
+    char *dir = copy_bundle("which_b90");
+    char *good = cbc_asprintf("%s/which_b90.sm_90.cubin", dir);
+    char *liar = cbc_asprintf("%s/which_b89.sm_89.cubin", getenv("CBC_BUNDLES"));
+    struct cbc_hash h_good, h_liar;
+    uint64_t s_good, s_liar;
+    cr_assert_eq(cbc_hash_file(good, &h_good, &s_good, NULL), CBC_OK);
+    cr_assert_eq(cbc_hash_file(liar, &h_liar, &s_liar, NULL), CBC_OK);
+    char x_good[33], x_liar[33];
+    cbc_hash_hex(&h_good, x_good);
+    cbc_hash_hex(&h_liar, x_liar);
+    char *cmd = cbc_asprintf("cp '%s' '%s' && sed -i -e 's/%s/%s/' -e 's/\"size\":\t%llu/\"size\":\t%llu/' "
+                             "'%s/which_b90.manifest.json'",
+                             liar, good, x_good, x_liar, (unsigned long long)s_good,
+                             (unsigned long long)s_liar, dir);
+    cr_assert_eq(system(cmd), 0);
+    free(cmd);
+    free(good);
+    free(liar);
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_path(dir, "which_b90", &b, &err), CBC_OK, "%s", err.msg);
+    struct cbc_module *m = NULL;
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_VERIFY);
+    cr_assert(strstr(err.msg, "labelled sm_90 but holds sm_89"), "%s", err.msg);
+    cr_assert_eq(driver_calls("cuModuleLoadData"), 0);
+    cbc_bundle_close(b);
+    free(dir);
+
+    /* a corrupt byte deep inside an otherwise valid cubin: the hash */
+    dir = copy_bundle("which_b90");
+    char *cubin = cbc_asprintf("%s/which_b90.sm_90.cubin", dir);
+    patch_byte(cubin, 1500, 0x5a);
+    cr_assert_eq(cbc_bundle_open_path(dir, "which_b90", &b, &err), CBC_OK);
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_VERIFY);
+    cr_assert(strstr(err.msg, "does not match the hash"), "%s", err.msg);
+    cr_assert_eq(driver_calls("cuModuleLoadData"), 0);
+    cbc_bundle_close(b);
+    free(cubin);
+    free(dir);
+}
+
+Test(loader, every_entry_point_fails_cleanly_without_a_driver)
+{
+    setenv("CUBINCACHE_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+    struct cbc_err err = {0};
+    int n;
+    cr_assert_eq(cbc_device_count(&n, &err), CBC_E_NO_DRIVER);
+    cr_assert(strstr(err.msg, "cannot load the CUDA driver"), "%s", err.msg);
+    cr_assert(err.remedy[0]);
+    struct cbc_device_info d;
+    cr_assert_eq(cbc_device_query(0, &d, &err), CBC_E_NO_DRIVER);
+    void *fn;
+    cr_assert_eq(cbc_driver_symbol("cuMemAlloc", &fn, &err), CBC_E_NO_DRIVER);
+    struct cbc_bundle *b = open_bundle("which_b90");
+    struct cbc_module *m = NULL;
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_NO_DRIVER);
+    cr_assert(strstr(err.msg, "which_b90") && strstr(err.msg, "CUDA driver"), "%s", err.msg);
+    cbc_bundle_close(b);
+}
+
+Test(loader, a_driver_without_gpus_is_no_device)
+{
+    fake_gpu(90, "x", 13000);
+    setenv("FAKE_CUDA_COUNT", "0", 1);
+    struct cbc_err err = {0};
+    int n;
+    cr_assert_eq(cbc_device_count(&n, &err), CBC_E_NO_DEVICE);
+    cr_assert(strstr(err.msg, "CUDA_ERROR_NO_DEVICE"), "%s", err.msg);
+}
+
+static void record_warning(void *ctx, const char *msg)
+{
+    snprintf(ctx, 512, "%s", msg);
+}
+
+Test(loader, ptx_only_bundle_loads_through_jit_with_a_one_line_warning)
+{
+    fake_gpu(90, "NVIDIA H200", 13000);
+    struct cbc_bundle *b = open_bundle("which_ptx80");
+    char warned[512] = "";
+    struct cbc_load_opts o = {.warn = record_warning, .warn_ctx = warned};
+    struct cbc_module *m = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_module_load(b, 0, &o, &m, &err), CBC_OK, "%s", err.msg);
+    cr_assert(cbc_module_jit(m));
+    cr_assert_str_eq(cbc_module_target(m), "compute_80");
+    cr_assert(strstr(warned, "JIT-compiling compute_80 PTX for GPU 0 (NVIDIA H200"), "%s", warned);
+    cr_assert_null(strchr(warned, '\n'), "one line");
+    void *fn;
+    cr_assert_eq(cbc_module_function(m, "which_arch", &fn, &err), CBC_OK);
+    cr_assert_eq(cbc_module_function(m, "no_such_kernel", &fn, &err), CBC_E_NOT_FOUND);
+    cr_assert(strstr(err.msg, "'no_such_kernel'") && strstr(err.msg, "which_ptx80"), "%s", err.msg);
+    cbc_module_unload(m);
+    cbc_bundle_close(b);
+}
+
+Test(loader, ptx_newer_than_the_driver_names_both_versions)
+{
+    fake_gpu(90, "NVIDIA H200", 12080); /* a CUDA 12.8 driver knows PTX ISA 8.7 */
+    struct cbc_bundle *b = open_bundle("which_ptx80");
+    struct cbc_module *m = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_NO_IMAGE);
+    cr_assert(strstr(err.msg, "ISA 9.0, newer than the driver's 8.7"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "CUDA 13.0 driver"), "%s", err.msg);
+    cbc_bundle_close(b);
+}
+
+Test(loader, sm90_and_sm90a_together_load_sm90a_as_the_driver_does)
+{
+    fake_gpu(90, "NVIDIA H200", 13000);
+    struct cbc_bundle *b = open_bundle("which_b90_90a");
+    struct cbc_module *m = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_OK, "%s", err.msg);
+    cr_assert_str_eq(cbc_module_target(m), "sm_90a");
+    cr_assert_not(cbc_module_jit(m));
+    cr_assert_eq(driver_calls("cuModuleLoadData"), 1);
+    cbc_module_unload(m);
+    cbc_bundle_close(b);
+}
+
+Test(loader, embedded_bundles_round_trip)
+{
+    struct cbc_bundle *e = NULL, *p = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_embedded(&cbc_bundle_ig_kernels, &e, &err), CBC_OK, "%s", err.msg);
+    const char *manifest = getenv("CBC_KERNELS_MANIFEST");
+    cr_assert_eq(cbc_bundle_open_path(manifest, NULL, &p, &err), CBC_OK, "%s", err.msg);
+    size_t ne, np;
+    const struct cbc_image *ie = cbc_bundle_images(e, &ne), *ip = cbc_bundle_images(p, &np);
+    cr_assert_eq(ne, np);
+    cr_assert_geq(ne, 1);
+    cr_assert_str_eq(cbc_bundle_origin(e), "embedded");
+    for (size_t i = 0; i < ne; i++) {
+        cr_assert(cbc_target_eq(&ie[i].target, &ip[i].target));
+        cr_assert_eq(ie[i].ptx_isa, ip[i].ptx_isa);
+        const unsigned char *de, *dp;
+        size_t se, sp;
+        cr_assert_eq(cbc_bundle_image_bytes(e, i, &de, &se, &err), CBC_OK, "%s", err.msg);
+        cr_assert_eq(cbc_bundle_image_bytes(p, i, &dp, &sp, &err), CBC_OK, "%s", err.msg);
+        cr_assert_eq(se, sp);
+        cr_assert_eq(memcmp(de, dp, se), 0, "image %zu differs", i);
+    }
+    cbc_bundle_close(e);
+    cbc_bundle_close(p);
+}
+
+Test(loader, a_bundle_path_in_the_environment_overrides_the_embedded_one)
+{
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    unsetenv("CUBINCACHE_BUNDLE_PATH");
+    cr_assert_eq(cbc_bundle_open_default(&cbc_bundle_ig_kernels, &b, &err), CBC_OK);
+    cr_assert_str_eq(cbc_bundle_origin(b), "embedded");
+    cbc_bundle_close(b);
+    char *dir = cbc_path_dir(getenv("CBC_KERNELS_MANIFEST"));
+    setenv("CUBINCACHE_BUNDLE_PATH", dir, 1);
+    cr_assert_eq(cbc_bundle_open_default(&cbc_bundle_ig_kernels, &b, &err), CBC_OK, "%s", err.msg);
+    cr_assert(strstr(cbc_bundle_origin(b), "ig_kernels.manifest.json"), "%s", cbc_bundle_origin(b));
+    cbc_bundle_close(b);
+    setenv("CUBINCACHE_BUNDLE_PATH", "/nonexistent/dir", 1);
+    cr_assert_eq(cbc_bundle_open_default(&cbc_bundle_ig_kernels, &b, &err), CBC_E_NOT_FOUND);
+    cr_assert(strstr(err.msg, "CUBINCACHE_BUNDLE_PATH='/nonexistent/dir'"), "%s", err.msg);
+    free(dir);
+}
+
+Test(loader, driver_symbols_resolve_through_the_driver)
+{
+    fake_gpu(90, "x", 13000);
+    void *fn = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_driver_symbol("cuMemAlloc", &fn, &err), CBC_OK, "%s", err.msg);
+    cr_assert_not_null(fn);
+    cr_assert_eq(cbc_driver_symbol("cuNoSuchThing", &fn, &err), CBC_E_NOT_FOUND);
+    cr_assert(strstr(err.msg, "cuNoSuchThing"), "%s", err.msg);
+}

@@ -1,0 +1,322 @@
+/* cmd_inspect.c: `cubincache inspect [--json] FILE...`: what a cubin,
+ * fatbin, PTX file or host binary holds, without a CUDA install.
+ *
+ * For every ELF image inside a fatbin the payload is decompressed and read
+ * too, so the listing shows its kernels and whether the entry header's arch
+ * (what the driver selects by) agrees with the ELF's own SM (what it then
+ * loads): a disagreement is the CUDA_ERROR_INVALID_SOURCE case. --json
+ * prints one object per file per line (schema in docs/json.md).
+ */
+#include "tool.h"
+
+#include <cubincache/binfmt.h>
+#include <cjson/cJSON.h>
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] = "usage: cubincache inspect [--json] FILE...\n"
+                            "  FILE: a cubin, fatbin, PTX file, executable, shared library or object\n";
+
+static const char *variant_suffix(uint8_t v)
+{
+    return v == CBC_VARIANT_A ? "a" : v == CBC_VARIANT_F ? "f" : "";
+}
+
+static void add_cubin_json(cJSON *o, const struct cbc_cubin_info *ci)
+{
+    char flags[16];
+    snprintf(flags, sizeof flags, "0x%08x", ci->e_flags);
+    cJSON_AddNumberToObject(o, "abi_version", ci->abi_version);
+    cJSON_AddNumberToObject(o, "osabi", ci->osabi);
+    cJSON_AddStringToObject(o, "e_flags", flags);
+    cJSON_AddNumberToObject(o, "e_type", ci->e_type);
+    cJSON_AddNumberToObject(o, "sm", ci->sm);
+    cJSON_AddStringToObject(o, "variant", variant_suffix(ci->variant));
+    if (ci->virtual_arch)
+        cJSON_AddNumberToObject(o, "virtual_arch", ci->virtual_arch);
+    else
+        cJSON_AddNullToObject(o, "virtual_arch");
+    cJSON_AddBoolToObject(o, "debug", ci->debug);
+    cJSON *k = cJSON_AddArrayToObject(o, "kernels");
+    cJSON *d = cJSON_AddArrayToObject(o, "device_functions");
+    for (size_t i = 0; i < ci->n_funcs; i++)
+        cJSON_AddItemToArray(ci->funcs[i].entry ? k : d, cJSON_CreateString(ci->funcs[i].name));
+    if (ci->tool_cmdline)
+        cJSON_AddStringToObject(o, "tool_cmdline", ci->tool_cmdline);
+}
+
+static void print_funcs(const struct cbc_cubin_info *ci, const char *indent)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        size_t n = 0;
+        for (size_t i = 0; i < ci->n_funcs; i++) {
+            if (ci->funcs[i].entry != (pass == 0))
+                continue;
+            printf("%s%s%s", n ? ", " : indent, n ? "" : pass == 0 ? "kernels: " : "device functions: ",
+                   ci->funcs[i].name);
+            n++;
+        }
+        if (n)
+            printf("\n");
+    }
+}
+
+static void print_cubin(const char *file, size_t len, const struct cbc_cubin_info *ci)
+{
+    printf("%s: cubin sm_%u%s, %zu bytes (ELF %s, EI_ABIVERSION %u, e_flags 0x%08x, %s)", file, ci->sm,
+           variant_suffix(ci->variant), len, ci->abi_version >= 8 ? "V2" : "V1", ci->abi_version,
+           ci->e_flags, ci->e_type == 1 ? "relocatable (-rdc)" : "executable");
+    if (ci->virtual_arch)
+        printf(", from compute_%u", ci->virtual_arch);
+    printf("%s\n", ci->debug ? ", debug (-G)" : "");
+    print_funcs(ci, "  ");
+    if (ci->tool_cmdline)
+        printf("  ptxas command line: %s\n", ci->tool_cmdline);
+}
+
+/* One fatbin's entries; `section` is NULL for a .fatbin file. */
+static enum cbc_status do_fatbin(const char *file, const uint8_t *data, size_t len, uint64_t base,
+                                 const char *section, cJSON *arr, struct cbc_err *err,
+                                 bool *mismatch)
+{
+    struct cbc_fatbin fb;
+    enum cbc_status st = cbc_fatbin_parse(data, len, base, file, &fb, err);
+    if (st != CBC_OK)
+        return st;
+    if (!arr)
+        printf("  %s%s%zu container%s, %zu entr%s\n", section ? section : "", section ? ": " : "",
+               fb.n_containers, fb.n_containers == 1 ? "" : "s", fb.n, fb.n == 1 ? "y" : "ies");
+    for (size_t i = 0; i < fb.n && st == CBC_OK; i++) {
+        const struct cbc_fatbin_entry *e = &fb.entries[i];
+        char target[48];
+        snprintf(target, sizeof target, "%s_%u%s",
+                 e->kind == CBC_FATBIN_PTX ? "compute" : e->kind == CBC_FATBIN_ELF ? "sm" : "arch",
+                 e->arch, variant_suffix(e->variant));
+        uint8_t *p = NULL;
+        size_t plen = 0;
+        struct cbc_err pe = {0};
+        bool have = (e->kind == CBC_FATBIN_ELF || e->kind == CBC_FATBIN_PTX) &&
+                    cbc_fatbin_entry_payload(e, file, &p, &plen, &pe) == CBC_OK;
+        struct cbc_cubin_info ci;
+        bool have_ci = have && e->kind == CBC_FATBIN_ELF && cbc_cubin_parse(p, plen, file, &ci, &pe) == CBC_OK;
+        struct cbc_ptx_info pi;
+        bool have_pi = have && e->kind == CBC_FATBIN_PTX && cbc_ptx_parse(p, plen, file, &pi, &pe) == CBC_OK;
+        bool bad_arch = have_ci && ci.sm != e->arch;
+        *mismatch |= bad_arch || pe.msg[0];
+        if (arr) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "container", (double)e->container);
+            cJSON_AddStringToObject(o, "kind", cbc_fatbin_kind_name(e->kind));
+            cJSON_AddStringToObject(o, "target", target);
+            cJSON_AddNumberToObject(o, "arch", e->arch);
+            cJSON_AddStringToObject(o, "variant", variant_suffix(e->variant));
+            char fl[24];
+            snprintf(fl, sizeof fl, "0x%llx", (unsigned long long)e->flags);
+            cJSON_AddStringToObject(o, "flags", fl);
+            cJSON_AddNumberToObject(o, "offset", (double)e->offset);
+            cJSON_AddNumberToObject(o, "stored_size", (double)e->payload_size);
+            cJSON_AddStringToObject(o, "compression", cbc_compression_name(e->compression));
+            cJSON_AddNumberToObject(o, "size", (double)(have ? plen : e->uncompressed_size));
+            if (e->kind == CBC_FATBIN_PTX) {
+                char isa[16];
+                snprintf(isa, sizeof isa, "%u.%u", e->version_major, e->version_minor);
+                cJSON_AddStringToObject(o, "ptx_isa", isa);
+            }
+            if (section)
+                cJSON_AddStringToObject(o, "section", section);
+            if (have_ci) {
+                cJSON *c = cJSON_AddObjectToObject(o, "cubin");
+                add_cubin_json(c, &ci);
+            }
+            if (bad_arch)
+                cJSON_AddStringToObject(o, "problem", "entry header arch differs from the ELF's SM");
+            else if (pe.msg[0])
+                cJSON_AddStringToObject(o, "problem", pe.msg);
+            cJSON_AddItemToArray(arr, o);
+        } else {
+            printf("  [%zu] %-6s %-13s", i, cbc_fatbin_kind_name(e->kind), target);
+            if (e->kind == CBC_FATBIN_PTX)
+                printf(" ISA %u.%u", e->version_major, e->version_minor);
+            if (e->compression)
+                printf(" %s %u -> %llu bytes", cbc_compression_name(e->compression),
+                       e->compressed_size, (unsigned long long)e->uncompressed_size);
+            else
+                printf(" %llu bytes", (unsigned long long)e->payload_size);
+            printf(" at %#llx%s\n", (unsigned long long)e->offset,
+                   e->flags & CBC_FATBIN_FLAG_DEBUG ? ", debug" : "");
+            if (bad_arch)
+                printf("      PROBLEM: the entry header says arch %u but the ELF is sm_%u; the driver "
+                       "selects by the header and then refuses the image (CUDA_ERROR_INVALID_SOURCE)\n",
+                       e->arch, ci.sm);
+            else if (pe.msg[0])
+                printf("      PROBLEM: %s\n", pe.msg);
+            if (have_ci)
+                print_funcs(&ci, "      ");
+            if (have_pi)
+                printf("      PTX .target sm_%u%s, %zu kernel%s\n", pi.arch, variant_suffix(pi.variant),
+                       pi.n_entries, pi.n_entries == 1 ? "" : "s");
+        }
+        if (have_ci)
+            cbc_cubin_info_release(&ci);
+        free(p);
+    }
+    cbc_fatbin_release(&fb);
+    return st;
+}
+
+/* Returns the exit code for one file. */
+static int inspect_one(struct tool *t, const char *file, bool json)
+{
+    uint8_t *data;
+    size_t len;
+    struct cbc_err err = {0};
+    enum cbc_status st = cbc_file_read(file, &data, &len, &err);
+    if (st != CBC_OK) {
+        tool_error(t, &err);
+        return EXIT_USAGE;
+    }
+    enum cbc_file_type type = cbc_binfmt_detect(data, len);
+    cJSON *root = json ? cJSON_CreateObject() : NULL;
+    cJSON *arr = NULL;
+    if (root) {
+        cJSON_AddStringToObject(root, "file", file);
+        cJSON_AddStringToObject(root, "type", cbc_file_type_name(type));
+        cJSON_AddNumberToObject(root, "size", (double)len);
+    }
+    bool problem = false;
+    switch (type) {
+    case CBC_FILE_CUBIN: {
+        struct cbc_cubin_info ci;
+        st = cbc_cubin_parse(data, len, file, &ci, &err);
+        if (st == CBC_OK) {
+            if (root)
+                add_cubin_json(cJSON_AddObjectToObject(root, "cubin"), &ci);
+            else
+                print_cubin(file, len, &ci);
+            cbc_cubin_info_release(&ci);
+        }
+        break;
+    }
+    case CBC_FILE_PTX: {
+        struct cbc_ptx_info pi;
+        st = cbc_ptx_parse(data, len, file, &pi, &err);
+        if (st == CBC_OK && root) {
+            cJSON *p = cJSON_AddObjectToObject(root, "ptx");
+            char isa[16];
+            snprintf(isa, sizeof isa, "%u.%u", pi.isa / 10, pi.isa % 10);
+            cJSON_AddStringToObject(p, "isa", isa);
+            char tg[32];
+            snprintf(tg, sizeof tg, "sm_%u%s", pi.arch, variant_suffix(pi.variant));
+            cJSON_AddStringToObject(p, "target", tg);
+            cJSON_AddNumberToObject(p, "kernels", (double)pi.n_entries);
+        } else if (st == CBC_OK) {
+            char where[64];
+            if (pi.variant == CBC_VARIANT_A)
+                snprintf(where, sizeof where, "exactly compute capability %u.%u", pi.arch / 10,
+                         pi.arch % 10);
+            else if (pi.variant == CBC_VARIANT_F)
+                snprintf(where, sizeof where, "compute capability %u.%u to %u.9", pi.arch / 10,
+                         pi.arch % 10, pi.arch / 10);
+            else
+                snprintf(where, sizeof where, "compute capability %u.%u and newer", pi.arch / 10,
+                         pi.arch % 10);
+            printf("%s: PTX ISA %u.%u for sm_%u%s (JIT on %s), %zu kernel%s\n", file, pi.isa / 10,
+                   pi.isa % 10, pi.arch, variant_suffix(pi.variant), where, pi.n_entries,
+                   pi.n_entries == 1 ? "" : "s");
+        }
+        break;
+    }
+    case CBC_FILE_FATBIN:
+        if (!root)
+            printf("%s: fatbin, %zu bytes\n", file, len);
+        else
+            arr = cJSON_AddArrayToObject(root, "entries");
+        st = do_fatbin(file, data, len, 0, NULL, arr, &err, &problem);
+        break;
+    case CBC_FILE_HOST_ELF: {
+        struct cbc_host_elf he;
+        st = cbc_host_elf_parse(data, len, file, &he, &err);
+        if (st != CBC_OK)
+            break;
+        static const char *const kinds[] = {"none", "relocatable object", "executable",
+                                            "shared object or PIE"};
+        if (!root)
+            printf("%s: host ELF (%s), %zu bytes\n", file, he.e_type < 4 ? kinds[he.e_type] : "other",
+                   len);
+        else
+            arr = cJSON_AddArrayToObject(root, "entries");
+        const struct {
+            const char *name;
+            const struct cbc_host_section *s;
+        } secs[] = {{".nv_fatbin", &he.nv_fatbin}, {"__nv_relfatbin", &he.nv_relfatbin}};
+        bool any = false;
+        for (size_t i = 0; i < 2 && st == CBC_OK; i++) {
+            if (!secs[i].s->present)
+                continue;
+            any = true;
+            st = do_fatbin(file, data + secs[i].s->offset, (size_t)secs[i].s->size, secs[i].s->offset,
+                           secs[i].name, arr, &err, &problem);
+        }
+        if (!any && !root)
+            printf("  no .nv_fatbin or __nv_relfatbin section: no GPU code\n");
+        break;
+    }
+    case CBC_FILE_LTOIR:
+        if (!root)
+            printf("%s: NVVM LTO-IR, %zu bytes (linked by nvJitLink; not loadable by the driver)\n", file,
+                   len);
+        break;
+    case CBC_FILE_UNKNOWN:
+        st = cbc_err_set(&err, CBC_E_FORMAT,
+                         "'%s': not a cubin, fatbin, PTX file or ELF file (first bytes match none)",
+                         file);
+        break;
+    }
+    free(data);
+    if (root) {
+        if (st != CBC_OK)
+            cJSON_AddStringToObject(root, "error", err.msg);
+        char *s = cJSON_PrintUnformatted(root);
+        if (s)
+            puts(s);
+        free(s);
+        cJSON_Delete(root);
+    }
+    if (st != CBC_OK) {
+        tool_error(t, &err);
+        return tool_exit_code(st);
+    }
+    return problem ? EXIT_VERDICT : EXIT_OK;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    struct tool t;
+    tool_init(&t, "cubincache inspect");
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'J'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    bool json = false;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == 'J')
+            json = true;
+        else if (c == 'h') {
+            fputs(usage, stdout);
+            return EXIT_OK;
+        } else
+            return tool_usage_error(&t, usage, "unknown option '%s'", argv[optind - 1]);
+    }
+    if (optind >= argc)
+        return tool_usage_error(&t, usage, "no FILE given");
+    int worst = EXIT_OK;
+    for (int i = optind; i < argc; i++) {
+        int rc = inspect_one(&t, argv[i], json);
+        if (rc > worst)
+            worst = rc;
+    }
+    return worst;
+}

@@ -1,0 +1,185 @@
+/* cmd_select.c: `cubincache select --cc X.Y PATH`: the image a GPU of that
+ * compute capability would load from a bundle or binary, and why; the
+ * same policy the loader uses at run time. Exit 1 when nothing would run.
+ */
+#include "archspec.h"
+#include "tool.h"
+
+#include <cubincache/loader.h>
+#include <cjson/cJSON.h>
+
+#include <dirent.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: cubincache select --cc X.Y [options] PATH\n"
+    "  PATH: a bundle directory, NAME.manifest.json, cubin, fatbin, PTX file or host binary\n"
+    "      --cc X.Y           the GPU's compute capability (9.0, 90 and sm_90 all work)\n"
+    "      --cuda-driver X.Y  the driver's CUDA version, to judge PTX (default: any)\n"
+    "      --prefer-binary    assume CU_PREFER_BINARY instead of the driver's default\n"
+    "      --json             one JSON object per bundle or file\n";
+
+struct sel {
+    struct cbc_select_query q;
+    bool json;
+};
+
+static int report(const struct sel *s, const char *path, const struct cbc_image *imgs, size_t n,
+                  const char *const *files)
+{
+    struct cbc_select_result r;
+    long i = cbc_select(imgs, n, &s->q, &r);
+    char name[CBC_TARGET_NAME_MAX] = "";
+    if (i >= 0)
+        cbc_target_name(&imgs[i].target, name);
+    if (s->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "path", path);
+        char cc[16];
+        snprintf(cc, sizeof cc, "%u.%u", s->q.cc / 10, s->q.cc % 10);
+        cJSON_AddStringToObject(o, "cc", cc);
+        static const char *const how[] = {"none", "sass-exact", "sass-compatible", "ptx-jit"};
+        cJSON_AddStringToObject(o, "how", how[r.how]);
+        if (i >= 0) {
+            cJSON_AddStringToObject(o, "target", name);
+            cJSON_AddNumberToObject(o, "index", (double)i);
+            if (files && files[i])
+                cJSON_AddStringToObject(o, "file", files[i]);
+            else
+                cJSON_AddNumberToObject(o, "offset", (double)imgs[i].offset);
+        } else {
+            cJSON_AddNullToObject(o, "target");
+        }
+        cJSON_AddStringToObject(o, "reason", r.reason);
+        char *t = cJSON_PrintUnformatted(o);
+        if (t)
+            puts(t);
+        free(t);
+        cJSON_Delete(o);
+    } else if (i >= 0) {
+        if (files && files[i])
+            printf("%s: %s (%s): %s\n", path, name, cbc_path_base(files[i]), r.reason);
+        else
+            printf("%s: %s (image %ld at %#llx): %s\n", path, name, i,
+                   (unsigned long long)imgs[i].offset, r.reason);
+    } else {
+        printf("%s: none: %s\n", path, r.reason);
+    }
+    return i >= 0 ? EXIT_OK : EXIT_VERDICT;
+}
+
+static int select_bundle(struct tool *t, const struct sel *s, const char *manifest)
+{
+    struct cbc_bundle *b;
+    struct cbc_err err = {0};
+    enum cbc_status st = cbc_bundle_open_path(manifest, NULL, &b, &err);
+    if (st != CBC_OK) {
+        tool_error(t, &err);
+        return tool_exit_code(st);
+    }
+    size_t n;
+    const struct cbc_image *imgs = cbc_bundle_images(b, &n);
+    const char **files = calloc(n ? n : 1, sizeof *files);
+    for (size_t i = 0; files && i < n; i++)
+        files[i] = cbc_bundle_image_file(b, i);
+    int rc = report(s, manifest, imgs, n, files);
+    free(files);
+    cbc_bundle_close(b);
+    return rc;
+}
+
+static int select_file(struct tool *t, const struct sel *s, const char *path)
+{
+    uint8_t *data;
+    size_t len;
+    struct cbc_err err = {0};
+    enum cbc_status st = cbc_file_read(path, &data, &len, &err);
+    struct cbc_image_list l = {0};
+    if (st == CBC_OK)
+        st = cbc_binfmt_images(data, len, path, &l, &err);
+    free(data);
+    if (st != CBC_OK) {
+        tool_error(t, &err);
+        return tool_exit_code(st);
+    }
+    int rc = report(s, path, l.v, l.n, NULL);
+    cbc_image_list_release(&l);
+    return rc;
+}
+
+int cmd_select(int argc, char **argv)
+{
+    struct tool t;
+    tool_init(&t, "cubincache select");
+    enum { O_CC = 256, O_DRIVER, O_PREFER, O_JSON, O_HELP };
+    static const struct option longopts[] = {
+        {"cc", required_argument, NULL, O_CC},
+        {"cuda-driver", required_argument, NULL, O_DRIVER},
+        {"prefer-binary", no_argument, NULL, O_PREFER},
+        {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    struct sel s = {{0, 0, false}, false};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_CC: {
+            struct cbc_target tg[2];
+            if (cbc_arch_token_parse(optarg, tg) == 0)
+                return tool_usage_error(&t, usage, "--cc '%s': expected a compute capability "
+                                        "such as 9.0", optarg);
+            s.q.cc = tg[0].arch;
+            break;
+        }
+        case O_DRIVER: {
+            int v = parse_cuda_version(optarg);
+            s.q.driver_isa = v ? cbc_ptx_isa_for_driver(v) : 0;
+            if (!s.q.driver_isa)
+                return tool_usage_error(&t, usage, "--cuda-driver '%s': expected a CUDA version "
+                                        "such as 12.8", optarg);
+            break;
+        }
+        case O_PREFER: s.q.prefer_binary = true; break;
+        case O_JSON: s.json = true; break;
+        case O_HELP: fputs(usage, stdout); return EXIT_OK;
+        case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
+        default: return tool_usage_error(&t, usage, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (!s.q.cc)
+        return tool_usage_error(&t, usage, "--cc is required");
+    if (optind != argc - 1)
+        return tool_usage_error(&t, usage, "one PATH expected");
+    const char *path = argv[optind];
+    size_t pl = strlen(path);
+    if (pl > 14 && !strcmp(path + pl - 14, ".manifest.json"))
+        return select_bundle(&t, &s, path);
+    if (!cbc_is_dir(path))
+        return select_file(&t, &s, path);
+    DIR *d = opendir(path);
+    int rc = EXIT_OK;
+    size_t found = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n <= 14 || strcmp(de->d_name + n - 14, ".manifest.json"))
+            continue;
+        char *m = cbc_path_join(path, de->d_name);
+        int r = select_bundle(&t, &s, m);
+        rc = r > rc ? r : rc;
+        free(m);
+        found++;
+    }
+    if (d)
+        closedir(d);
+    if (!found) {
+        tool_errorf(&t, "'%s' holds no NAME.manifest.json", path);
+        return EXIT_USAGE;
+    }
+    return rc;
+}
