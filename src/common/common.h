@@ -162,6 +162,13 @@ int cbc_proc_wait(pid_t pid);
 enum cbc_status cbc_proc_run_capture(char *const argv[], char **output, int *exit_code,
                                      struct cbc_err *err);
 
+/* ---- sizes (size.c) ------------------------------------------------------ */
+/* Parses "5G", "500M", "1.5GiB", "1024" (bytes). K/M/G/T are powers of
+ * 1000, Ki/Mi/Gi/Ti powers of 1024. */
+bool cbc_parse_size(const char *s, uint64_t *out);
+/* "1.2 GB" style text into buf. */
+const char *cbc_format_size(uint64_t bytes, char *buf, size_t len);
+
 /* ---- time -------------------------------------------------------------- */
 uint64_t cbc_now_ns(void); /* CLOCK_REALTIME in nanoseconds */
 

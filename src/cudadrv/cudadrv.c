@@ -67,6 +67,7 @@ static enum cbc_status open_driver(struct cbc_cuda *cu, struct cbc_err *err)
     LOAD(MemcpyDtoD, "cuMemcpyDtoD_v2");
     LOAD(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
     LOAD(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    LOAD(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
     LOAD(MemsetD32Async, "cuMemsetD32Async");
     LOAD(StreamCreate, "cuStreamCreate");
     LOAD(StreamDestroy, "cuStreamDestroy_v2");

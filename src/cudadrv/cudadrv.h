@@ -51,6 +51,7 @@ struct cbc_cuda {
     __typeof__(cuMemcpyDtoD) *MemcpyDtoD;
     __typeof__(cuMemcpyHtoDAsync) *MemcpyHtoDAsync;
     __typeof__(cuMemcpyDtoHAsync) *MemcpyDtoHAsync;
+    __typeof__(cuMemcpyDtoDAsync) *MemcpyDtoDAsync;
     __typeof__(cuMemsetD32Async) *MemsetD32Async;
     __typeof__(cuStreamCreate) *StreamCreate;
     __typeof__(cuStreamDestroy) *StreamDestroy;

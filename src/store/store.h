@@ -105,10 +105,4 @@ enum cbc_status cbc_store_verify_all(struct cbc_store *s, uint64_t *checked, uin
                                      void (*report)(void *ctx, const char *path, const char *why),
                                      void *ctx, struct cbc_err *err);
 
-/* Parses "5G", "500M", "1.5GiB", "1024" (bytes). K/M/G/T are powers of
- * 1000, Ki/Mi/Gi/Ti powers of 1024. */
-bool cbc_parse_size(const char *s, uint64_t *out);
-/* "1.2 GB" style text into buf. */
-const char *cbc_format_size(uint64_t bytes, char *buf, size_t len);
-
 #endif

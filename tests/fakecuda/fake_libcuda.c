@@ -261,6 +261,11 @@ CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream st)
     (void)st;
     return cuMemcpyDtoH(d, s, n);
 }
+CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+    (void)st;
+    return cuMemcpyDtoD(d, s, n);
+}
 CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream st)
 {
     (void)st;

@@ -1,0 +1,97 @@
+/* loader_bench.c: what selection and verification add to loading the
+ * project's kernels. Per round, on the embedded ig_kernels bundle: open it,
+ * select the image for GPU 0, verify it (XXH3-128 of the bytes, the ELF's
+ * own SM against the label) and time that; then time cuModuleLoadData of the
+ * same bytes and unload. Medians over many rounds, one JSON line. */
+#include <cubincache/loader.h>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern const struct cbc_embedded_bundle cbc_bundle_ig_kernels;
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(void)
+{
+    struct cbc_err err = {0};
+    struct cbc_device_info d;
+    if (cbc_device_query(0, &d, &err) != CBC_OK) {
+        fprintf(stderr, "loader_bench: %s\n", err.msg);
+        return 77;
+    }
+    PFN_cuModuleLoadData_v2000 load;
+    PFN_cuModuleUnload_v2000 unload;
+    cbc_driver_symbol("cuModuleLoadData", (void **)&load, &err);
+    cbc_driver_symbol("cuModuleUnload", (void **)&unload, &err);
+    /* make the primary context current, as a program's first load would */
+    struct cbc_bundle *b0;
+    struct cbc_module *m0;
+    if (cbc_bundle_open_embedded(&cbc_bundle_ig_kernels, &b0, &err) != CBC_OK ||
+        cbc_module_load(b0, 0, NULL, &m0, &err) != CBC_OK) {
+        fprintf(stderr, "loader_bench: %s\n", err.msg);
+        return 1;
+    }
+    enum { ROUNDS = 200 };
+    static double sel[ROUNDS], drv[ROUNDS];
+    const char *target = "";
+    size_t bytes = 0;
+    for (int i = 0; i < ROUNDS + 10; i++) {
+        double t0 = now_us();
+        struct cbc_bundle *b;
+        cbc_bundle_open_embedded(&cbc_bundle_ig_kernels, &b, &err);
+        struct cbc_select_query q = {(unsigned)(d.cc_major * 10 + d.cc_minor), d.ptx_isa, false};
+        struct cbc_select_result r;
+        long pick = cbc_bundle_select(b, &q, &r);
+        const unsigned char *data;
+        size_t size;
+        if (pick < 0 || cbc_bundle_image_bytes(b, (size_t)pick, &data, &size, &err) != CBC_OK) {
+            fprintf(stderr, "loader_bench: %s\n", pick < 0 ? r.reason : err.msg);
+            return 1;
+        }
+        double t1 = now_us();
+        CUmodule mod;
+        if (load(&mod, data) != CUDA_SUCCESS) {
+            fprintf(stderr, "loader_bench: cuModuleLoadData failed\n");
+            return 1;
+        }
+        double t2 = now_us();
+        unload(mod);
+        size_t n;
+        target = cbc_bundle_images(b, &n)[pick].target.kind == CBC_KIND_PTX ? "ptx" : "sass";
+        bytes = size;
+        cbc_bundle_close(b);
+        if (i >= 10) {
+            sel[i - 10] = t1 - t0;
+            drv[i - 10] = t2 - t1;
+        }
+    }
+    qsort(sel, ROUNDS, sizeof *sel, cmp);
+    qsort(drv, ROUNDS, sizeof *drv, cmp);
+    double s = sel[ROUNDS / 2], l = drv[ROUNDS / 2];
+    printf("{\"bench\":\"loader_overhead\",\"gpu\":\"%s\",\"image\":\"%s\",\"image_bytes\":%zu,"
+           "\"rounds\":%d,\"select_verify_median_us\":%.2f,\"cuModuleLoadData_median_us\":%.2f,"
+           "\"overhead_percent\":%.3f}\n",
+           d.name, cbc_module_target(m0), bytes, ROUNDS, s, l, 100 * s / l);
+    fprintf(stderr, "loader: select+verify %.2f us, cuModuleLoadData %.2f us (%s, %zu bytes): +%.2f%%\n",
+            s, l, target, bytes, 100 * s / l);
+    cbc_module_unload(m0);
+    cbc_bundle_close(b0);
+    return 0;
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""torch_ig.py DIR: PyTorch autograd Integrated Gradients over the exact
+weights and inputs bench/ig_bench.c wrote to DIR, timed the same way
+(end to end: inputs from host memory, attributions back to host memory,
+median of repeated runs after warm-up), one JSON object per line on stdout.
+
+The IG here is what Captum does for a batch: all steps of all inputs as one
+batch, Gauss-Legendre nodes and weights, one forward and one backward, the
+gradients weighted and summed per input, times (x - x'). It also checks its
+attributions of inputs 0..7 against cubincache's (DIR/ours_<F>.npy)."""
+import json, statistics, sys, time
+
+import numpy as np
+import torch
+from safetensors.torch import load_file
+
+torch.backends.cuda.matmul.allow_tf32 = False  # FP32, like the engine
+torch.backends.cudnn.allow_tf32 = False
+
+
+def load_model(path):
+    sd = load_file(path)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(sd['0.weight'].shape[1], 512), torch.nn.Tanh(),
+        torch.nn.Linear(512, 256), torch.nn.Tanh(), torch.nn.Linear(256, 1))
+    model.load_state_dict(sd)
+    return model.cuda().eval()
+
+
+def integrated_gradients(model, x_host, steps, alphas, weights):
+    """x_host: [n, F] CPU tensor; baseline zeros; target 0."""
+    x = x_host.cuda(non_blocking=False)
+    base = torch.zeros_like(x)
+    n, F = x.shape
+    pts = base[:, None, :] + alphas[None, :, None] * (x - base)[:, None, :]  # [n, S, F]
+    pts = pts.reshape(n * steps, F).requires_grad_(True)
+    out = model(pts)[:, 0]
+    (grads,) = torch.autograd.grad(out.sum(), pts)
+    grads = grads.reshape(n, steps, F)
+    attr = (x - base) * (grads * weights[None, :, None]).sum(dim=1)
+    return attr.cpu()
+
+
+def timed(fn, warm, runs):
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    t = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        t.append((time.perf_counter() - t0) * 1e3)
+    return t
+
+
+def main():
+    d = sys.argv[1]
+    steps = 50
+    nodes, w = np.polynomial.legendre.leggauss(steps)
+    alphas = torch.tensor((nodes + 1) / 2, dtype=torch.float32, device='cuda')
+    weights = torch.tensor(w / 2, dtype=torch.float32, device='cuda')
+    for F in (784, 64, 4096):
+        model = load_model(f'{d}/mlp_{F}.safetensors')
+        xs = torch.from_numpy(np.load(f'{d}/inputs_{F}.npy'))
+        ours = np.load(f'{d}/ours_{F}.npy')
+        theirs = integrated_gradients(model, xs[:8], steps, alphas, weights).numpy()
+        rel = float(np.linalg.norm(theirs - ours) / np.linalg.norm(theirs))
+        for name, n, warm, runs in (('one_input', 1, 20, 300), ('batch', 1024, 3, 30)):
+            x = xs[:n].clone()
+            t = timed(lambda: integrated_gradients(model, x, steps, alphas, weights), warm, runs)
+            med = statistics.median(t)
+            print(json.dumps({'impl': 'pytorch', 'bench': 'autograd_' + name, 'features': F,
+                              'inputs': n, 'steps': steps, 'runs': runs, 'median_ms': med,
+                              'min_ms': min(t), 'max_ms': max(t),
+                              'explanations_per_s': n / (med / 1e3),
+                              'attr_rel_l2_vs_cubincache': rel}), flush=True)
+            print(f'pytorch {name:10s} F={F:<5d} n={n:<5d} median {med:9.4f} ms '
+                  f'({n / (med / 1e3):,.0f} expl/s); |ours - torch| / |torch| = {rel:.2e}',
+                  file=sys.stderr)
+
+
+if __name__ == '__main__':
+    main()

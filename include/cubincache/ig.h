@@ -1,0 +1,231 @@
+/* cubincache/ig.h: Integrated Gradients (Sundararajan et al., 2017) for
+ * multilayer perceptrons and black-box functions, on the CPU (the
+ * reference: double accumulation) and on the GPU (kernels built by
+ * cubincache and loaded by its loader).
+ *
+ *   IG_i(x) = (x_i - x'_i) * integral_0^1 dF(x' + a (x - x'))/dx_i da
+ *
+ * approximated by a quadrature rule over `steps` points. Every result
+ * carries F(x), F(x'), the sum of the attributions and the convergence
+ * delta = sum_i IG_i - (F(x) - F(x')) (Captum's sign).
+ *
+ * Conventions: arrays are row-major float (inputs [n][F], a dense layer's
+ * weight [out][in] as PyTorch stores nn.Linear.weight); the caller owns
+ * every buffer it passes; functions return a status and fill a caller-owned
+ * struct cbc_err; nothing prints. Since 0.1.
+ */
+#ifndef CUBINCACHE_IG_H
+#define CUBINCACHE_IG_H
+
+#include <cubincache/loader.h>
+#include <cubincache/status.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- quadrature ---------------------------------------------------------- */
+
+enum cbc_ig_method {
+    CBC_IG_RIEMANN_LEFT = 0,   /* a_k = k/m,        w = 1/m */
+    CBC_IG_RIEMANN_RIGHT = 1,  /* a_k = (k+1)/m,    w = 1/m (the paper's eq. 3) */
+    CBC_IG_RIEMANN_MIDDLE = 2, /* a_k = (k+1/2)/m,  w = 1/m */
+    CBC_IG_TRAPEZOID = 3,      /* a = linspace(0,1,m), w = 1/(m-1), ends halved: a
+                                  correct rule, unlike Captum's (m-1)/m-scaled one */
+    CBC_IG_GAUSS_LEGENDRE = 4  /* Legendre nodes mapped to [0,1]: a = (1+t)/2, w = w_t/2 */
+};
+
+/* Fills alphas[steps] and weights[steps]. CBC_E_USAGE for steps < 1 (< 2 for
+ * the trapezoid) or > 100000. Weights sum to 1 for every method. */
+enum cbc_status cbc_ig_quadrature(enum cbc_ig_method method, int steps, double *alphas,
+                                  double *weights, struct cbc_err *err);
+/* "gausslegendre" <-> CBC_IG_GAUSS_LEGENDRE (Captum's names); false if unknown. */
+bool cbc_ig_method_parse(const char *name, enum cbc_ig_method *out);
+const char *cbc_ig_method_name(enum cbc_ig_method m);
+
+/* ---- models ---------------------------------------------------------------- */
+
+enum cbc_act {
+    CBC_ACT_IDENTITY = 0,
+    CBC_ACT_RELU = 1,
+    CBC_ACT_TANH = 2,
+    CBC_ACT_SIGMOID = 3,
+    CBC_ACT_GELU = 4 /* exact: x * Phi(x), as torch.nn.GELU() */
+};
+bool cbc_act_parse(const char *name, enum cbc_act *out);
+const char *cbc_act_name(enum cbc_act a);
+
+struct cbc_mlp_layer {
+    int in, out;
+    const float *w;   /* [out][in] */
+    const float *b;   /* [out], or NULL for no bias */
+    enum cbc_act act; /* applied to this layer's output */
+};
+
+struct cbc_mlp {
+    int n_layers;
+    const struct cbc_mlp_layer *layers;
+};
+
+/* Checks shapes chain (layer k's out == layer k+1's in), sizes are positive
+ * and every weight and bias is finite. CBC_E_SHAPE / CBC_E_NUMERIC naming
+ * the layer and the tensor. */
+enum cbc_status cbc_mlp_validate(const struct cbc_mlp *m, struct cbc_err *err);
+
+/* ---- files ----------------------------------------------------------------- */
+
+/* An MLP read from a file, owning its weights. */
+struct cbc_mlp_owned {
+    struct cbc_mlp mlp;
+    struct cbc_mlp_layer *layers;
+    float *storage;
+    char *activations; /* as given or as found in the file's metadata */
+};
+
+/* Reads an nn.Sequential of Linear layers as safetensors.torch.save_file
+ * writes it: tensors "<i>.weight" [out][in] and "<i>.bias" [out] (any common
+ * prefix before the index, layers in index order), dtype F32, F64, F16 or
+ * BF16. Activations come from `activations` ("tanh,tanh,identity", one per
+ * linear layer) or, when that is NULL, from the "activations" entry of the
+ * file's __metadata__. Every size and offset is checked against the file;
+ * errors name the file and the tensor (CBC_E_FORMAT, CBC_E_SHAPE,
+ * CBC_E_NUMERIC for NaN or Inf, CBC_E_UNSUPPORTED for other dtypes). */
+enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activations,
+                                         struct cbc_mlp_owned **out, struct cbc_err *err);
+void cbc_mlp_owned_free(struct cbc_mlp_owned *m);
+
+/* A dense float matrix. */
+struct cbc_matrix {
+    float *data;
+    size_t rows, cols;
+};
+
+/* Reads .npy (C order; <f4, <f8, <i4, <i8, |u1; 1-D is one row, 2-D is rows
+ * by columns) or .csv (numbers separated by commas; a non-numeric first line
+ * is a header), chosen by the file's extension. Errors name the file and the
+ * line / field. */
+enum cbc_status cbc_matrix_load(const char *path, struct cbc_matrix *out, struct cbc_err *err);
+/* Writes a float32 .npy. */
+enum cbc_status cbc_matrix_save_npy(const char *path, const struct cbc_matrix *m,
+                                    struct cbc_err *err);
+void cbc_matrix_release(struct cbc_matrix *m);
+
+/* ---- a request and its results ------------------------------------------ */
+
+enum cbc_ig_baseline_kind {
+    CBC_IG_BASELINE_ZEROS = 0,
+    CBC_IG_BASELINE_SCALAR = 1,    /* every feature = scalar */
+    CBC_IG_BASELINE_SHARED = 2,    /* one [F] array for every input */
+    CBC_IG_BASELINE_PER_INPUT = 3  /* an [n][F] array */
+};
+
+struct cbc_ig_baseline {
+    enum cbc_ig_baseline_kind kind;
+    float scalar;
+    const float *data;
+};
+
+enum cbc_ig_gradient {
+    CBC_IG_ANALYTIC = 0, /* backpropagation (MLP only) */
+    CBC_IG_FD = 1,       /* central differences, all perturbations batched */
+    CBC_IG_NAIVE = 2     /* the seed's loop: one feature, two forward passes, one
+                            scalar to the host each; a benchmark baseline only */
+};
+
+struct cbc_ig_request {
+    const float *x;                   /* [n][F] */
+    size_t n;
+    struct cbc_ig_baseline baseline;
+    enum cbc_ig_method method;        /* default (zero-initialised): riemann_left; use
+                                         cbc_ig_request_defaults for Captum's */
+    int steps;
+    int target;                       /* output index explained */
+    enum cbc_ig_gradient gradient;
+    size_t mem_budget;                /* GPU scratch bytes; 0: a quarter of free memory */
+};
+
+/* method = gausslegendre, steps = 50, target = 0, analytic, zeros baseline. */
+void cbc_ig_request_defaults(struct cbc_ig_request *r);
+
+struct cbc_ig_output {
+    float *attr;    /* [n][F] */
+    double *f_x;    /* [n] F(x) */
+    double *f_base; /* [n] F(x') */
+    double *sum;    /* [n] sum_i attr */
+    double *delta;  /* [n] sum - (F(x) - F(x')) */
+};
+
+/* Rejects NaN or Inf in inputs and baselines, naming the input and feature. */
+enum cbc_status cbc_ig_validate_request(const struct cbc_ig_request *r, size_t features,
+                                        struct cbc_err *err);
+
+/* ---- CPU: the reference ------------------------------------------------ */
+
+/* IG of an MLP. Analytic gradients by backpropagation in double, or FD;
+ * CBC_IG_NAIVE is not a CPU mode. */
+enum cbc_status cbc_ig_cpu_mlp(const struct cbc_mlp *m, const struct cbc_ig_request *r,
+                               struct cbc_ig_output *out, struct cbc_err *err);
+
+/* A black-box function of F features, evaluated on `rows` points at once:
+ * out[r] = F(in[r][0..F)). Return CBC_OK, or an error (which aborts). */
+typedef enum cbc_status (*cbc_ig_host_fn)(void *ctx, const double *in, size_t rows, size_t F,
+                                          double *out, struct cbc_err *err);
+/* Its gradient at one point, or NULL to use central differences. */
+typedef enum cbc_status (*cbc_ig_host_grad)(void *ctx, const double *x, size_t F, double *grad,
+                                            struct cbc_err *err);
+
+enum cbc_status cbc_ig_cpu_fn(cbc_ig_host_fn f, cbc_ig_host_grad grad, void *ctx, size_t F,
+                              const struct cbc_ig_request *r, struct cbc_ig_output *out,
+                              struct cbc_err *err);
+
+/* ---- GPU ------------------------------------------------------------------ */
+
+struct cbc_ig_gpu;       /* the engine: loaded kernels, a stream, scratch */
+struct cbc_ig_gpu_model; /* an MLP's weights on the device */
+
+/* Loads the IG kernels on GPU `device` from `bundle`, or, when bundle is
+ * NULL, from the ig_kernels bundle built into this library for its
+ * configured targets (CUBINCACHE_BUNDLE_PATH overrides it). Errors are the
+ * loader's:
+ * CBC_E_NO_DRIVER, CBC_E_NO_DEVICE, CBC_E_NO_IMAGE with its explanation. */
+enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const struct cbc_load_opts *o,
+                                struct cbc_ig_gpu **out, struct cbc_err *err);
+void cbc_ig_gpu_close(struct cbc_ig_gpu *g);
+/* "GPU 0 NVIDIA H200 (compute capability 9.0), kernels sm_90" */
+const char *cbc_ig_gpu_describe(const struct cbc_ig_gpu *g);
+
+enum cbc_status cbc_ig_gpu_upload(struct cbc_ig_gpu *g, const struct cbc_mlp *m,
+                                  struct cbc_ig_gpu_model **out, struct cbc_err *err);
+void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m);
+
+/* IG of an uploaded MLP; r->gradient selects analytic, batched FD or the
+ * naive seed loop (both FD modes use the model's forward as the black box). */
+enum cbc_status cbc_ig_gpu_mlp(struct cbc_ig_gpu_model *m, const struct cbc_ig_request *r,
+                               struct cbc_ig_output *out, struct cbc_err *err);
+
+/* A black-box forward on the device: out[r] = F(in[r][0..F)) for `rows`
+ * rows of device memory (addresses as CUdeviceptr values), queued on
+ * `stream` (a CUstream). */
+typedef enum cbc_status (*cbc_ig_device_fn)(void *ctx, uint64_t in, uint64_t out, size_t rows,
+                                            size_t F, void *stream, struct cbc_err *err);
+
+/* IG of a black box by central differences: every perturbation of a chunk
+ * of steps goes to `f` in one call (r->gradient CBC_IG_FD), or the seed's
+ * loop (CBC_IG_NAIVE). */
+enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ctx, size_t F,
+                              const struct cbc_ig_request *r, struct cbc_ig_output *out,
+                              struct cbc_err *err);
+
+/* The uploaded MLP's output `target` as a cbc_ig_device_fn (ctx is the
+ * model; the target is taken from cbc_ig_gpu_model_set_target). */
+enum cbc_status cbc_ig_gpu_mlp_forward(void *model, uint64_t in, uint64_t out, size_t rows,
+                                       size_t F, void *stream, struct cbc_err *err);
+void cbc_ig_gpu_model_set_target(struct cbc_ig_gpu_model *m, int target);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

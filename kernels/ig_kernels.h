@@ -1,0 +1,89 @@
+/* ig_kernels.h: parameter blocks of the IG kernels, shared by the CUDA
+ * source and the C host code (src/ig/ig_gpu.c) that launches them.
+ *
+ * Invariant: the layout is identical on both sides: device pointers are
+ * declared as pointers in CUDA and as 64-bit integers in C (CBC_DPTR), all
+ * other fields are int or float, and every struct is passed by value as a
+ * single kernel argument. Change a struct here and both sides follow.
+ */
+#ifndef CBC_IG_KERNELS_H
+#define CBC_IG_KERNELS_H
+
+#ifdef __CUDACC__
+#define CBC_DPTR(type) type *
+#else
+#include <stdint.h>
+#define CBC_DPTR(type) uint64_t
+#endif
+
+/* How a GEMM's A operand is formed while it is loaded (prologue). */
+enum {
+    CBC_PRO_PLAIN = 0,  /* A[r][k] */
+    CBC_PRO_ACT = 1,    /* act(A[r][k]): the previous layer's activation */
+    CBC_PRO_INTERP = 2  /* act(u[b][k] + alpha[s] v[b][k]), r = b*S + s: layer 1 on the path */
+};
+
+/* What happens to a GEMM's result before it is stored (epilogue). */
+enum {
+    CBC_EPI_STORE = 0,    /* C = A.B (+ bias[col] on rows < bias_rows) */
+    CBC_EPI_DACT = 1,     /* C = (A.B) * act'(Z[r][col]) : backprop through a hidden layer */
+    CBC_EPI_DACT_L1 = 2,  /* C = (A.B) * act'(u[b][col] + alpha[s] v[b][col]) * w[s] */
+    CBC_EPI_MUL_DIFF = 3  /* C = (A.B) * (x[r][col] - base(r, col)) : attributions */
+};
+
+/* Baseline as the kernels see it (enum cbc_ig_baseline_kind). */
+struct cbc_k_base {
+    int kind;
+    float scalar;
+    CBC_DPTR(const float) data;
+};
+
+struct cbc_k_gemm {
+    int M, N, K;
+    int nn; /* 0: C = A . W^T with W [N][K]; 1: C = A . W with W [K][N] */
+    CBC_DPTR(const float) A;
+    int lda;
+    CBC_DPTR(const float) W;
+    int ldw;
+    CBC_DPTR(float) C;
+    int ldc;
+    CBC_DPTR(const float) bias;
+    int bias_rows;
+    int pro, pro_act;
+    int epi, epi_act;
+    /* the path: rows are (input b, step s), S steps per input */
+    CBC_DPTR(const float) u;
+    CBC_DPTR(const float) v;
+    int ldu;
+    CBC_DPTR(const float) alpha;
+    CBC_DPTR(const float) weight;
+    int S;
+    int row0; /* global row of this chunk's first row (for b = (row0 + r) / S) */
+    /* DACT: the pre-activations; MUL_DIFF: inputs and baseline */
+    CBC_DPTR(const float) Z;
+    int ldz;
+    CBC_DPTR(const float) x;
+    struct cbc_k_base base;
+};
+
+/* One output per row: zo[r] = W_t . a(r) + b_t, with a(r) formed by `pro`
+ * from A (or u, v, alpha); fo = act(zo), dfo = act'(zo). For a one-layer
+ * model (pro = -1) zo = u[b][t] + alpha[s] v[b][t]. */
+struct cbc_k_output {
+    int R, K;
+    CBC_DPTR(const float) A;
+    int lda;
+    int pro, pro_act;
+    CBC_DPTR(const float) u;
+    CBC_DPTR(const float) v;
+    int ldu;
+    CBC_DPTR(const float) alpha;
+    int S, row0, target;
+    CBC_DPTR(const float) wt; /* the target row of the last layer's weight */
+    float bt;
+    int act;
+    CBC_DPTR(float) fo;
+    CBC_DPTR(float) dfo;
+};
+
+#endif

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# scripts/gpu_run.sh OUTDIR: everything that needs a GPU, in one go, on the
+# GPU machine (an H200 here): build the project there, run the GPU and unit
+# test suites, then the loader, IG-engine and PyTorch benchmarks. Writes at
+# most eight files under OUTDIR: summary.txt (what matters, also printed),
+# gpu-tests.log, unit-tests.log, bench.jsonl, build.log.
+set -uo pipefail
+out=${1:?usage: scripts/gpu_run.sh OUTDIR}
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+S="$out/summary.txt"
+: > "$S"
+say() { echo "$*" | tee -a "$S"; }
+step() { local t0=$SECONDS; "$@"; local rc=$?; say "  ($((SECONDS - t0)) s, exit $rc)"; return $rc; }
+
+say "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee -a "$S"
+nvcc --version | tail -1 | tee -a "$S"
+say "== build (meson setup + ninja; -Dcuda-arch=auto decides at build time)"
+if ! step bash -c "meson setup build-gpu > '$out/build.log' 2>&1 && ninja -C build-gpu >> '$out/build.log' 2>&1"; then
+    tail -60 "$out/build.log"
+    exit 1
+fi
+grep -E '"(rule|detail)":|"target":' build-gpu/kernels/ig_kernels.manifest.json | tee -a "$S"
+build-gpu/tools/cubincache devices build-gpu/kernels/ig_kernels.manifest.json 2>&1 | tee -a "$S"
+
+say "== GPU test suite"
+step timeout 900 meson test -C build-gpu --suite gpu -v > "$out/gpu-tests.log" 2>&1
+grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|FAIL|gpu_ig:|gpu_loader:)' "$out/gpu-tests.log" | tee -a "$S"
+grep -E '^ *[0-9]+/[0-9]+ ' "$out/gpu-tests.log" | tee -a "$S"
+say "== unit test suite on this machine (the fake driver and the real one side by side)"
+step timeout 600 meson test -C build-gpu --suite unit > "$out/unit-tests.log" 2>&1
+grep -E '^ *[0-9]+/[0-9]+ ' "$out/unit-tests.log" | tee -a "$S"
+
+say "== benchmarks"
+: > "$out/bench.jsonl"
+step timeout 300 build-gpu/bench/loader_bench >> "$out/bench.jsonl" 2>> "$S"
+step timeout 900 build-gpu/bench/ig_bench /tmp/ig-bench-data >> "$out/bench.jsonl" 2>> "$S"
+step timeout 900 python3 bench/torch_ig.py /tmp/ig-bench-data >> "$out/bench.jsonl" 2>> "$S"
+cat "$S" | tail -40

@@ -1,0 +1,224 @@
+/* ig_cpu.c: the CPU reference every other result is tested against.
+ *
+ * Deliberately the textbook algorithm, in double: for every input and
+ * every quadrature point, a full forward pass and backpropagation (or 2F
+ * central differences), summed with the rule's weights. It shares none of
+ * the GPU engine's shortcuts (the first layer's linearity, summing before
+ * the last GEMM), so agreement between the two means something.
+ */
+#include "ig_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct mlp_scratch {
+    double **z; /* per layer pre-activations */
+    double **h; /* per layer outputs (h[-1] is the input, kept apart) */
+    double *g, *g2;
+    int maxw;
+};
+
+static void scratch_free(struct mlp_scratch *s, int L)
+{
+    for (int l = 0; l < L && s->z; l++) {
+        free(s->z[l]);
+        free(s->h[l]);
+    }
+    free(s->z);
+    free(s->h);
+    free(s->g);
+    free(s->g2);
+}
+
+static bool scratch_alloc(struct mlp_scratch *s, const struct cbc_mlp *m)
+{
+    memset(s, 0, sizeof *s);
+    int L = m->n_layers, w = m->layers[0].in;
+    for (int l = 0; l < L; l++)
+        w = m->layers[l].out > w ? m->layers[l].out : w;
+    s->maxw = w;
+    s->z = calloc((size_t)L, sizeof *s->z);
+    s->h = calloc((size_t)L, sizeof *s->h);
+    s->g = calloc((size_t)w, sizeof *s->g);
+    s->g2 = calloc((size_t)w, sizeof *s->g2);
+    if (!s->z || !s->h || !s->g || !s->g2)
+        return false;
+    for (int l = 0; l < L; l++) {
+        s->z[l] = calloc((size_t)m->layers[l].out, sizeof **s->z);
+        s->h[l] = calloc((size_t)m->layers[l].out, sizeof **s->h);
+        if (!s->z[l] || !s->h[l])
+            return false;
+    }
+    return true;
+}
+
+/* Forward pass of one point; returns output `target`. */
+static double forward(const struct cbc_mlp *m, struct mlp_scratch *s, const double *x, int target)
+{
+    const double *in = x;
+    for (int l = 0; l < m->n_layers; l++) {
+        const struct cbc_mlp_layer *L = &m->layers[l];
+        for (int j = 0; j < L->out; j++) {
+            const float *w = L->w + (size_t)j * (size_t)L->in;
+            double acc = L->b ? L->b[j] : 0;
+            for (int k = 0; k < L->in; k++)
+                acc += (double)w[k] * in[k];
+            s->z[l][j] = acc;
+            s->h[l][j] = cbc_act_f(L->act, acc);
+        }
+        in = s->h[l];
+    }
+    return s->h[m->n_layers - 1][target];
+}
+
+/* Gradient of output `target` with respect to the input, after forward(). */
+static void backward(const struct cbc_mlp *m, struct mlp_scratch *s, int target, double *grad)
+{
+    int L = m->n_layers;
+    const struct cbc_mlp_layer *last = &m->layers[L - 1];
+    /* dF/dz_L: only the target output */
+    memset(s->g, 0, sizeof *s->g * (size_t)last->out);
+    s->g[target] = cbc_act_df(last->act, s->z[L - 1][target]);
+    for (int l = L - 1; l >= 0; l--) {
+        const struct cbc_mlp_layer *Ly = &m->layers[l];
+        double *dst = l == 0 ? grad : s->g2;
+        for (int k = 0; k < Ly->in; k++)
+            dst[k] = 0;
+        for (int j = 0; j < Ly->out; j++) {
+            double gj = s->g[j];
+            if (gj == 0)
+                continue;
+            const float *w = Ly->w + (size_t)j * (size_t)Ly->in;
+            for (int k = 0; k < Ly->in; k++)
+                dst[k] += gj * (double)w[k];
+        }
+        if (l > 0) {
+            const struct cbc_mlp_layer *prev = &m->layers[l - 1];
+            for (int k = 0; k < Ly->in; k++)
+                s->g[k] = s->g2[k] * cbc_act_df(prev->act, s->z[l - 1][k]);
+        }
+    }
+}
+
+struct mlp_fn_ctx {
+    const struct cbc_mlp *m;
+    struct mlp_scratch *s;
+    int target;
+};
+
+static enum cbc_status mlp_host_fn(void *ctx, const double *in, size_t rows, size_t F, double *out,
+                                   struct cbc_err *err)
+{
+    (void)err;
+    struct mlp_fn_ctx *c = ctx;
+    for (size_t r = 0; r < rows; r++)
+        out[r] = forward(c->m, c->s, in + r * F, c->target);
+    return CBC_OK;
+}
+
+static enum cbc_status mlp_host_grad(void *ctx, const double *x, size_t F, double *grad,
+                                     struct cbc_err *err)
+{
+    (void)F;
+    (void)err;
+    struct mlp_fn_ctx *c = ctx;
+    forward(c->m, c->s, x, c->target);
+    backward(c->m, c->s, c->target, grad);
+    return CBC_OK;
+}
+
+enum cbc_status cbc_ig_cpu_mlp(const struct cbc_mlp *m, const struct cbc_ig_request *r,
+                               struct cbc_ig_output *out, struct cbc_err *err)
+{
+    enum cbc_status st = cbc_mlp_validate(m, err);
+    if (st != CBC_OK)
+        return st;
+    int outs = m->layers[m->n_layers - 1].out;
+    if (r->target < 0 || r->target >= outs)
+        return cbc_err_set(err, CBC_E_USAGE, "target %d: the model has outputs 0 to %d", r->target,
+                           outs - 1);
+    if (r->gradient == CBC_IG_NAIVE)
+        return cbc_err_set(err, CBC_E_USAGE, "the naive seed loop is a GPU benchmark mode");
+    struct mlp_scratch s;
+    if (!scratch_alloc(&s, m)) {
+        scratch_free(&s, m->n_layers);
+        return cbc_err_oom(err);
+    }
+    struct mlp_fn_ctx c = {m, &s, r->target};
+    st = cbc_ig_cpu_fn(mlp_host_fn, r->gradient == CBC_IG_ANALYTIC ? mlp_host_grad : NULL, &c,
+                       (size_t)m->layers[0].in, r, out, err);
+    scratch_free(&s, m->n_layers);
+    return st;
+}
+
+enum cbc_status cbc_ig_cpu_fn(cbc_ig_host_fn f, cbc_ig_host_grad grad, void *ctx, size_t F,
+                              const struct cbc_ig_request *r, struct cbc_ig_output *out,
+                              struct cbc_err *err)
+{
+    enum cbc_status st = cbc_ig_validate_request(r, F, err);
+    if (st != CBC_OK)
+        return st;
+    double *alphas, *weights;
+    st = cbc_ig_rule(r, &alphas, &weights, err);
+    if (st != CBC_OK)
+        return st;
+    double *x = calloc(F, sizeof *x), *base = calloc(F, sizeof *base), *acc = calloc(F, sizeof *acc),
+           *g = calloc(F, sizeof *g), *pts = calloc(grad ? 2 * F : 2 * F * F, sizeof *pts),
+           *vals = calloc(2 * F, sizeof *vals), *h = calloc(F, sizeof *h);
+    if (!x || !base || !acc || !g || !pts || !vals || !h) {
+        st = cbc_err_oom(err);
+        goto out;
+    }
+    for (size_t b = 0; b < r->n && st == CBC_OK; b++) {
+        for (size_t i = 0; i < F; i++) {
+            x[i] = r->x[b * F + i];
+            base[i] = cbc_ig_base_at(&r->baseline, b, F, i);
+            acc[i] = 0;
+            h[i] = cbc_ig_fd_step((float)x[i], (float)base[i]);
+        }
+        double two[2];
+        memcpy(pts, x, F * sizeof *pts);
+        memcpy(pts + F, base, F * sizeof *pts);
+        if ((st = f(ctx, pts, 2, F, two, err)) != CBC_OK)
+            break;
+        out->f_x[b] = two[0];
+        out->f_base[b] = two[1];
+        for (int k = 0; k < r->steps && st == CBC_OK; k++) {
+            double *p = pts; /* the point, then (FD) its 2F perturbations */
+            for (size_t i = 0; i < F; i++)
+                p[i] = base[i] + alphas[k] * (x[i] - base[i]);
+            if (grad) {
+                st = grad(ctx, p, F, g, err);
+            } else {
+                double *point = g; /* keep the point while pts is overwritten */
+                memcpy(point, p, F * sizeof *p);
+                for (size_t i = 0; i < F; i++) {
+                    memcpy(pts + (2 * i) * F, point, F * sizeof *pts);
+                    memcpy(pts + (2 * i + 1) * F, point, F * sizeof *pts);
+                    pts[(2 * i) * F + i] += h[i];
+                    pts[(2 * i + 1) * F + i] -= h[i];
+                }
+                st = f(ctx, pts, 2 * F, F, vals, err);
+                for (size_t i = 0; st == CBC_OK && i < F; i++)
+                    g[i] = (vals[2 * i] - vals[2 * i + 1]) / (2 * h[i]);
+            }
+            for (size_t i = 0; st == CBC_OK && i < F; i++)
+                acc[i] += weights[k] * g[i];
+        }
+        for (size_t i = 0; i < F; i++)
+            out->attr[b * F + i] = (float)((x[i] - base[i]) * acc[i]);
+    }
+    if (st == CBC_OK)
+        cbc_ig_finish(out, r->n, F);
+out:
+    free(x);
+    free(base);
+    free(acc);
+    free(g);
+    free(pts);
+    free(vals);
+    free(h);
+    free(alphas);
+    free(weights);
+    return st;
+}

@@ -1,0 +1,756 @@
+/* ig_gpu.c: the GPU engine (API in cubincache/ig.h, kernels in
+ * kernels/ig_kernels.cu).
+ *
+ * Analytic IG of an L-layer MLP, for n inputs and S steps:
+ *   1. u = W1 x' + b1 and v = W1 (x - x') for every input: one GEMM of 2n
+ *      rows. Layer 1 on the path is then u + alpha v: it is never computed
+ *      per step.
+ *   2. Rows are (input, step), S + 2 per input: the quadrature points plus
+ *      alpha = 0 and alpha = 1 with weight 0, which give F(x') and F(x) from
+ *      the same forward pass. Chunks of inputs fit the memory budget.
+ *   3. Forward through layers 2..L (GEMMs whose A-load applies the previous
+ *      activation), the target output per row, then backward: the last
+ *      layer's delta, GEMMs whose epilogue applies act'(z) and, at layer 1,
+ *      the quadrature weight, so the sum over steps is a plain reduction.
+ *   4. attr = (x - x') * (D . W1), D being the weighted sum of layer-1
+ *      deltas: one GEMM for all inputs (sum_s W1^T d_s = W1^T sum_s d_s).
+ * Central differences batch all 2F perturbations of a chunk of steps into
+ * one call of the black box; the naive mode is the seed's loop, kept only to
+ * measure it. All device memory is allocated up front per call (or reused
+ * by the model for its forward) and freed on every path.
+ */
+#include "ig_int.h"
+
+#include "cudadrv.h"
+#include "ig_kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const struct cbc_embedded_bundle cbc_bundle_ig_kernels;
+
+enum {
+    K_INTERP,
+    K_PERTURB,
+    K_INTERP_B,
+    K_PERTURB_B,
+    K_FD_ACC,
+    K_FD_FINISH,
+    K_GEMM128,
+    K_GEMM64,
+    K_SKINNY_NT,
+    K_SKINNY_NN,
+    K_OUTPUT,
+    K_DELTA_LAST,
+    K_REDUCE_STEPS,
+    K_REDUCE_OUTPUT,
+    K_UV_INPUT,
+    K_ENDPOINTS,
+    K_COUNT
+};
+
+static const char *const kernel_names[K_COUNT] = {
+    "interpolate_input", "perturb_dimension", "interpolate_input_batched",
+    "perturb_dimension_batched", "fd_accumulate", "fd_finish", "gemm_128", "gemm_64",
+    "gemm_skinny_nt", "gemm_skinny_nn", "mlp_output", "mlp_delta_last", "reduce_steps",
+    "reduce_output", "build_uv_input", "gather_endpoints",
+};
+
+/* Device buffers kept between calls (grow-only): a call allocates nothing
+ * once the engine has seen a problem of its size. */
+enum {
+    WS_AL, WS_WT, WS_X, WS_BASE, WS_UVIN, WS_UV, WS_D, WS_ATTR, WS_ENDS, WS_WORK,
+    WS_FD_H, WS_FD_ROWS, WS_FD_VALS, WS_FD_POINTS, WS_FD_DENOM, WS_FD_ACC, WS_COUNT
+};
+
+struct cbc_ig_gpu {
+    const struct cbc_cuda *cu;
+    struct cbc_bundle *own_bundle;
+    struct cbc_module *mod;
+    CUstream stream;
+    CUfunction k[K_COUNT];
+    int sms;
+    char desc[400];
+    struct {
+        CUdeviceptr p;
+        size_t cap;
+    } ws[WS_COUNT];
+};
+
+#define MAX_LAYERS 16
+
+struct cbc_ig_gpu_model {
+    struct cbc_ig_gpu *g;
+    int L, size[MAX_LAYERS + 1];
+    enum cbc_act act[MAX_LAYERS];
+    CUdeviceptr w[MAX_LAYERS], b[MAX_LAYERS];
+    float *last_bias; /* host copy: the output's bias is a kernel argument */
+    int target;
+    /* forward scratch, grown on demand */
+    CUdeviceptr fwd;
+    size_t fwd_bytes;
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static enum cbc_status drv(const struct cbc_ig_gpu *g, CUresult rc, const char *what,
+                           struct cbc_err *err)
+{
+    return rc == CUDA_SUCCESS ? CBC_OK : cbc_cuda_fail(g->cu, rc, CBC_E_DRIVER, err, what);
+}
+
+static enum cbc_status dalloc(struct cbc_ig_gpu *g, CUdeviceptr *p, size_t bytes, const char *what,
+                              struct cbc_err *err)
+{
+    *p = 0;
+    CUresult rc = g->cu->MemAlloc(p, bytes ? bytes : 4);
+    if (rc == CUDA_SUCCESS)
+        return CBC_OK;
+    cbc_cuda_fail(g->cu, rc, CBC_E_DRIVER, err, "cuMemAlloc");
+    char msg[CBC_ERR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+    cbc_err_set(err, CBC_E_DRIVER, "cannot allocate %zu bytes of GPU memory for %s: %s", bytes, what,
+                msg);
+    return cbc_err_hint(err, "lower the memory budget (--mem-budget) or the batch size");
+}
+
+static void dfree(struct cbc_ig_gpu *g, CUdeviceptr *p)
+{
+    if (*p)
+        g->cu->MemFree(*p);
+    *p = 0;
+}
+
+/* A workspace buffer of at least `bytes`; its contents are not kept. */
+static enum cbc_status ws(struct cbc_ig_gpu *g, int slot, size_t bytes, CUdeviceptr *p,
+                          const char *what, struct cbc_err *err)
+{
+    if (g->ws[slot].cap < bytes) {
+        dfree(g, &g->ws[slot].p);
+        g->ws[slot].cap = 0;
+        enum cbc_status st = dalloc(g, &g->ws[slot].p, bytes, what, err);
+        if (st != CBC_OK)
+            return st;
+        g->ws[slot].cap = bytes;
+    }
+    *p = g->ws[slot].p;
+    return CBC_OK;
+}
+
+static enum cbc_status upload(struct cbc_ig_gpu *g, CUdeviceptr d, const void *h, size_t bytes,
+                              struct cbc_err *err)
+{
+    return drv(g, g->cu->MemcpyHtoDAsync(d, h, bytes, g->stream), "cuMemcpyHtoDAsync", err);
+}
+
+static enum cbc_status launch(struct cbc_ig_gpu *g, int k, unsigned gx, unsigned gy, unsigned bx,
+                              void **args, struct cbc_err *err)
+{
+    if (gx == 0 || gy == 0)
+        return CBC_OK;
+    CUresult rc = g->cu->LaunchKernel(g->k[k], gx, gy, 1, bx, 1, 1, 0, g->stream, args, NULL);
+    if (rc == CUDA_SUCCESS)
+        return CBC_OK;
+    char what[96];
+    snprintf(what, sizeof what, "launching %s", kernel_names[k]);
+    return cbc_cuda_fail(g->cu, rc, CBC_E_DRIVER, err, what);
+}
+
+static unsigned blocks(size_t n, unsigned per)
+{
+    return (unsigned)((n + per - 1) / per);
+}
+
+/* Picks a GEMM kernel for the shape: skinny for one input, 64-wide tiles
+ * until 128-wide ones would leave SMs idle. */
+static enum cbc_status gemm(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, struct cbc_err *err)
+{
+    void *args[] = {p};
+    if (p->M <= 8) {
+        if (p->nn)
+            return launch(g, K_SKINNY_NN, blocks((size_t)p->N, 128), 1, 128, args, err);
+        return launch(g, K_SKINNY_NT, blocks((size_t)p->N * 32, 256), 1, 256, args, err);
+    }
+    size_t tiles128 = (size_t)blocks((size_t)p->M, 128) * blocks((size_t)p->N, 128);
+    if (tiles128 >= (size_t)g->sms)
+        return launch(g, K_GEMM128, blocks((size_t)p->N, 128), blocks((size_t)p->M, 128), 256, args,
+                      err);
+    return launch(g, K_GEMM64, blocks((size_t)p->N, 64), blocks((size_t)p->M, 64), 256, args, err);
+}
+
+/* ---- engine ------------------------------------------------------------ */
+
+enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const struct cbc_load_opts *o,
+                                struct cbc_ig_gpu **out, struct cbc_err *err)
+{
+    struct cbc_ig_gpu *g = calloc(1, sizeof *g);
+    if (!g)
+        return cbc_err_oom(err);
+    enum cbc_status st = cbc_cuda_get(&g->cu, err);
+    if (st == CBC_OK && !bundle) {
+        st = cbc_bundle_open_default(&cbc_bundle_ig_kernels, &g->own_bundle, err);
+        bundle = g->own_bundle;
+    }
+    if (st == CBC_OK)
+        st = cbc_module_load(bundle, device, o, &g->mod, err);
+    for (int k = 0; st == CBC_OK && k < K_COUNT; k++) {
+        void *fn;
+        st = cbc_module_function(g->mod, kernel_names[k], &fn, err);
+        g->k[k] = (CUfunction)fn;
+    }
+    struct cbc_device_info d;
+    if (st == CBC_OK)
+        st = cbc_device_query(device, &d, err);
+    if (st == CBC_OK) {
+        CUdevice dev;
+        g->cu->DeviceGet(&dev, device);
+        g->cu->DeviceGetAttribute(&g->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+        if (g->sms < 1)
+            g->sms = 1;
+        st = drv(g, g->cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", err);
+        snprintf(g->desc, sizeof g->desc, "GPU %d %s (compute capability %d.%d), kernels %s%s", device,
+                 d.name, d.cc_major, d.cc_minor, cbc_module_target(g->mod),
+                 cbc_module_jit(g->mod) ? " through PTX JIT" : "");
+    }
+    if (st != CBC_OK) {
+        cbc_ig_gpu_close(g);
+        return st;
+    }
+    *out = g;
+    return CBC_OK;
+}
+
+void cbc_ig_gpu_close(struct cbc_ig_gpu *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < WS_COUNT; i++)
+        dfree(g, &g->ws[i].p);
+    if (g->stream)
+        g->cu->StreamDestroy(g->stream);
+    cbc_module_unload(g->mod);
+    cbc_bundle_close(g->own_bundle);
+    free(g);
+}
+
+const char *cbc_ig_gpu_describe(const struct cbc_ig_gpu *g)
+{
+    return g->desc;
+}
+
+enum cbc_status cbc_ig_gpu_upload(struct cbc_ig_gpu *g, const struct cbc_mlp *m,
+                                  struct cbc_ig_gpu_model **out, struct cbc_err *err)
+{
+    enum cbc_status st = cbc_mlp_validate(m, err);
+    if (st != CBC_OK)
+        return st;
+    if (m->n_layers > MAX_LAYERS)
+        return cbc_err_set(err, CBC_E_UNSUPPORTED, "the model has %d layers; the GPU engine takes %d",
+                           m->n_layers, MAX_LAYERS);
+    struct cbc_ig_gpu_model *md = calloc(1, sizeof *md);
+    if (!md)
+        return cbc_err_oom(err);
+    md->g = g;
+    md->L = m->n_layers;
+    md->size[0] = m->layers[0].in;
+    for (int l = 0; l < m->n_layers && st == CBC_OK; l++) {
+        const struct cbc_mlp_layer *L = &m->layers[l];
+        md->size[l + 1] = L->out;
+        md->act[l] = L->act;
+        size_t wb = sizeof(float) * (size_t)L->in * (size_t)L->out;
+        st = dalloc(g, &md->w[l], wb, "weights", err);
+        if (st == CBC_OK)
+            st = upload(g, md->w[l], L->w, wb, err);
+        if (st == CBC_OK && L->b) {
+            st = dalloc(g, &md->b[l], sizeof(float) * (size_t)L->out, "biases", err);
+            if (st == CBC_OK)
+                st = upload(g, md->b[l], L->b, sizeof(float) * (size_t)L->out, err);
+        }
+    }
+    const struct cbc_mlp_layer *last = &m->layers[m->n_layers - 1];
+    md->last_bias = calloc((size_t)last->out, sizeof(float));
+    if (st == CBC_OK && !md->last_bias)
+        st = cbc_err_oom(err);
+    if (st == CBC_OK && last->b)
+        memcpy(md->last_bias, last->b, sizeof(float) * (size_t)last->out);
+    if (st == CBC_OK)
+        st = drv(g, g->cu->StreamSynchronize(g->stream), "uploading the model", err);
+    if (st != CBC_OK) {
+        cbc_ig_gpu_model_free(md);
+        return st;
+    }
+    *out = md;
+    return CBC_OK;
+}
+
+void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m)
+{
+    if (!m)
+        return;
+    for (int l = 0; l < m->L; l++) {
+        dfree(m->g, &m->w[l]);
+        dfree(m->g, &m->b[l]);
+    }
+    dfree(m->g, &m->fwd);
+    free(m->last_bias);
+    free(m);
+}
+
+void cbc_ig_gpu_model_set_target(struct cbc_ig_gpu_model *m, int target)
+{
+    m->target = target;
+}
+
+static size_t budget_of(struct cbc_ig_gpu *g, size_t asked)
+{
+    if (asked)
+        return asked;
+    size_t free_b = 0, total = 0;
+    if (g->cu->MemGetInfo(&free_b, &total) != CUDA_SUCCESS || free_b == 0)
+        return (size_t)1 << 30;
+    return free_b / 4;
+}
+
+static struct cbc_k_base kbase(const struct cbc_ig_baseline *b, CUdeviceptr data)
+{
+    return (struct cbc_k_base){(int)b->kind, b->scalar, data};
+}
+
+/* Uploads the baseline array the request refers to, if any. */
+static enum cbc_status upload_baseline(struct cbc_ig_gpu *g, const struct cbc_ig_request *r, size_t F,
+                                       CUdeviceptr *d, struct cbc_err *err)
+{
+    *d = 0;
+    size_t n = r->baseline.kind == CBC_IG_BASELINE_SHARED      ? F
+               : r->baseline.kind == CBC_IG_BASELINE_PER_INPUT ? r->n * F
+                                                               : 0;
+    if (!n)
+        return CBC_OK;
+    enum cbc_status st = ws(g, WS_BASE, n * sizeof(float), d, "the baseline", err);
+    return st == CBC_OK ? upload(g, *d, r->baseline.data, n * sizeof(float), err) : st;
+}
+
+/* alphas and weights as float, with alpha = 0 and 1 (weight 0) appended. */
+static enum cbc_status rule_with_endpoints(const struct cbc_ig_request *r, float **al, float **wt,
+                                           struct cbc_err *err)
+{
+    double *a, *w;
+    enum cbc_status st = cbc_ig_rule(r, &a, &w, err);
+    if (st != CBC_OK)
+        return st;
+    *al = calloc((size_t)r->steps + 2, sizeof **al);
+    *wt = calloc((size_t)r->steps + 2, sizeof **wt);
+    if (!*al || !*wt) {
+        free(*al);
+        free(*wt);
+        free(a);
+        free(w);
+        return cbc_err_oom(err);
+    }
+    for (int k = 0; k < r->steps; k++) {
+        (*al)[k] = (float)a[k];
+        (*wt)[k] = (float)w[k];
+    }
+    (*al)[r->steps] = 0.0f;
+    (*al)[r->steps + 1] = 1.0f;
+    free(a);
+    free(w);
+    return CBC_OK;
+}
+
+/* ---- analytic ------------------------------------------------------------ */
+
+static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,
+                                struct cbc_ig_output *out, struct cbc_err *err)
+{
+    struct cbc_ig_gpu *g = md->g;
+    const int L = md->L, F = md->size[0], H1 = md->size[1], t = r->target;
+    const int n = (int)r->n, S = r->steps + 2;
+    int hmax = 0;
+    for (int l = 1; l < L; l++)
+        hmax = md->size[l] > hmax ? md->size[l] : hmax;
+    float *al = NULL, *wt = NULL, *ends = NULL;
+    CUdeviceptr d_al = 0, d_wt = 0, d_x = 0, d_base = 0, d_uvin = 0, d_uv = 0, d_D = 0, d_attr = 0,
+                d_ends = 0, d_work = 0;
+    enum cbc_status st = rule_with_endpoints(r, &al, &wt, err);
+    if (st != CBC_OK)
+        return st;
+    ends = calloc((size_t)n * 2, sizeof *ends);
+    if (!ends)
+        st = cbc_err_oom(err);
+    size_t nF = (size_t)n * F;
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        if (st == CBC_OK)                                                                          \
+            st = (expr);                                                                           \
+    } while (0)
+    TRY(ws(g, WS_AL, sizeof(float) * S, &d_al, "alphas", err));
+    TRY(ws(g, WS_WT, sizeof(float) * S, &d_wt, "weights", err));
+    TRY(ws(g, WS_X, sizeof(float) * nF, &d_x, "inputs", err));
+    TRY(ws(g, WS_UVIN, sizeof(float) * 2 * nF, &d_uvin, "path inputs", err));
+    TRY(ws(g, WS_UV, sizeof(float) * 2 * (size_t)n * H1, &d_uv, "layer 1 on the path", err));
+    TRY(ws(g, WS_D, sizeof(float) * (size_t)n * H1, &d_D, "summed deltas", err));
+    TRY(ws(g, WS_ATTR, sizeof(float) * nF, &d_attr, "attributions", err));
+    TRY(ws(g, WS_ENDS, sizeof(float) * 2 * (size_t)n, &d_ends, "F(x) and F(x')", err));
+    TRY(upload(g, d_al, al, sizeof(float) * S, err));
+    TRY(upload(g, d_wt, wt, sizeof(float) * S, err));
+    TRY(upload(g, d_x, r->x, sizeof(float) * nF, err));
+    TRY(upload_baseline(g, r, (size_t)F, &d_base, err));
+    struct cbc_k_base kb = kbase(&r->baseline, d_base);
+
+    /* 1. u and v */
+    if (st == CBC_OK) {
+        int nn = n, FF = F;
+        void *args[] = {&d_uvin, &d_x, &kb, &nn, &FF};
+        st = launch(g, K_UV_INPUT, blocks(2 * nF, 256), 1, 256, args, err);
+    }
+    if (st == CBC_OK) {
+        struct cbc_k_gemm p = {0};
+        p.M = 2 * n, p.N = H1, p.K = F, p.nn = 0;
+        p.A = d_uvin, p.lda = F, p.W = md->w[0], p.ldw = F, p.C = d_uv, p.ldc = H1;
+        p.bias = md->b[0], p.bias_rows = n;
+        st = gemm(g, &p, err);
+    }
+    CUdeviceptr d_u = d_uv, d_v = d_uv + sizeof(float) * (size_t)n * H1;
+
+    /* 2-3. chunks of inputs */
+    size_t per_row = 2 * sizeof(float); /* fo, dfo */
+    for (int l = 2; l < L; l++)
+        per_row += sizeof(float) * md->size[l]; /* Z_l */
+    per_row += 2 * sizeof(float) * (size_t)(hmax > 0 ? hmax : 1); /* ping-pong deltas */
+    size_t budget = budget_of(g, r->mem_budget);
+    size_t nb = budget / ((size_t)S * per_row);
+    if (nb < 1)
+        nb = 1;
+    if (nb > (size_t)n)
+        nb = (size_t)n;
+    size_t rows_max = nb * (size_t)S;
+    TRY(ws(g, WS_WORK, rows_max * per_row, &d_work, "per-step work", err));
+    /* carve the work area */
+    CUdeviceptr d_fo = d_work, d_dfo = d_fo + sizeof(float) * rows_max, cur = d_dfo + sizeof(float) * rows_max;
+    CUdeviceptr d_Z[MAX_LAYERS] = {0};
+    for (int l = 2; l < L; l++) {
+        d_Z[l] = cur;
+        cur += sizeof(float) * rows_max * md->size[l];
+    }
+    CUdeviceptr d_pa = cur, d_pb = cur + sizeof(float) * rows_max * (size_t)(hmax > 0 ? hmax : 1);
+
+    for (size_t b0 = 0; st == CBC_OK && b0 < (size_t)n; b0 += nb) {
+        int cb = (int)(b0 + nb <= (size_t)n ? nb : (size_t)n - b0);
+        int R = cb * S, row0 = (int)b0 * S;
+        /* forward: layers 2 .. L-1 */
+        for (int l = 2; st == CBC_OK && l < L; l++) {
+            struct cbc_k_gemm p = {0};
+            p.M = R, p.N = md->size[l], p.K = md->size[l - 1], p.nn = 0;
+            p.W = md->w[l - 1], p.ldw = md->size[l - 1], p.C = d_Z[l], p.ldc = md->size[l];
+            p.bias = md->b[l - 1], p.bias_rows = R;
+            if (l == 2) {
+                p.pro = CBC_PRO_INTERP, p.pro_act = md->act[0];
+                p.u = d_u, p.v = d_v, p.ldu = H1, p.alpha = d_al, p.S = S, p.row0 = row0;
+            } else {
+                p.pro = CBC_PRO_ACT, p.pro_act = md->act[l - 2];
+                p.A = d_Z[l - 1], p.lda = md->size[l - 1];
+            }
+            st = gemm(g, &p, err);
+        }
+        /* the target output of every row */
+        if (st == CBC_OK) {
+            struct cbc_k_output o = {0};
+            o.R = R, o.K = md->size[L - 1], o.S = S, o.row0 = row0, o.target = t;
+            o.u = d_u, o.v = d_v, o.ldu = H1, o.alpha = d_al;
+            o.wt = md->w[L - 1] + sizeof(float) * (size_t)t * md->size[L - 1];
+            o.bt = md->last_bias[t], o.act = md->act[L - 1];
+            o.fo = d_fo, o.dfo = d_dfo;
+            if (L == 1) {
+                o.pro = -1;
+            } else if (L == 2) {
+                o.pro = CBC_PRO_INTERP, o.pro_act = md->act[0];
+            } else {
+                o.pro = CBC_PRO_ACT, o.pro_act = md->act[L - 2];
+                o.A = d_Z[L - 1], o.lda = md->size[L - 1];
+            }
+            void *args[] = {&o};
+            st = launch(g, K_OUTPUT, blocks((size_t)R * 32, 256), 1, 256, args, err);
+        }
+        if (st == CBC_OK) {
+            int nbb = cb, SS = S, bb = (int)b0;
+            void *args[] = {&d_ends, &d_fo, &nbb, &SS, &bb};
+            st = launch(g, K_ENDPOINTS, blocks((size_t)cb, 128), 1, 128, args, err);
+        }
+        /* backward */
+        if (st == CBC_OK && L == 1) {
+            int nbb = cb, SS = S, K = H1, tt = t, bb = (int)b0;
+            void *args[] = {&d_D, &d_dfo, &d_wt, &nbb, &SS, &K, &tt, &bb};
+            st = launch(g, K_REDUCE_OUTPUT, blocks((size_t)cb * H1, 256), 1, 256, args, err);
+            continue;
+        }
+        if (st == CBC_OK) {
+            int K = md->size[L - 1], act = md->act[L - 2], mode = L == 2 ? 1 : 0, ldz = K, ldu = H1;
+            int SS = S, rr = row0, RR = R;
+            CUdeviceptr wtp = md->w[L - 1] + sizeof(float) * (size_t)t * K, Z = d_Z[L - 1];
+            void *args[] = {&d_pa, &d_dfo, &wtp, &Z, &ldz, &act, &mode, &d_u, &d_v,
+                            &ldu, &d_al, &d_wt, &SS, &rr, &RR, &K};
+            st = launch(g, K_DELTA_LAST, blocks((size_t)R * K, 256), 1, 256, args, err);
+        }
+        for (int l = L - 1; st == CBC_OK && l >= 2; l--) {
+            struct cbc_k_gemm p = {0};
+            p.M = R, p.N = md->size[l - 1], p.K = md->size[l], p.nn = 1;
+            p.A = d_pa, p.lda = md->size[l], p.W = md->w[l - 1], p.ldw = md->size[l - 1];
+            p.C = d_pb, p.ldc = md->size[l - 1];
+            if (l - 1 >= 2) {
+                p.epi = CBC_EPI_DACT, p.epi_act = md->act[l - 2], p.Z = d_Z[l - 1],
+                p.ldz = md->size[l - 1];
+            } else {
+                p.epi = CBC_EPI_DACT_L1, p.epi_act = md->act[0];
+                p.u = d_u, p.v = d_v, p.ldu = H1, p.alpha = d_al, p.weight = d_wt, p.S = S,
+                p.row0 = row0;
+            }
+            st = gemm(g, &p, err);
+            CUdeviceptr tmp = d_pa;
+            d_pa = d_pb;
+            d_pb = tmp;
+        }
+        if (st == CBC_OK) {
+            int nbb = cb, SS = S, K = H1, bb = (int)b0;
+            void *args[] = {&d_D, &d_pa, &nbb, &SS, &K, &bb};
+            st = launch(g, K_REDUCE_STEPS, blocks((size_t)cb * H1, 256), 1, 256, args, err);
+        }
+    }
+    /* 4. attributions */
+    if (st == CBC_OK) {
+        struct cbc_k_gemm p = {0};
+        p.M = n, p.N = F, p.K = H1, p.nn = 1;
+        p.A = d_D, p.lda = H1, p.W = md->w[0], p.ldw = F, p.C = d_attr, p.ldc = F;
+        p.epi = CBC_EPI_MUL_DIFF, p.x = d_x, p.base = kb;
+        st = gemm(g, &p, err);
+    }
+    TRY(drv(g, g->cu->MemcpyDtoHAsync(out->attr, d_attr, sizeof(float) * nF, g->stream),
+            "copying attributions", err));
+    TRY(drv(g, g->cu->MemcpyDtoHAsync(ends, d_ends, sizeof(float) * 2 * (size_t)n, g->stream),
+            "copying F(x)", err));
+    TRY(drv(g, g->cu->StreamSynchronize(g->stream), "running the IG kernels", err));
+#undef TRY
+    if (st == CBC_OK) {
+        for (int b = 0; b < n; b++) {
+            out->f_x[b] = ends[2 * b];
+            out->f_base[b] = ends[2 * b + 1];
+        }
+        cbc_ig_finish(out, (size_t)n, (size_t)F);
+    } else {
+        g->cu->StreamSynchronize(g->stream);
+    }
+    free(al);
+    free(wt);
+    free(ends);
+    return st;
+}
+
+/* ---- the MLP as a black box ---------------------------------------------- */
+
+enum cbc_status cbc_ig_gpu_mlp_forward(void *model, uint64_t in, uint64_t out, size_t rows,
+                                       size_t F, void *stream, struct cbc_err *err)
+{
+    struct cbc_ig_gpu_model *md = model;
+    struct cbc_ig_gpu *g = md->g;
+    (void)stream; /* the engine's own stream: callers pass it back */
+    if ((int)F != md->size[0])
+        return cbc_err_set(err, CBC_E_SHAPE, "forward of %zu features; the model takes %d", F,
+                           md->size[0]);
+    const int L = md->L, t = md->target;
+    size_t need = 0;
+    for (int l = 1; l < L; l++)
+        need += sizeof(float) * rows * md->size[l];
+    enum cbc_status st = CBC_OK;
+    if (need > md->fwd_bytes) {
+        dfree(g, &md->fwd);
+        md->fwd_bytes = 0;
+        st = dalloc(g, &md->fwd, need, "forward activations", err);
+        if (st != CBC_OK)
+            return st;
+        md->fwd_bytes = need;
+    }
+    CUdeviceptr Z[MAX_LAYERS] = {0}, cur = md->fwd;
+    for (int l = 1; l < L; l++) {
+        Z[l] = cur;
+        cur += sizeof(float) * rows * md->size[l];
+    }
+    for (int l = 1; st == CBC_OK && l < L; l++) {
+        struct cbc_k_gemm p = {0};
+        p.M = (int)rows, p.N = md->size[l], p.K = md->size[l - 1], p.nn = 0;
+        p.W = md->w[l - 1], p.ldw = md->size[l - 1], p.C = Z[l], p.ldc = md->size[l];
+        p.bias = md->b[l - 1], p.bias_rows = (int)rows;
+        if (l == 1) {
+            p.pro = CBC_PRO_PLAIN, p.A = in, p.lda = (int)F;
+        } else {
+            p.pro = CBC_PRO_ACT, p.pro_act = md->act[l - 2], p.A = Z[l - 1], p.lda = md->size[l - 1];
+        }
+        st = gemm(g, &p, err);
+    }
+    if (st == CBC_OK) {
+        struct cbc_k_output o = {0};
+        o.R = (int)rows, o.K = md->size[L - 1], o.S = 1, o.target = t;
+        o.wt = md->w[L - 1] + sizeof(float) * (size_t)t * md->size[L - 1];
+        o.bt = md->last_bias[t], o.act = md->act[L - 1];
+        o.fo = out, o.dfo = 0;
+        if (L == 1) {
+            o.pro = CBC_PRO_PLAIN, o.A = in, o.lda = (int)F;
+        } else {
+            o.pro = CBC_PRO_ACT, o.pro_act = md->act[L - 2], o.A = Z[L - 1], o.lda = md->size[L - 1];
+        }
+        void *args[] = {&o};
+        st = launch(g, K_OUTPUT, blocks(rows * 32, 256), 1, 256, args, err);
+    }
+    return st;
+}
+
+enum cbc_status cbc_ig_gpu_mlp(struct cbc_ig_gpu_model *m, const struct cbc_ig_request *r,
+                               struct cbc_ig_output *out, struct cbc_err *err)
+{
+    int outs = m->size[m->L];
+    if (r->target < 0 || r->target >= outs)
+        return cbc_err_set(err, CBC_E_USAGE, "target %d: the model has outputs 0 to %d", r->target,
+                           outs - 1);
+    enum cbc_status st = cbc_ig_validate_request(r, (size_t)m->size[0], err);
+    if (st != CBC_OK)
+        return st;
+    if (r->gradient == CBC_IG_ANALYTIC)
+        return analytic(m, r, out, err);
+    m->target = r->target;
+    return cbc_ig_gpu_fn(m->g, cbc_ig_gpu_mlp_forward, m, (size_t)m->size[0], r, out, err);
+}
+
+/* ---- central differences: batched, and the seed's loop ------------------- */
+
+struct fd_bufs {
+    CUdeviceptr x, base, h, rows, vals, points, denom, acc, attr, al, wt;
+};
+
+enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ctx, size_t F,
+                              const struct cbc_ig_request *r, struct cbc_ig_output *out,
+                              struct cbc_err *err)
+{
+    enum cbc_status st = cbc_ig_validate_request(r, F, err);
+    if (st != CBC_OK)
+        return st;
+    if (r->gradient == CBC_IG_ANALYTIC)
+        return cbc_err_set(err, CBC_E_USAGE, "a black box has no analytic gradient: use FD");
+    float *al = NULL, *wt = NULL;
+    st = rule_with_endpoints(r, &al, &wt, err);
+    if (st != CBC_OK)
+        return st;
+    const int S = r->steps;
+    const bool naive = r->gradient == CBC_IG_NAIVE;
+    /* steps per black-box call: all 2F perturbations of each */
+    size_t per_step = sizeof(float) * (2 * F * F + 2 * F + 2 * F);
+    size_t sc = naive ? 1 : budget_of(g, r->mem_budget) / per_step;
+    if (sc < 1)
+        sc = 1;
+    if (sc > (size_t)S)
+        sc = (size_t)S;
+    size_t rows_cap = naive ? 2 : (sc * 2 * F > 2 ? sc * 2 * F : 2);
+    struct fd_bufs b = {0};
+    float *xh = malloc(sizeof(float) * F), *bh = malloc(sizeof(float) * F),
+          *hh = malloc(sizeof(float) * F);
+    double *acc_h = naive ? calloc(F, sizeof(double)) : NULL;
+    if (!xh || !bh || !hh || (naive && !acc_h))
+        st = cbc_err_oom(err);
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        if (st == CBC_OK)                                                                          \
+            st = (expr);                                                                           \
+    } while (0)
+    TRY(ws(g, WS_X, sizeof(float) * F, &b.x, "the input", err));
+    TRY(ws(g, WS_BASE, sizeof(float) * F, &b.base, "the baseline", err));
+    TRY(ws(g, WS_FD_H, sizeof(float) * F, &b.h, "step sizes", err));
+    TRY(ws(g, WS_FD_ROWS, sizeof(float) * rows_cap * F, &b.rows, "perturbed points", err));
+    TRY(ws(g, WS_FD_VALS, sizeof(float) * rows_cap, &b.vals, "black-box values", err));
+    TRY(ws(g, WS_FD_POINTS, sizeof(float) * sc * F, &b.points, "path points", err));
+    TRY(ws(g, WS_FD_DENOM, sizeof(float) * sc * F, &b.denom, "step widths", err));
+    TRY(ws(g, WS_FD_ACC, sizeof(double) * F, &b.acc, "gradient sums", err));
+    TRY(ws(g, WS_ATTR, sizeof(float) * F, &b.attr, "attributions", err));
+    TRY(ws(g, WS_AL, sizeof(float) * (S + 2), &b.al, "alphas", err));
+    TRY(ws(g, WS_WT, sizeof(float) * (S + 2), &b.wt, "weights", err));
+    TRY(upload(g, b.al, al, sizeof(float) * (S + 2), err));
+    TRY(upload(g, b.wt, wt, sizeof(float) * (S + 2), err));
+    int FF = (int)F;
+    for (size_t in = 0; st == CBC_OK && in < r->n; in++) {
+        for (size_t i = 0; i < F; i++) {
+            xh[i] = r->x[in * F + i];
+            bh[i] = cbc_ig_base_at(&r->baseline, in, F, i);
+            hh[i] = cbc_ig_fd_step(xh[i], bh[i]);
+        }
+        TRY(upload(g, b.x, xh, sizeof(float) * F, err));
+        TRY(upload(g, b.base, bh, sizeof(float) * F, err));
+        TRY(upload(g, b.h, hh, sizeof(float) * F, err));
+        /* F(x) and F(x') */
+        TRY(drv(g, g->cu->MemcpyDtoDAsync(b.rows, b.x, sizeof(float) * F, g->stream), "copy", err));
+        TRY(drv(g, g->cu->MemcpyDtoDAsync(b.rows + sizeof(float) * F, b.base, sizeof(float) * F,
+                                          g->stream), "copy", err));
+        TRY(f(ctx, b.rows, b.vals, 2, F, g->stream, err));
+        float ends[2] = {0, 0};
+        TRY(drv(g, g->cu->MemcpyDtoHAsync(ends, b.vals, sizeof ends, g->stream), "copy", err));
+        TRY(drv(g, g->cu->StreamSynchronize(g->stream), "the black box", err));
+        out->f_x[in] = ends[0];
+        out->f_base[in] = ends[1];
+        if (naive) {
+            /* the seed's loop, as it was: per step one point, per feature two
+             * forward passes of one row, each scalar pulled to the host */
+            for (size_t i = 0; i < F; i++)
+                acc_h[i] = 0;
+            CUdeviceptr point = b.points, plus = b.rows, minus = b.rows + sizeof(float) * F;
+            for (int s = 0; st == CBC_OK && s < S; s++) {
+                float a = al[s];
+                void *ia[] = {&point, &b.base, &b.x, &a, &FF};
+                TRY(launch(g, K_INTERP, blocks(F, 256), 1, 256, ia, err));
+                for (size_t i = 0; st == CBC_OK && i < F; i++) {
+                    float fp = 0, fm = 0, hp = hh[i], hm = -hh[i];
+                    int dim = (int)i;
+                    void *pa[] = {&plus, &point, &FF, &dim, &hp};
+                    TRY(launch(g, K_PERTURB, blocks(F, 256), 1, 256, pa, err));
+                    TRY(f(ctx, plus, b.vals, 1, F, g->stream, err));
+                    TRY(drv(g, g->cu->MemcpyDtoHAsync(&fp, b.vals, sizeof fp, g->stream), "copy", err));
+                    TRY(drv(g, g->cu->StreamSynchronize(g->stream), "the black box", err));
+                    void *ma[] = {&minus, &point, &FF, &dim, &hm};
+                    TRY(launch(g, K_PERTURB, blocks(F, 256), 1, 256, ma, err));
+                    TRY(f(ctx, minus, b.vals, 1, F, g->stream, err));
+                    TRY(drv(g, g->cu->MemcpyDtoHAsync(&fm, b.vals, sizeof fm, g->stream), "copy", err));
+                    TRY(drv(g, g->cu->StreamSynchronize(g->stream), "the black box", err));
+                    acc_h[i] += (double)wt[s] * ((double)fp - fm) / (2.0 * hh[i]);
+                }
+            }
+            for (size_t i = 0; i < F; i++)
+                out->attr[in * F + i] = (float)(((double)xh[i] - bh[i]) * acc_h[i]);
+            continue;
+        }
+        TRY(drv(g, g->cu->MemsetD32Async(b.acc, 0, 2 * F, g->stream), "clear", err));
+        for (size_t s0 = 0; st == CBC_OK && s0 < (size_t)S; s0 += sc) {
+            int cs = (int)(s0 + sc <= (size_t)S ? sc : (size_t)S - s0);
+            CUdeviceptr al0 = b.al + sizeof(float) * s0, wt0 = b.wt + sizeof(float) * s0;
+            void *ia[] = {&b.points, &b.x, &b.base, &al0, &FF, &cs};
+            TRY(launch(g, K_INTERP_B, blocks((size_t)cs * F, 256), 1, 256, ia, err));
+            void *pa[] = {&b.rows, &b.denom, &b.points, &b.h, &FF, &cs};
+            TRY(launch(g, K_PERTURB_B, blocks((size_t)cs * 2 * F * F, 256), 1, 256, pa, err));
+            TRY(f(ctx, b.rows, b.vals, (size_t)cs * 2 * F, F, g->stream, err));
+            void *aa[] = {&b.acc, &b.vals, &b.denom, &wt0, &FF, &cs};
+            TRY(launch(g, K_FD_ACC, blocks(F, 256), 1, 256, aa, err));
+        }
+        void *fa[] = {&b.attr, &b.acc, &b.x, &b.base, &FF};
+        TRY(launch(g, K_FD_FINISH, blocks(F, 256), 1, 256, fa, err));
+        TRY(drv(g, g->cu->MemcpyDtoHAsync(out->attr + in * F, b.attr, sizeof(float) * F, g->stream),
+                "copying attributions", err));
+        TRY(drv(g, g->cu->StreamSynchronize(g->stream), "running the IG kernels", err));
+    }
+#undef TRY
+    if (st == CBC_OK)
+        cbc_ig_finish(out, r->n, F);
+    else
+        g->cu->StreamSynchronize(g->stream);
+    free(xh);
+    free(bh);
+    free(hh);
+    free(acc_h);
+    free(al);
+    free(wt);
+    return st;
+}

@@ -1,0 +1,627 @@
+/* io.c: safetensors models, .npy and .csv matrices.
+ *
+ * safetensors: u64 little-endian header length N, N bytes of JSON (cJSON),
+ * then the data; each tensor's data_offsets are relative to the data and
+ * must equal its shape times its dtype size. Nothing is trusted: the header
+ * length, every offset and every shape is checked against the file before
+ * a byte is converted, and every weight is checked to be finite.
+ * .npy: magic, version, a Python-dict header (descr, fortran_order, shape)
+ * parsed by hand, then the data, whose length must match the shape.
+ */
+#include "ig_int.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- dtypes ---------------------------------------------------------------- */
+
+static float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else { /* subnormal: normalise */
+            exp = 1;
+            while (!(mant & 0x400)) {
+                mant <<= 1;
+                exp--;
+            }
+            mant &= 0x3ff;
+            bits = sign | ((exp + 112) << 23) | (mant << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (mant << 13);
+    } else {
+        bits = sign | ((exp + 112) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static float bf16_to_float(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static size_t dtype_size(const char *dt)
+{
+    if (!strcmp(dt, "F32"))
+        return 4;
+    if (!strcmp(dt, "F64"))
+        return 8;
+    if (!strcmp(dt, "F16") || !strcmp(dt, "BF16"))
+        return 2;
+    return 0;
+}
+
+static float convert(const char *dt, const uint8_t *p)
+{
+    if (!strcmp(dt, "F32")) {
+        uint32_t u = cbc_rd32(p);
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    if (!strcmp(dt, "F64")) {
+        uint64_t u = cbc_rd64(p);
+        double d;
+        memcpy(&d, &u, 8);
+        return (float)d;
+    }
+    if (!strcmp(dt, "F16"))
+        return half_to_float(cbc_rd16(p));
+    return bf16_to_float(cbc_rd16(p));
+}
+
+/* ---- safetensors ------------------------------------------------------------ */
+
+struct tensor {
+    const char *name;
+    char dtype[8];
+    int ndim;
+    int64_t shape[2];
+    uint64_t begin, end;
+};
+
+/* Reads and checks one tensor's header entry. */
+static enum cbc_status tensor_info(const char *path, const cJSON *j, uint64_t data_len,
+                                   struct tensor *t, struct cbc_err *err)
+{
+    t->name = j->string;
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype");
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(j, "shape");
+    const cJSON *of = cJSON_GetObjectItemCaseSensitive(j, "data_offsets");
+    if (!cJSON_IsObject(j) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(of) ||
+        cJSON_GetArraySize(of) != 2)
+        return cbc_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' lacks dtype, shape or data_offsets",
+                           path, t->name);
+    snprintf(t->dtype, sizeof t->dtype, "%s", dt->valuestring);
+    size_t es = dtype_size(dt->valuestring);
+    if (!es) {
+        cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' has dtype '%s'", path, t->name,
+                    dt->valuestring);
+        return cbc_err_hint(err, "save the model in float32, float64, float16 or bfloat16");
+    }
+    t->ndim = cJSON_GetArraySize(sh);
+    if (t->ndim < 1 || t->ndim > 2)
+        return cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' has %d dimensions; expected 1 or 2",
+                           path, t->name, t->ndim);
+    uint64_t count = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        const cJSON *d = cJSON_GetArrayItem(sh, i);
+        if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 1e9)
+            return cbc_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' has a bad shape", path, t->name);
+        t->shape[i] = (int64_t)d->valuedouble;
+        count *= (uint64_t)t->shape[i];
+    }
+    const cJSON *b = cJSON_GetArrayItem(of, 0), *e = cJSON_GetArrayItem(of, 1);
+    if (!cJSON_IsNumber(b) || !cJSON_IsNumber(e) || b->valuedouble < 0 ||
+        e->valuedouble < b->valuedouble)
+        return cbc_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' has bad data_offsets", path, t->name);
+    t->begin = (uint64_t)b->valuedouble;
+    t->end = (uint64_t)e->valuedouble;
+    if (t->end > data_len)
+        return cbc_err_set(err, CBC_E_FORMAT,
+                           "'%s': tensor '%s' ends at byte %llu of the data, which has %llu "
+                           "(truncated file or lying header)",
+                           path, t->name, (unsigned long long)t->end, (unsigned long long)data_len);
+    if (t->end - t->begin != count * es)
+        return cbc_err_set(err, CBC_E_FORMAT,
+                           "'%s': tensor '%s' holds %llu bytes but its shape and dtype need %llu",
+                           path, t->name, (unsigned long long)(t->end - t->begin),
+                           (unsigned long long)(count * es));
+    return CBC_OK;
+}
+
+/* "<prefix><index>.<kind>" -> index, with the prefix checked for agreement. */
+static long layer_index(const char *name, const char *kind, char *prefix, size_t plen)
+{
+    size_t n = strlen(name), k = strlen(kind);
+    if (n < k + 2 || strcmp(name + n - k, kind) != 0 || name[n - k - 1] != '.')
+        return -1;
+    size_t end = n - k - 1, start = end;
+    while (start > 0 && isdigit((unsigned char)name[start - 1]))
+        start--;
+    if (start == end || (start > 0 && name[start - 1] != '.') || end - start > 6)
+        return -1;
+    if (prefix) {
+        if (start >= plen)
+            return -1;
+        memcpy(prefix, name, start);
+        prefix[start] = '\0';
+    }
+    return strtol(name + start, NULL, 10);
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return x < y ? -1 : x > y;
+}
+
+static enum cbc_status read_tensor(const char *path, const struct tensor *t, const uint8_t *data,
+                                   float *dst, struct cbc_err *err)
+{
+    size_t es = dtype_size(t->dtype), count = (t->end - t->begin) / es;
+    const uint8_t *p = data + t->begin;
+    for (size_t i = 0; i < count; i++) {
+        dst[i] = convert(t->dtype, p + i * es);
+        if (!isfinite(dst[i])) {
+            if (t->ndim == 2)
+                return cbc_err_set(err, CBC_E_NUMERIC, "'%s': tensor '%s' [%zu][%zu] is %g", path,
+                                   t->name, i / (size_t)t->shape[1], i % (size_t)t->shape[1],
+                                   (double)dst[i]);
+            return cbc_err_set(err, CBC_E_NUMERIC, "'%s': tensor '%s' [%zu] is %g", path, t->name, i,
+                               (double)dst[i]);
+        }
+    }
+    return CBC_OK;
+}
+
+void cbc_mlp_owned_free(struct cbc_mlp_owned *m)
+{
+    if (!m)
+        return;
+    free(m->layers);
+    free(m->storage);
+    free(m->activations);
+    free(m);
+}
+
+enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activations,
+                                         struct cbc_mlp_owned **out, struct cbc_err *err)
+{
+    uint8_t *file;
+    size_t len;
+    enum cbc_status st = cbc_file_read(path, &file, &len, err);
+    if (st != CBC_OK)
+        return st;
+    cJSON *root = NULL;
+    struct cbc_mlp_owned *m = NULL;
+    long idx[64];
+    size_t nl = 0;
+    char prefix[256] = "", p2[256];
+    if (len < 8) {
+        st = cbc_err_set(err, CBC_E_FORMAT, "'%s': %zu bytes; a safetensors file starts with an "
+                         "8-byte header length", path, len);
+        goto out;
+    }
+    uint64_t hlen = cbc_rd64(file);
+    if (hlen > len - 8) {
+        st = cbc_err_set(err, CBC_E_FORMAT, "'%s': header length %llu runs past the end of the "
+                         "file (%zu bytes): truncated or not safetensors", path,
+                         (unsigned long long)hlen, len);
+        goto out;
+    }
+    root = cJSON_ParseWithLength((const char *)file + 8, (size_t)hlen);
+    if (!cJSON_IsObject(root)) {
+        st = cbc_err_set(err, CBC_E_FORMAT, "'%s': the header is not a JSON object", path);
+        goto out;
+    }
+    const uint8_t *data = file + 8 + hlen;
+    uint64_t data_len = len - 8 - hlen;
+    /* the layers: every "<i>.weight", in index order */
+    const cJSON *j;
+    cJSON_ArrayForEach(j, root)
+    {
+        if (!strcmp(j->string, "__metadata__"))
+            continue;
+        long i = layer_index(j->string, "weight", nl ? p2 : prefix, sizeof prefix);
+        if (i < 0) {
+            if (layer_index(j->string, "bias", NULL, 0) < 0) {
+                st = cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' is not '<i>.weight' or "
+                                 "'<i>.bias' of a Linear layer", path, j->string);
+                goto out;
+            }
+            continue;
+        }
+        if (nl && strcmp(prefix, p2) != 0) {
+            st = cbc_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s%ld.weight' and '%s' have "
+                             "different prefixes", path, prefix, idx[0], j->string);
+            goto out;
+        }
+        if (nl == CBC_ARRAY_LEN(idx)) {
+            st = cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,
+                             CBC_ARRAY_LEN(idx));
+            goto out;
+        }
+        idx[nl++] = i;
+    }
+    if (!nl) {
+        st = cbc_err_set(err, CBC_E_NOT_FOUND, "'%s': no '<i>.weight' tensor: not an nn.Sequential "
+                         "of Linear layers", path);
+        goto out;
+    }
+    qsort(idx, nl, sizeof *idx, cmp_long);
+    /* activations */
+    const char *acts = activations;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+    const cJSON *ma = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "activations") : NULL;
+    if (!acts && cJSON_IsString(ma))
+        acts = ma->valuestring;
+    if (!acts) {
+        st = cbc_err_set(err, CBC_E_NOT_FOUND, "'%s': no activations: the file's __metadata__ has "
+                         "no 'activations' entry", path);
+        cbc_err_hint(err, "pass --activations with one per Linear layer, e.g. tanh,tanh,identity");
+        goto out;
+    }
+    m = calloc(1, sizeof *m);
+    if (!m || !(m->layers = calloc(nl, sizeof *m->layers)) || !(m->activations = cbc_strdup(acts))) {
+        st = cbc_err_oom(err);
+        goto out;
+    }
+    size_t na = 0;
+    for (char *tok = strtok(m->activations, ", "); tok; tok = strtok(NULL, ", ")) {
+        if (na == nl) {
+            st = cbc_err_set(err, CBC_E_SHAPE, "'%s': %zu activations given for %zu Linear layers "
+                             "('%s')", path, na + 1, nl, acts);
+            goto out;
+        }
+        if (!cbc_act_parse(tok, &m->layers[na].act)) {
+            st = cbc_err_set(err, CBC_E_USAGE, "'%s': unknown activation '%s'", path, tok);
+            cbc_err_hint(err, "use identity, relu, tanh, sigmoid or gelu");
+            goto out;
+        }
+        na++;
+    }
+    if (na != nl) {
+        st = cbc_err_set(err, CBC_E_SHAPE, "'%s': %zu activations ('%s') for %zu Linear layers",
+                         path, na, acts, nl);
+        goto out;
+    }
+    free(m->activations);
+    m->activations = cbc_strdup(acts);
+    /* shapes, then the data */
+    struct tensor tw[64], tb[64];
+    bool has_b[64] = {false};
+    size_t total = 0;
+    for (size_t l = 0; l < nl; l++) {
+        char name[300];
+        snprintf(name, sizeof name, "%s%ld.weight", prefix, idx[l]);
+        st = tensor_info(path, cJSON_GetObjectItemCaseSensitive(root, name), data_len, &tw[l], err);
+        if (st != CBC_OK)
+            goto out;
+        if (tw[l].ndim != 2) {
+            st = cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must be 2-D [out][in]", path, name);
+            goto out;
+        }
+        snprintf(name, sizeof name, "%s%ld.bias", prefix, idx[l]);
+        const cJSON *bj = cJSON_GetObjectItemCaseSensitive(root, name);
+        if (bj) {
+            st = tensor_info(path, bj, data_len, &tb[l], err);
+            if (st != CBC_OK)
+                goto out;
+            if (tb[l].ndim != 1 || tb[l].shape[0] != tw[l].shape[0]) {
+                st = cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must have shape [%lld]", path,
+                                 name, (long long)tw[l].shape[0]);
+                goto out;
+            }
+            has_b[l] = true;
+        }
+        if (l > 0 && tw[l].shape[1] != tw[l - 1].shape[0]) {
+            st = cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' takes %lld inputs but '%s' gives "
+                             "%lld outputs", path, tw[l].name, (long long)tw[l].shape[1],
+                             tw[l - 1].name, (long long)tw[l - 1].shape[0]);
+            goto out;
+        }
+        if (tw[l].shape[0] < 1 || tw[l].shape[1] < 1) {
+            st = cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' is empty", path, tw[l].name);
+            goto out;
+        }
+        total += (size_t)(tw[l].shape[0] * tw[l].shape[1]) + (has_b[l] ? (size_t)tw[l].shape[0] : 0);
+    }
+    m->storage = malloc(sizeof(float) * (total ? total : 1));
+    if (!m->storage) {
+        st = cbc_err_oom(err);
+        goto out;
+    }
+    float *p = m->storage;
+    for (size_t l = 0; l < nl; l++) {
+        struct cbc_mlp_layer *L = &m->layers[l];
+        L->out = (int)tw[l].shape[0];
+        L->in = (int)tw[l].shape[1];
+        if ((st = read_tensor(path, &tw[l], data, p, err)) != CBC_OK)
+            goto out;
+        L->w = p;
+        p += (size_t)L->in * (size_t)L->out;
+        if (has_b[l]) {
+            if ((st = read_tensor(path, &tb[l], data, p, err)) != CBC_OK)
+                goto out;
+            L->b = p;
+            p += (size_t)L->out;
+        }
+    }
+    m->mlp.n_layers = (int)nl;
+    m->mlp.layers = m->layers;
+out:
+    cJSON_Delete(root);
+    free(file);
+    if (st != CBC_OK) {
+        cbc_mlp_owned_free(m);
+        return st;
+    }
+    *out = m;
+    return CBC_OK;
+}
+
+/* ---- npy ------------------------------------------------------------------ */
+
+void cbc_matrix_release(struct cbc_matrix *m)
+{
+    free(m->data);
+    memset(m, 0, sizeof *m);
+}
+
+/* Finds 'key': in a Python dict literal and returns a pointer after the colon. */
+static const char *dict_value(const char *h, size_t n, const char *key)
+{
+    char pat[32];
+    snprintf(pat, sizeof pat, "'%s':", key);
+    size_t pl = strlen(pat);
+    for (size_t i = 0; i + pl <= n; i++)
+        if (!memcmp(h + i, pat, pl)) {
+            const char *v = h + i + pl;
+            while (v < h + n && *v == ' ')
+                v++;
+            return v;
+        }
+    return NULL;
+}
+
+static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, struct cbc_matrix *out,
+                                struct cbc_err *err)
+{
+    if (len < 10 || memcmp(d, "\x93NUMPY", 6) != 0)
+        return cbc_err_set(err, CBC_E_FORMAT, "'%s': not a .npy file (no \\x93NUMPY magic)", path);
+    unsigned major = d[6];
+    size_t hl, off;
+    if (major == 1) {
+        hl = cbc_rd16(d + 8);
+        off = 10;
+    } else if (major == 2 || major == 3) {
+        if (len < 12)
+            return cbc_err_set(err, CBC_E_FORMAT, "'%s': truncated .npy header", path);
+        hl = cbc_rd32(d + 8);
+        off = 12;
+    } else {
+        return cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': .npy version %u", path, major);
+    }
+    if (hl > len - off)
+        return cbc_err_set(err, CBC_E_FORMAT, "'%s': .npy header length %zu runs past the file",
+                           path, hl);
+    const char *h = (const char *)d + off;
+    const char *descr = dict_value(h, hl, "descr"), *fo = dict_value(h, hl, "fortran_order"),
+               *shape = dict_value(h, hl, "shape");
+    if (!descr || !fo || !shape)
+        return cbc_err_set(err, CBC_E_FORMAT, "'%s': .npy header lacks descr, fortran_order or shape",
+                           path);
+    if (!strncmp(fo, "True", 4))
+        return cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': Fortran-ordered array; save it with "
+                           "numpy.ascontiguousarray", path);
+    char kind[8] = "";
+    if (*descr == '\'') {
+        size_t k = 0;
+        for (const char *c = descr + 1; *c && *c != '\'' && k < sizeof kind - 1 && c < h + hl; c++)
+            kind[k++] = *c;
+        kind[k] = '\0';
+    }
+    size_t es;
+    if (!strcmp(kind, "<f4"))
+        es = 4;
+    else if (!strcmp(kind, "<f8") || !strcmp(kind, "<i8"))
+        es = 8;
+    else if (!strcmp(kind, "<i4"))
+        es = 4;
+    else if (!strcmp(kind, "|u1"))
+        es = 1;
+    else
+        return cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': dtype '%s'; expected float32, float64, "
+                           "int32, int64 or uint8", path, kind);
+    /* shape: "(a, b)" or "(a,)" */
+    if (*shape != '(')
+        return cbc_err_set(err, CBC_E_FORMAT, "'%s': bad shape in the .npy header", path);
+    long dims[3];
+    int nd = 0;
+    const char *c = shape + 1;
+    while (c < h + hl && *c != ')' && nd < 3) {
+        while (*c == ' ' || *c == ',')
+            c++;
+        if (*c == ')')
+            break;
+        char *end;
+        errno = 0;
+        long v = strtol(c, &end, 10);
+        if (end == c || errno || v < 0)
+            return cbc_err_set(err, CBC_E_FORMAT, "'%s': bad shape in the .npy header", path);
+        dims[nd++] = v;
+        c = end;
+    }
+    if (nd < 1 || nd > 2)
+        return cbc_err_set(err, CBC_E_SHAPE, "'%s': a %d-D array; expected 1-D (one input) or 2-D "
+                           "(inputs x features)", path, nd);
+    size_t rows = nd == 2 ? (size_t)dims[0] : 1, cols = (size_t)dims[nd - 1];
+    if (rows && cols > SIZE_MAX / rows / es)
+        return cbc_err_set(err, CBC_E_FORMAT, "'%s': shape too large", path);
+    size_t need = rows * cols * es, at = off + hl;
+    if (len - at < need)
+        return cbc_err_set(err, CBC_E_FORMAT, "'%s': holds %zu bytes of data, the shape needs %zu "
+                           "(truncated)", path, len - at, need);
+    float *v = malloc(sizeof(float) * (rows && cols ? rows * cols : 1));
+    if (!v)
+        return cbc_err_oom(err);
+    const uint8_t *p = d + at;
+    for (size_t i = 0; i < rows * cols; i++) {
+        if (es == 1) {
+            v[i] = p[i];
+        } else if (!strcmp(kind, "<f4")) {
+            uint32_t u = cbc_rd32(p + 4 * i);
+            memcpy(&v[i], &u, 4);
+        } else if (!strcmp(kind, "<f8")) {
+            uint64_t u = cbc_rd64(p + 8 * i);
+            double x;
+            memcpy(&x, &u, 8);
+            v[i] = (float)x;
+        } else if (!strcmp(kind, "<i4")) {
+            v[i] = (float)(int32_t)cbc_rd32(p + 4 * i);
+        } else {
+            v[i] = (float)(int64_t)cbc_rd64(p + 8 * i);
+        }
+    }
+    out->data = v;
+    out->rows = rows;
+    out->cols = cols;
+    return CBC_OK;
+}
+
+/* ---- csv -------------------------------------------------------------------- */
+
+static enum cbc_status load_csv(const char *path, const char *text, size_t len,
+                                struct cbc_matrix *out, struct cbc_err *err)
+{
+    size_t cap = 1024, n = 0, rows = 0, cols = 0, line = 0;
+    float *v = malloc(sizeof(float) * cap);
+    if (!v)
+        return cbc_err_oom(err);
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol)
+            eol = end;
+        line++;
+        const char *q = p;
+        while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q == eol) { /* blank line */
+            p = eol + 1;
+            continue;
+        }
+        size_t c = 0;
+        bool header = false;
+        while (q < eol) {
+            char *e;
+            errno = 0;
+            float x = strtof(q, &e);
+            if (e == q) {
+                if (rows == 0 && c == 0) {
+                    header = true; /* a non-numeric first line: column names */
+                    break;
+                }
+                free(v);
+                return cbc_err_set(err, CBC_E_FORMAT, "'%s': line %zu field %zu is not a number",
+                                   path, line, c + 1);
+            }
+            if (n == cap) {
+                float *nv = cbc_reallocarray(v, cap * 2, sizeof *v);
+                if (!nv) {
+                    free(v);
+                    return cbc_err_oom(err);
+                }
+                v = nv;
+                cap *= 2;
+            }
+            v[n++] = x;
+            c++;
+            q = e;
+            while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r'))
+                q++;
+            if (q < eol && *q == ',')
+                q++;
+            else if (q < eol) {
+                free(v);
+                return cbc_err_set(err, CBC_E_FORMAT, "'%s': line %zu field %zu: expected a comma",
+                                   path, line, c);
+            }
+        }
+        if (!header) {
+            if (rows == 0)
+                cols = c;
+            else if (c != cols) {
+                free(v);
+                return cbc_err_set(err, CBC_E_SHAPE, "'%s': line %zu has %zu fields, the first row "
+                                   "has %zu", path, line, c, cols);
+            }
+            rows++;
+        }
+        p = eol + 1;
+    }
+    if (!rows) {
+        free(v);
+        return cbc_err_set(err, CBC_E_FORMAT, "'%s': no rows of numbers", path);
+    }
+    out->data = v;
+    out->rows = rows;
+    out->cols = cols;
+    return CBC_OK;
+}
+
+enum cbc_status cbc_matrix_load(const char *path, struct cbc_matrix *out, struct cbc_err *err)
+{
+    memset(out, 0, sizeof *out);
+    uint8_t *d;
+    size_t len;
+    enum cbc_status st = cbc_file_read(path, &d, &len, err);
+    if (st != CBC_OK)
+        return st;
+    size_t pl = strlen(path);
+    if (pl > 4 && !strcmp(path + pl - 4, ".csv"))
+        st = load_csv(path, (const char *)d, len, out, err);
+    else
+        st = load_npy(path, d, len, out, err);
+    free(d);
+    return st;
+}
+
+enum cbc_status cbc_matrix_save_npy(const char *path, const struct cbc_matrix *m, struct cbc_err *err)
+{
+    char head[128];
+    int hl = snprintf(head, sizeof head, "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %zu), }",
+                      m->rows, m->cols);
+    int total = 10 + hl + 1, pad = (64 - total % 64) % 64;
+    struct cbc_buf b = {0};
+    cbc_buf_append(&b, "\x93NUMPY\x01\x00", 8);
+    uint8_t l2[2] = {(uint8_t)((hl + pad + 1) & 0xff), (uint8_t)((hl + pad + 1) >> 8)};
+    cbc_buf_append(&b, l2, 2);
+    cbc_buf_append(&b, head, (size_t)hl);
+    for (int i = 0; i < pad; i++)
+        cbc_buf_append(&b, " ", 1);
+    cbc_buf_append(&b, "\n", 1);
+    for (size_t i = 0; i < m->rows * m->cols; i++) { /* little-endian, as '<f4' says */
+        uint32_t u;
+        uint8_t le[4];
+        memcpy(&u, &m->data[i], 4);
+        cbc_wr32(le, u);
+        cbc_buf_append(&b, le, 4);
+    }
+    enum cbc_status st = b.oom ? cbc_err_oom(err) : cbc_file_write_atomic(path, b.p, b.len, 0644, err);
+    cbc_buf_release(&b);
+    return st;
+}

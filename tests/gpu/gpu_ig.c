@@ -1,0 +1,433 @@
+/* gpu_ig.c: the IG engine on a real GPU against the CPU reference and the
+ * closed forms: analytic gradients within 1e-4 (relative L2) of the CPU for
+ * models of every shape the kernels special-case (one layer, two, deep,
+ * odd sizes, many outputs, every activation, rule and baseline kind, one
+ * input and batches split into chunks), finite differences within 5%,
+ * the seed's naive loop agreeing with the batched one, completeness at 50
+ * steps, and the closed forms (linear, sum of squares, x + x^2 + xy, the
+ * paper's ReLU example, Captum's toy model). Exit 77 without a GPU. */
+#include "gpu_test.h"
+
+#include <cubincache/ig.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <stdint.h>
+#include <string.h>
+
+/* ---- models ---------------------------------------------------------------- */
+
+static uint64_t lcg = 0x9e3779b97f4a7c15ull;
+static float urand(void)
+{
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((lcg >> 40) / (double)(1u << 24)) * 2 - 1;
+}
+
+struct model {
+    struct cbc_mlp_layer L[8];
+    float *w[8], *b[8];
+    struct cbc_mlp m;
+};
+
+static void make(struct model *r, const int *sizes, int layers, const enum cbc_act *acts, bool bias)
+{
+    for (int l = 0; l < layers; l++) {
+        int in = sizes[l], out = sizes[l + 1];
+        float s = 1.5f / sqrtf((float)in);
+        r->w[l] = malloc(sizeof(float) * (size_t)in * out);
+        r->b[l] = bias ? malloc(sizeof(float) * (size_t)out) : NULL;
+        for (int i = 0; i < in * out; i++)
+            r->w[l][i] = urand() * s;
+        for (int i = 0; bias && i < out; i++)
+            r->b[l][i] = urand() * 0.2f;
+        r->L[l] = (struct cbc_mlp_layer){in, out, r->w[l], r->b[l], acts[l]};
+    }
+    r->m = (struct cbc_mlp){layers, r->L};
+}
+
+static void unmake(struct model *r)
+{
+    for (int l = 0; l < r->m.n_layers; l++) {
+        free(r->w[l]);
+        free(r->b[l]);
+    }
+}
+
+struct results {
+    float *attr;
+    double *v;
+    struct cbc_ig_output o;
+};
+
+static void alloc_results(struct results *r, size_t n, size_t F)
+{
+    r->attr = calloc(n * F, sizeof(float));
+    r->v = calloc(4 * n, sizeof(double));
+    r->o = (struct cbc_ig_output){r->attr, r->v, r->v + n, r->v + 2 * n, r->v + 3 * n};
+}
+
+static void free_results(struct results *r)
+{
+    free(r->attr);
+    free(r->v);
+}
+
+static struct cbc_ig_gpu *G;
+
+/* Runs a request on the GPU and the CPU and compares. */
+static void compare(const char *what, const struct cbc_mlp *m, struct cbc_ig_request *req,
+                    double tol)
+{
+    size_t F = (size_t)m->layers[0].in;
+    struct results g, c;
+    alloc_results(&g, req->n, F);
+    alloc_results(&c, req->n, F);
+    struct cbc_err err = {0};
+    struct cbc_ig_gpu_model *gm = NULL;
+    enum cbc_status st = cbc_ig_gpu_upload(G, m, &gm, &err);
+    CHECK(st == CBC_OK, "%s: upload: %s", what, err.msg);
+    if (st == CBC_OK)
+        st = cbc_ig_gpu_mlp(gm, req, &g.o, &err);
+    CHECK(st == CBC_OK, "%s: gpu: %s", what, err.msg);
+    enum cbc_ig_gradient gr = req->gradient;
+    req->gradient = CBC_IG_ANALYTIC; /* the reference is always backpropagation */
+    enum cbc_status cs = cbc_ig_cpu_mlp(m, req, &c.o, &err);
+    req->gradient = gr;
+    CHECK(cs == CBC_OK, "%s: cpu: %s", what, err.msg);
+    if (st == CBC_OK && cs == CBC_OK) {
+        double e = rel_l2(g.attr, c.attr, req->n * F);
+        double fe = 0;
+        for (size_t b = 0; b < req->n; b++) {
+            double d1 = fabs(g.o.f_x[b] - c.o.f_x[b]) / (fabs(c.o.f_x[b]) + 1e-6);
+            double d2 = fabs(g.o.f_base[b] - c.o.f_base[b]) / (fabs(c.o.f_base[b]) + 1e-6);
+            fe = fmax(fe, fmax(d1, d2));
+        }
+        CHECK(e <= tol, "%s: attributions differ from the CPU by %.3g (tolerance %.3g)", what, e, tol);
+        CHECK(fe <= 1e-4, "%s: F(x) or F(x') differ from the CPU by %.3g", what, fe);
+        printf("  %-58s rel L2 %.2e, F %.2e\n", what, e, fe);
+    }
+    cbc_ig_gpu_model_free(gm);
+    free_results(&g);
+    free_results(&c);
+}
+
+static float *random_inputs(size_t n, size_t F, float scale)
+{
+    float *x = malloc(sizeof(float) * n * F);
+    for (size_t i = 0; i < n * F; i++)
+        x[i] = urand() * scale;
+    return x;
+}
+
+static void analytic_matches_cpu(void)
+{
+    printf("analytic gradients, GPU against the CPU reference (tolerance 1e-4):\n");
+    struct cbc_ig_request r;
+    {
+        const int s[] = {784, 512, 256, 1};
+        const enum cbc_act a[] = {CBC_ACT_TANH, CBC_ACT_TANH, CBC_ACT_IDENTITY};
+        struct model md;
+        make(&md, s, 3, a, true);
+        for (size_t n = 1; n <= 5; n += 4) {
+            float *x = random_inputs(n, 784, 1);
+            cbc_ig_request_defaults(&r);
+            r.x = x, r.n = n;
+            char what[96];
+            snprintf(what, sizeof what, "784-512-256-1 tanh, %zu input(s), gausslegendre 50", n);
+            compare(what, &md.m, &r, 1e-4);
+            free(x);
+        }
+        unmake(&md);
+    }
+    {
+        const int s[] = {37, 129, 65, 33, 5};
+        const enum cbc_act a[] = {CBC_ACT_GELU, CBC_ACT_SIGMOID, CBC_ACT_RELU, CBC_ACT_TANH};
+        struct model md;
+        make(&md, s, 4, a, true);
+        float *x = random_inputs(7, 37, 2), *base = random_inputs(7, 37, 0.5f);
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = 7, r.target = 3, r.method = CBC_IG_RIEMANN_MIDDLE, r.steps = 20;
+        r.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_PER_INPUT, 0, base};
+        compare("37-129-65-33-5 gelu/sigmoid/relu/tanh, target 3, per-input base", &md.m, &r, 1e-4);
+        free(x);
+        free(base);
+        unmake(&md);
+    }
+    {
+        const int s[] = {10, 3};
+        const enum cbc_act a[] = {CBC_ACT_SIGMOID};
+        struct model md;
+        make(&md, s, 1, a, true);
+        float *x = random_inputs(3, 10, 2);
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = 3, r.target = 2, r.method = CBC_IG_TRAPEZOID, r.steps = 15;
+        r.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_SCALAR, 0.25f, NULL};
+        compare("one layer 10-3 sigmoid, target 2, scalar baseline, trapezoid", &md.m, &r, 1e-4);
+        free(x);
+        unmake(&md);
+    }
+    {
+        const int s[] = {20, 30, 2};
+        const enum cbc_act a[] = {CBC_ACT_RELU, CBC_ACT_IDENTITY};
+        struct model md;
+        make(&md, s, 2, a, false);
+        float *x = random_inputs(4, 20, 2), *base = random_inputs(1, 20, 1);
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = 4, r.target = 1, r.method = CBC_IG_RIEMANN_RIGHT, r.steps = 30;
+        r.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_SHARED, 0, base};
+        compare("two layers 20-30-2 relu, no biases, shared base, riemann_right", &md.m, &r, 1e-4);
+        free(x);
+        free(base);
+        unmake(&md);
+    }
+    {
+        const int s[] = {64, 128, 64, 1};
+        const enum cbc_act a[] = {CBC_ACT_TANH, CBC_ACT_TANH, CBC_ACT_IDENTITY};
+        struct model md;
+        make(&md, s, 3, a, true);
+        float *x = random_inputs(300, 64, 1);
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = 300, r.method = CBC_IG_RIEMANN_LEFT, r.steps = 16;
+        r.mem_budget = 256 << 10; /* forces many chunks */
+        compare("64-128-64-1, 300 inputs in chunks of a 256 KiB budget", &md.m, &r, 1e-4);
+        r.mem_budget = 0;
+        compare("64-128-64-1, 300 inputs in one chunk", &md.m, &r, 1e-4);
+        free(x);
+        unmake(&md);
+    }
+}
+
+/* ---- closed forms ----------------------------------------------------------- */
+
+static void analytic_closed_forms(void)
+{
+    printf("closed forms through the analytic path:\n");
+    struct cbc_err err = {0};
+    struct results o;
+    alloc_results(&o, 2, 4);
+    /* linear: exact for every rule */
+    const float w[4] = {0.5f, -2.0f, 3.0f, 0.25f}, b[1] = {0.7f};
+    struct cbc_mlp_layer L = {4, 1, w, b, CBC_ACT_IDENTITY};
+    struct cbc_mlp lin = {1, &L};
+    struct cbc_ig_gpu_model *gm = NULL;
+    CHECK(cbc_ig_gpu_upload(G, &lin, &gm, &err) == CBC_OK, "%s", err.msg);
+    const float x[4] = {1, 2, -3, 4}, base[4] = {0.5f, 0, 1, -1};
+    for (int k = 0; gm && k < 5; k++) {
+        struct cbc_ig_request r;
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = 1, r.method = (enum cbc_ig_method)k, r.steps = 7;
+        r.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_SHARED, 0, base};
+        CHECK(cbc_ig_gpu_mlp(gm, &r, &o.o, &err) == CBC_OK, "%s", err.msg);
+        for (int i = 0; i < 4; i++)
+            CHECK(fabsf(o.attr[i] - w[i] * (x[i] - base[i])) < 1e-5f, "linear %s [%d]: %g",
+                  cbc_ig_method_name(r.method), i, o.attr[i]);
+    }
+    cbc_ig_gpu_model_free(gm);
+    /* the paper's ReLU example */
+    const float w1[4] = {1, 0, 0, 1}, w2[2] = {1, -1}, b2[1] = {-1};
+    struct cbc_mlp_layer RL[2] = {{2, 2, w1, NULL, CBC_ACT_RELU}, {2, 1, w2, b2, CBC_ACT_RELU}};
+    struct cbc_mlp relu = {2, RL};
+    gm = NULL;
+    CHECK(cbc_ig_gpu_upload(G, &relu, &gm, &err) == CBC_OK, "%s", err.msg);
+    const float xr[2] = {3, 1};
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = xr, r.n = 1;
+    if (gm) {
+        CHECK(cbc_ig_gpu_mlp(gm, &r, &o.o, &err) == CBC_OK, "%s", err.msg);
+        CHECK(fabsf(o.attr[0] - 1.5f) < 1e-5f && fabsf(o.attr[1] + 0.5f) < 1e-5f,
+              "paper's example: (%g, %g), expected (1.5, -0.5)", o.attr[0], o.attr[1]);
+        printf("  paper's ReLU example: (%.6f, %.6f)\n", o.attr[0], o.attr[1]);
+    }
+    cbc_ig_gpu_model_free(gm);
+    /* Captum's README model */
+    const float cw1[9] = {-4, -3, -2, -1, 0, 1, 2, 3, 4}, cw2[6] = {-3, -2, -1, 0, 1, 2},
+                cb2[2] = {1, 1};
+    struct cbc_mlp_layer CL[2] = {{3, 3, cw1, NULL, CBC_ACT_RELU}, {3, 2, cw2, cb2, CBC_ACT_IDENTITY}};
+    struct cbc_mlp cap = {2, CL};
+    gm = NULL;
+    CHECK(cbc_ig_gpu_upload(G, &cap, &gm, &err) == CBC_OK, "%s", err.msg);
+    const float xc[6] = {0.2961f, 0.5166f, 0.2517f, 0.6886f, 0.0740f, 0.8665f};
+    const double want[6] = {-0.5922, -1.5497, -1.0067, 0, -0.2219, -5.1991};
+    r.x = xc, r.n = 2, r.steps = 2000;
+    if (gm) {
+        CHECK(cbc_ig_gpu_mlp(gm, &r, &o.o, &err) == CBC_OK, "%s", err.msg);
+        for (int i = 0; i < 6; i++)
+            CHECK(fabs(o.attr[i] - want[i]) < 1e-3, "Captum toy [%d]: %g, expected %g", i,
+                  o.attr[i], want[i]);
+        printf("  Captum toy model: %.4f %.4f %.4f | %.4f %.4f %.4f\n", o.attr[0], o.attr[1],
+               o.attr[2], o.attr[3], o.attr[4], o.attr[5]);
+    }
+    cbc_ig_gpu_model_free(gm);
+    free_results(&o);
+}
+
+/* Device black boxes: the closedform bundle's kernels. */
+struct black_box {
+    void *fn;
+    PFN_cuLaunchKernel_v4000 launch;
+    int xxy;
+};
+
+static enum cbc_status call_box(void *ctx, uint64_t in, uint64_t out, size_t rows, size_t F,
+                                void *stream, struct cbc_err *err)
+{
+    struct black_box *b = ctx;
+    int R = (int)rows, FF = (int)F;
+    CUdeviceptr i = (CUdeviceptr)in, o = (CUdeviceptr)out;
+    void *args4[] = {&i, &o, &R, &FF};
+    CUresult rc = b->xxy ? b->launch((CUfunction)b->fn, (unsigned)((rows + 127) / 128), 1, 1, 128, 1, 1,
+                                     0, (CUstream)stream, args4, NULL)
+                         : b->launch((CUfunction)b->fn, (unsigned)((rows * 32 + 255) / 256), 1, 1, 256,
+                                     1, 1, 0, (CUstream)stream, args4, NULL);
+    if (rc == CUDA_SUCCESS)
+        return CBC_OK;
+    if (err) {
+        err->status = CBC_E_DRIVER;
+        snprintf(err->msg, sizeof err->msg, "black box launch failed with CUresult %d", (int)rc);
+    }
+    return CBC_E_DRIVER;
+}
+
+static void fd_closed_forms(struct cbc_module *box)
+{
+    printf("closed forms through batched central differences on a device black box:\n");
+    struct cbc_err err = {0};
+    struct black_box sq = {0}, xy = {0};
+    CHECK(cbc_driver_symbol("cuLaunchKernel", (void **)&sq.launch, &err) == CBC_OK, "%s", err.msg);
+    xy.launch = sq.launch;
+    xy.xxy = 1;
+    CHECK(cbc_module_function(box, "f_sumsq", &sq.fn, &err) == CBC_OK, "%s", err.msg);
+    CHECK(cbc_module_function(box, "f_xxy", &xy.fn, &err) == CBC_OK, "%s", err.msg);
+    struct results o;
+    alloc_results(&o, 1, 3);
+    const float x[3] = {1.5f, -2.0f, 0.25f}, base[3] = {0.5f, 1.0f, -0.75f};
+    const int m = 20;
+    for (int k = 0; k < 5; k++) {
+        struct cbc_ig_request r;
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = 1, r.method = (enum cbc_ig_method)k, r.steps = m, r.gradient = CBC_IG_FD;
+        r.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_SHARED, 0, base};
+        CHECK(cbc_ig_gpu_fn(G, call_box, &sq, 3, &r, &o.o, &err) == CBC_OK, "%s", err.msg);
+        for (int i = 0; i < 3; i++) {
+            double d = (double)x[i] - base[i], exact = (double)x[i] * x[i] - (double)base[i] * base[i];
+            double want = r.method == CBC_IG_RIEMANN_LEFT ? exact - d * d / m
+                          : r.method == CBC_IG_RIEMANN_RIGHT ? exact + d * d / m
+                                                              : exact;
+            CHECK(fabs(o.attr[i] - want) < 1e-3 * fmax(1, fabs(want)), "sum of squares, %s [%d]: %g vs %g",
+                  cbc_ig_method_name(r.method), i, o.attr[i], want);
+        }
+    }
+    const float xx[2] = {2.0f, 1.5f}, bb[2] = {0.5f, -1.0f};
+    double a = 0.5, b = -1.0, c = 2.0, d = 1.5;
+    double igx = (c - a) * (1 + a + c + b / 2 + d / 2), igy = (d - b) * (a + (c - a) / 2);
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = xx, r.n = 1, r.gradient = CBC_IG_FD;
+    r.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_SHARED, 0, bb};
+    CHECK(cbc_ig_gpu_fn(G, call_box, &xy, 2, &r, &o.o, &err) == CBC_OK, "%s", err.msg);
+    CHECK(fabs(o.attr[0] - igx) < 1e-3 && fabs(o.attr[1] - igy) < 1e-3,
+          "x + x^2 + xy: (%g, %g), expected (%g, %g)", o.attr[0], o.attr[1], igx, igy);
+    printf("  x + x^2 + xy: (%.5f, %.5f), closed form (%.5f, %.5f)\n", o.attr[0], o.attr[1], igx, igy);
+    free_results(&o);
+}
+
+static void differences_and_completeness(void)
+{
+    printf("finite differences and completeness:\n");
+    const int s[] = {784, 512, 256, 1};
+    const enum cbc_act a[] = {CBC_ACT_TANH, CBC_ACT_TANH, CBC_ACT_IDENTITY};
+    struct model md;
+    make(&md, s, 3, a, true);
+    float *x = random_inputs(2, 784, 1);
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = x, r.n = 2, r.gradient = CBC_IG_FD;
+    compare("784-512-256-1 tanh, batched FD against CPU analytic", &md.m, &r, 0.05);
+    /* completeness at 50 steps */
+    struct results o;
+    alloc_results(&o, 2, 784);
+    struct cbc_err err = {0};
+    struct cbc_ig_gpu_model *gm = NULL;
+    CHECK(cbc_ig_gpu_upload(G, &md.m, &gm, &err) == CBC_OK, "%s", err.msg);
+    r.gradient = CBC_IG_ANALYTIC;
+    if (gm && cbc_ig_gpu_mlp(gm, &r, &o.o, &err) == CBC_OK) {
+        for (int b = 0; b < 2; b++) {
+            double diff = o.o.f_x[b] - o.o.f_base[b];
+            CHECK(fabs(o.o.delta[b]) <= 0.01 * fabs(diff), "completeness: delta %g for %g",
+                  o.o.delta[b], diff);
+            printf("  completeness at 50 steps: delta %.3g of F(x)-F(x') %.4g\n", o.o.delta[b], diff);
+        }
+    } else {
+        CHECK(0, "%s", err.msg);
+    }
+    cbc_ig_gpu_model_free(gm);
+    free_results(&o);
+    unmake(&md);
+    free(x);
+    /* the seed's loop computes the same thing as the batched differences */
+    const int s2[] = {32, 16, 1};
+    const enum cbc_act a2[] = {CBC_ACT_TANH, CBC_ACT_IDENTITY};
+    make(&md, s2, 2, a2, true);
+    x = random_inputs(1, 32, 1);
+    struct results n1, n2;
+    alloc_results(&n1, 1, 32);
+    alloc_results(&n2, 1, 32);
+    gm = NULL;
+    CHECK(cbc_ig_gpu_upload(G, &md.m, &gm, &err) == CBC_OK, "%s", err.msg);
+    cbc_ig_request_defaults(&r);
+    r.x = x, r.n = 1, r.steps = 10, r.gradient = CBC_IG_NAIVE;
+    CHECK(gm && cbc_ig_gpu_mlp(gm, &r, &n1.o, &err) == CBC_OK, "naive: %s", err.msg);
+    r.gradient = CBC_IG_FD;
+    CHECK(gm && cbc_ig_gpu_mlp(gm, &r, &n2.o, &err) == CBC_OK, "batched: %s", err.msg);
+    double e = rel_l2(n1.attr, n2.attr, 32);
+    CHECK(e < 1e-3, "naive and batched differences disagree by %g", e);
+    printf("  naive seed loop against batched FD: rel L2 %.2e\n", e);
+    cbc_ig_gpu_model_free(gm);
+    free_results(&n1);
+    free_results(&n2);
+    unmake(&md);
+    free(x);
+}
+
+int main(void)
+{
+    require_gpu();
+    struct cbc_err err = {0};
+    if (cbc_ig_gpu_open(0, NULL, NULL, &G, &err) != CBC_OK) {
+        printf("FAIL: cannot open the IG engine: %s\n", err.msg);
+        return 1;
+    }
+    printf("engine: %s\n", cbc_ig_gpu_describe(G));
+    analytic_closed_forms();
+    analytic_matches_cpu();
+    differences_and_completeness();
+    const char *bdir = getenv("CBC_BUNDLES");
+    struct cbc_bundle *b = NULL;
+    struct cbc_module *box = NULL;
+    if (bdir && cbc_bundle_open_path(bdir, "closedform", &b, &err) == CBC_OK &&
+        cbc_module_load(b, 0, NULL, &box, &err) == CBC_OK)
+        fd_closed_forms(box);
+    else
+        CHECK(0, "closed-form bundle: %s", err.msg);
+    /* bad input never reaches the GPU */
+    float nan_x[2] = {1, NAN};
+    const float w[2] = {1, 1};
+    struct cbc_mlp_layer L = {2, 1, w, NULL, CBC_ACT_IDENTITY};
+    struct cbc_mlp lin = {1, &L};
+    struct cbc_ig_gpu_model *gm = NULL;
+    struct results o;
+    alloc_results(&o, 1, 2);
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = nan_x, r.n = 1;
+    CHECK(cbc_ig_gpu_upload(G, &lin, &gm, &err) == CBC_OK, "%s", err.msg);
+    CHECK(gm && cbc_ig_gpu_mlp(gm, &r, &o.o, &err) == CBC_E_NUMERIC, "NaN input accepted");
+    cbc_ig_gpu_model_free(gm);
+    free_results(&o);
+    cbc_module_unload(box);
+    cbc_bundle_close(b);
+    cbc_ig_gpu_close(G);
+    return finish("gpu_ig");
+}

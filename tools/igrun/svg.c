@@ -1,0 +1,89 @@
+/* svg.c: igrun's --plot: attributions as an SVG. An input that is an image
+ * (H x W given, or a square number of features >= 16) is drawn as the
+ * input in grey beside a diverging heat map (red positive, blue negative,
+ * scaled to the largest magnitude); anything else as a bar chart. Pure
+ * text generation: no library, and the file is written atomically.
+ */
+#include "svg.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static void color(double t, char *buf, size_t len)
+{
+    /* t in [-1, 1]: blue (-1) .. white (0) .. red (+1) */
+    int r = 255, g = 255, b = 255;
+    if (t > 0) {
+        g = b = (int)lround(255 * (1 - t));
+    } else if (t < 0) {
+        r = g = (int)lround(255 * (1 + t));
+    }
+    snprintf(buf, len, "rgb(%d,%d,%d)", r, g, b);
+}
+
+static double max_abs(const float *v, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fabs(v[i]) > m ? fabs(v[i]) : m;
+    return m > 0 ? m : 1;
+}
+
+enum cbc_status igrun_plot_svg(const char *path, const float *x, const float *attr, size_t F,
+                               int height, int width, const char *title, struct cbc_err *err)
+{
+    struct cbc_buf b = {0};
+    double m = max_abs(attr, F);
+    char c[32];
+    if (height > 0 && width > 0 && (size_t)height * (size_t)width == F) {
+        double cell = 320.0 / (width > height ? width : height);
+        double pw = cell * width, ph = cell * height;
+        double xmin = x[0], xmax = x[0];
+        for (size_t i = 1; i < F; i++) {
+            xmin = x[i] < xmin ? x[i] : xmin;
+            xmax = x[i] > xmax ? x[i] : xmax;
+        }
+        double xr = xmax > xmin ? xmax - xmin : 1;
+        cbc_buf_printf(&b,
+                       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                       "font-family=\"sans-serif\" font-size=\"12\">\n"
+                       "<text x=\"10\" y=\"18\">%s</text>\n"
+                       "<text x=\"10\" y=\"%.0f\">input</text>\n"
+                       "<text x=\"%.0f\" y=\"%.0f\">attributions (red +, blue -, max |a| = %.4g)</text>\n",
+                       2 * pw + 30, ph + 60, title, ph + 52, pw + 20, ph + 52, m);
+        for (int r = 0; r < height; r++)
+            for (int q = 0; q < width; q++) {
+                size_t i = (size_t)r * width + q;
+                int g = (int)lround(255 * (x[i] - xmin) / xr);
+                cbc_buf_printf(&b,
+                               "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                               "fill=\"rgb(%d,%d,%d)\"/>\n",
+                               10 + q * cell, 28 + r * cell, cell, cell, g, g, g);
+                color(attr[i] / m, c, sizeof c);
+                cbc_buf_printf(&b,
+                               "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                               "fill=\"%s\"><title>[%d,%d] %.6g</title></rect>\n",
+                               pw + 20 + q * cell, 28 + r * cell, cell, cell, c, r, q, attr[i]);
+            }
+    } else {
+        double bw = F > 0 ? 640.0 / (double)F : 1, mid = 170;
+        cbc_buf_printf(&b,
+                       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"660\" height=\"360\" "
+                       "font-family=\"sans-serif\" font-size=\"12\">\n"
+                       "<text x=\"10\" y=\"18\">%s</text>\n"
+                       "<line x1=\"10\" y1=\"%.0f\" x2=\"650\" y2=\"%.0f\" stroke=\"black\"/>\n"
+                       "<text x=\"10\" y=\"350\">features 0..%zu; max |a| = %.4g</text>\n",
+                       title, mid, mid, F ? F - 1 : 0, m);
+        for (size_t i = 0; i < F; i++) {
+            double h = 140 * attr[i] / m;
+            cbc_buf_printf(&b,
+                           "<rect x=\"%.3f\" y=\"%.3f\" width=\"%.3f\" height=\"%.3f\" fill=\"%s\">"
+                           "<title>[%zu] %.6g</title></rect>\n",
+                           10 + i * bw, h >= 0 ? mid - h : mid, bw, fabs(h), attr[i] >= 0 ? "rgb(200,30,30)" : "rgb(30,60,200)", i, attr[i]);
+        }
+    }
+    cbc_buf_puts(&b, "</svg>\n");
+    enum cbc_status st = b.oom ? cbc_err_oom(err) : cbc_file_write_atomic(path, b.p, b.len, 0644, err);
+    cbc_buf_release(&b);
+    return st;
+}
