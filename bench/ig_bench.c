@@ -13,6 +13,9 @@
  */
 #include <cubincache/ig.h>
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include "common.h"
 
 #include <math.h>
@@ -118,14 +121,15 @@ static void emit(const char *name, int F, size_t n, int steps, const double *t, 
     free(s);
 }
 
-static int run(struct cbc_ig_gpu_model *gm, const float *x, size_t n, int F, enum cbc_ig_gradient gr,
-               float *attr, double *v)
+static int run_dev(struct cbc_ig_gpu_model *gm, const float *x, size_t n, int F,
+                   enum cbc_ig_gradient gr, float *attr, double *v, bool dev)
 {
     struct cbc_ig_request r;
     cbc_ig_request_defaults(&r);
     r.x = x;
     r.n = n;
     r.gradient = gr;
+    r.device_pointers = dev;
     struct cbc_ig_output o = {attr, v, v + n, v + 2 * n, v + 3 * n};
     struct cbc_err err = {0};
     if (cbc_ig_gpu_mlp(gm, &r, &o, &err) != CBC_OK) {
@@ -134,6 +138,12 @@ static int run(struct cbc_ig_gpu_model *gm, const float *x, size_t n, int F, enu
     }
     (void)F;
     return 0;
+}
+
+static int run(struct cbc_ig_gpu_model *gm, const float *x, size_t n, int F, enum cbc_ig_gradient gr,
+               float *attr, double *v)
+{
+    return run_dev(gm, x, n, F, gr, attr, v, false);
 }
 
 int main(int argc, char **argv)
@@ -201,6 +211,43 @@ int main(int argc, char **argv)
             t[i] = now_ms() - t0;
         }
         emit("analytic_batch", F, N, S, t, runs, per_input * N);
+        /* the same with inputs and attributions already on the GPU */
+        {
+            PFN_cuMemAlloc_v3020 alloc;
+            PFN_cuMemcpyHtoD_v3020 htod;
+            PFN_cuMemFree_v3020 dfree;
+            cbc_driver_symbol("cuMemAlloc", 3020, (void **)&alloc, NULL);
+            cbc_driver_symbol("cuMemcpyHtoD", 3020, (void **)&htod, NULL);
+            cbc_driver_symbol("cuMemFree", 3020, (void **)&dfree, NULL);
+            CUdeviceptr dx, da;
+            alloc(&dx, sizeof(float) * N * F);
+            alloc(&da, sizeof(float) * N * F);
+            htod(dx, x, sizeof(float) * N * F);
+            const float *px = (const float *)(uintptr_t)dx;
+            float *pa = (float *)(uintptr_t)da;
+            for (int w = 0; w < 20; w++)
+                run_dev(gm, px, 1, F, CBC_IG_ANALYTIC, pa, v, true);
+            runs = 300;
+            for (size_t i = 0; i < runs; i++) {
+                double t0 = now_ms();
+                if (run_dev(gm, px, 1, F, CBC_IG_ANALYTIC, pa, v, true))
+                    return 1;
+                t[i] = now_ms() - t0;
+            }
+            emit("analytic_one_input_on_gpu", F, 1, S, t, runs, per_input);
+            for (int w = 0; w < 3; w++)
+                run_dev(gm, px, N, F, CBC_IG_ANALYTIC, pa, v, true);
+            runs = 30;
+            for (size_t i = 0; i < runs; i++) {
+                double t0 = now_ms();
+                if (run_dev(gm, px, N, F, CBC_IG_ANALYTIC, pa, v, true))
+                    return 1;
+                t[i] = now_ms() - t0;
+            }
+            emit("analytic_batch_on_gpu", F, N, S, t, runs, per_input * N);
+            dfree(dx);
+            dfree(da);
+        }
         /* our attributions of the first 8 inputs, for the cross-check */
         run(gm, x, 8, F, CBC_IG_ANALYTIC, attr, v);
         struct cbc_matrix A = {attr, 8, (size_t)F};

@@ -27,9 +27,9 @@ def load_model(path):
     return model.cuda().eval()
 
 
-def integrated_gradients(model, x_host, steps, alphas, weights):
-    """x_host: [n, F] CPU tensor; baseline zeros; target 0."""
-    x = x_host.cuda(non_blocking=False)
+def integrated_gradients(model, x_host, steps, alphas, weights, on_gpu=False):
+    """x_host: [n, F] tensor (CPU, or GPU with on_gpu); baseline zeros; target 0."""
+    x = x_host if on_gpu else x_host.cuda(non_blocking=False)
     base = torch.zeros_like(x)
     n, F = x.shape
     pts = base[:, None, :] + alphas[None, :, None] * (x - base)[:, None, :]  # [n, S, F]
@@ -38,7 +38,7 @@ def integrated_gradients(model, x_host, steps, alphas, weights):
     (grads,) = torch.autograd.grad(out.sum(), pts)
     grads = grads.reshape(n, steps, F)
     attr = (x - base) * (grads * weights[None, :, None]).sum(dim=1)
-    return attr.cpu()
+    return attr if on_gpu else attr.cpu()
 
 
 def timed(fn, warm, runs):
@@ -66,9 +66,11 @@ def main():
         ours = np.load(f'{d}/ours_{F}.npy')
         theirs = integrated_gradients(model, xs[:8], steps, alphas, weights).numpy()
         rel = float(np.linalg.norm(theirs - ours) / np.linalg.norm(theirs))
-        for name, n, warm, runs in (('one_input', 1, 20, 300), ('batch', 1024, 3, 30)):
-            x = xs[:n].clone()
-            t = timed(lambda: integrated_gradients(model, x, steps, alphas, weights), warm, runs)
+        for name, n, warm, runs, on_gpu in (('one_input', 1, 20, 300, False), ('batch', 1024, 3, 30, False),
+                                            ('one_input_on_gpu', 1, 20, 300, True),
+                                            ('batch_on_gpu', 1024, 3, 30, True)):
+            x = xs[:n].clone().cuda() if on_gpu else xs[:n].clone()
+            t = timed(lambda: integrated_gradients(model, x, steps, alphas, weights, on_gpu), warm, runs)
             med = statistics.median(t)
             print(json.dumps({'impl': 'pytorch', 'bench': 'autograd_' + name, 'features': F,
                               'inputs': n, 'steps': steps, 'runs': runs, 'median_ms': med,

@@ -141,20 +141,22 @@ extern "C" __global__ void fd_finish(float *attr, const double *acc, const float
         attr[i] = (float)(((double)x[i] - (double)base[i]) * acc[i]);
 }
 
-// ---- GEMM ------------------------------------------------------------------
+// ---- GEMM ----------------------------------------------------------------
+//
+// One tile engine, two inner loops: FP32 FFMA (any SM) and 3xTF32 tensor-core
+// MMA (sm_80 and later: each operand split into a TF32 high part and a TF32
+// residual, three m16n8k8 MMAs per product, small terms first, which keeps
+// FP32-level accuracy). Tiles are double-buffered in shared memory, stored
+// k-major (transposed) so both inner loops read them without bank conflicts.
+// The A operand is formed while it is loaded (PRO: plain, act(A), or the path
+// point act(u + alpha v), whose row pointers each thread computes once), the
+// result finished in the epilogue; with split K, blocks write partial sums
+// and gemm_reduce adds them in a fixed order and applies the epilogue, so
+// results are the same on every run.
 
-__device__ __forceinline__ float a_elem(const cbc_k_gemm &p, int r, int k)
-{
-    if (p.pro == CBC_PRO_INTERP) {
-        int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
-        size_t o = (size_t)b * p.ldu + k;
-        return act_f(p.pro_act, p.u[o] + p.alpha[s] * p.v[o]);
-    }
-    float a = p.A[(size_t)r * p.lda + k];
-    return p.pro == CBC_PRO_ACT ? act_f(p.pro_act, a) : a;
-}
-
-__device__ __forceinline__ float epilogue(const cbc_k_gemm &p, int r, int c, float val)
+// Not inlined: it runs once per output, and inlining its every activation
+// derivative at the 64 output sites of each kernel made cubins 4 MB.
+__device__ __noinline__ float epilogue(const cbc_k_gemm &p, int r, int c, float val)
 {
     switch (p.epi) {
     case CBC_EPI_DACT: return val * act_df(p.epi_act, p.Z[(size_t)r * p.ldz + c]);
@@ -174,66 +176,178 @@ __device__ __forceinline__ float epilogue(const cbc_k_gemm &p, int r, int c, flo
     }
 }
 
-template <int BM, int BN, int BK, int TM, int TN>
-__device__ __forceinline__ void gemm_tiled(const cbc_k_gemm &p)
+__device__ __noinline__ float4 act4(int a, float4 v)
 {
-    constexpr int TX = BN / TN, TY = BM / TM, NT = TX * TY;
-    constexpr int LA = BM * BK / NT, LB = BN * BK / NT;
-    __shared__ __align__(16) float As[2][BK][BM + 4];
-    __shared__ __align__(16) float Bs[2][BK][BN + 4];
+    return make_float4(act_f(a, v.x), act_f(a, v.y), act_f(a, v.z), act_f(a, v.w));
+}
+
+// Scalar A element, for rows/columns at the edges and unaligned shapes.
+template <int PRO>
+__device__ __noinline__ float a_scalar(const cbc_k_gemm &p, int r, int k, const float *pu,
+                                          const float *pv, float pal)
+{
+    if (PRO == CBC_PRO_INTERP)
+        return act_f(p.pro_act, pu[k] + pal * pv[k]);
+    float a = p.A[(size_t)r * p.lda + k];
+    return PRO == CBC_PRO_ACT ? act_f(p.pro_act, a) : a;
+}
+
+template <int BM, int BN, int BK, int PAD, bool NN, int PRO>
+struct Tiles {
+    static constexpr int NT = 256, KQ = BK / 4;
+    static constexpr int A4 = BM * BK / 4 / NT, B4 = BN * BK / 4 / NT;
+    float4 ra[A4], rb[B4];
+    const float *pu[A4], *pv[A4];
+    float pal[A4];
+
+    __device__ __forceinline__ void init(const cbc_k_gemm &p, int m0, int tid)
+    {
+#pragma unroll
+        for (int i = 0; i < A4; i++) {
+            pu[i] = pv[i] = nullptr;
+            pal[i] = 0.0f;
+            if (PRO == CBC_PRO_INTERP) {
+                int r = m0 + (tid + i * NT) / KQ;
+                int gr = p.row0 + (r < p.M ? r : 0), b = gr / p.S, s = gr - b * p.S;
+                pu[i] = p.u + (size_t)b * p.ldu;
+                pv[i] = p.v + (size_t)b * p.ldu;
+                pal[i] = p.alpha[s];
+            }
+        }
+    }
+
+    __device__ __forceinline__ void load(const cbc_k_gemm &p, int m0, int n0, int k0, int kend, int tid)
+    {
+#pragma unroll
+        for (int i = 0; i < A4; i++) {
+            int e = tid + i * NT, r = m0 + e / KQ, k = k0 + (e % KQ) * 4;
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (r < p.M) {
+                if (p.vec && k + 3 < kend) {
+                    if (PRO == CBC_PRO_INTERP) {
+                        float4 uu = *reinterpret_cast<const float4 *>(pu[i] + k);
+                        float4 vv = *reinterpret_cast<const float4 *>(pv[i] + k);
+                        v = act4(p.pro_act, make_float4(uu.x + pal[i] * vv.x, uu.y + pal[i] * vv.y,
+                                                        uu.z + pal[i] * vv.z, uu.w + pal[i] * vv.w));
+                    } else {
+                        v = *reinterpret_cast<const float4 *>(p.A + (size_t)r * p.lda + k);
+                        if (PRO == CBC_PRO_ACT)
+                            v = act4(p.pro_act, v);
+                    }
+                } else {
+                    float t[4];
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        t[j] = k + j < kend ? a_scalar<PRO>(p, r, k + j, pu[i], pv[i], pal[i]) : 0.0f;
+                    v = make_float4(t[0], t[1], t[2], t[3]);
+                }
+            }
+            ra[i] = v;
+        }
+#pragma unroll
+        for (int i = 0; i < B4; i++) {
+            int e = tid + i * NT;
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (NN) { // W [K][N]: float4 along n
+                int k = k0 + e / (BN / 4), n = n0 + (e % (BN / 4)) * 4;
+                if (k < kend) {
+                    const float *w = p.W + (size_t)k * p.ldw + n;
+                    if (p.vec && n + 3 < p.N) {
+                        v = *reinterpret_cast<const float4 *>(w);
+                    } else {
+                        v.x = n < p.N ? w[0] : 0.0f;
+                        v.y = n + 1 < p.N ? w[1] : 0.0f;
+                        v.z = n + 2 < p.N ? w[2] : 0.0f;
+                        v.w = n + 3 < p.N ? w[3] : 0.0f;
+                    }
+                }
+            } else { // W [N][K]: float4 along k
+                int n = n0 + e / KQ, k = k0 + (e % KQ) * 4;
+                if (n < p.N) {
+                    const float *w = p.W + (size_t)n * p.ldw + k;
+                    if (p.vec && k + 3 < kend) {
+                        v = *reinterpret_cast<const float4 *>(w);
+                    } else {
+                        v.x = k < kend ? w[0] : 0.0f;
+                        v.y = k + 1 < kend ? w[1] : 0.0f;
+                        v.z = k + 2 < kend ? w[2] : 0.0f;
+                        v.w = k + 3 < kend ? w[3] : 0.0f;
+                    }
+                }
+            }
+            rb[i] = v;
+        }
+    }
+
+    __device__ __forceinline__ void store(float (*As)[BM + PAD], float (*Bs)[BN + PAD], int tid)
+    {
+#pragma unroll
+        for (int i = 0; i < A4; i++) {
+            int e = tid + i * NT, r = e / KQ, k = (e % KQ) * 4;
+            As[k][r] = ra[i].x;
+            As[k + 1][r] = ra[i].y;
+            As[k + 2][r] = ra[i].z;
+            As[k + 3][r] = ra[i].w;
+        }
+#pragma unroll
+        for (int i = 0; i < B4; i++) {
+            int e = tid + i * NT;
+            if (NN) {
+                int k = e / (BN / 4), n = (e % (BN / 4)) * 4;
+                *reinterpret_cast<float4 *>(&Bs[k][n]) = rb[i];
+            } else {
+                int n = e / KQ, k = (e % KQ) * 4;
+                Bs[k][n] = rb[i].x;
+                Bs[k + 1][n] = rb[i].y;
+                Bs[k + 2][n] = rb[i].z;
+                Bs[k + 3][n] = rb[i].w;
+            }
+        }
+    }
+};
+
+__device__ __forceinline__ void k_range(const cbc_k_gemm &p, int &kbeg, int &kend)
+{
+    kbeg = p.splits > 1 ? blockIdx.z * p.kchunk : 0;
+    kend = p.splits > 1 ? min(p.K, kbeg + p.kchunk) : p.K;
+}
+
+__device__ __forceinline__ void put(const cbc_k_gemm &p, int r, int c, float v)
+{
+    if (r >= p.M || c >= p.N)
+        return;
+    if (p.epi == CBC_EPI_PARTIAL)
+        p.P[((size_t)blockIdx.z * p.M + r) * p.N + c] = v;
+    else
+        p.C[(size_t)r * p.ldc + c] = epilogue(p, r, c, v);
+}
+
+template <int BM, int BN, int BK, int TM, int TN, bool NN, int PRO>
+__device__ __forceinline__ void gemm_simt(const cbc_k_gemm &p)
+{
+    constexpr int TX = BN / TN, PAD = 4;
+    __shared__ __align__(16) float As[2][BK][BM + PAD];
+    __shared__ __align__(16) float Bs[2][BK][BN + PAD];
     const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    float ra[LA], rb[LB];
+    int kbeg, kend;
+    k_range(p, kbeg, kend);
+    Tiles<BM, BN, BK, PAD, NN, PRO> t;
+    t.init(p, m0, tid);
     float acc[TM][TN];
 #pragma unroll
     for (int i = 0; i < TM; i++)
 #pragma unroll
         for (int j = 0; j < TN; j++)
             acc[i][j] = 0.0f;
-
-    auto load = [&](int k0) {
-#pragma unroll
-        for (int i = 0; i < LA; i++) {
-            int e = tid + i * NT, r = e / BK, k = e % BK;
-            int gr = m0 + r, gk = k0 + k;
-            ra[i] = (gr < p.M && gk < p.K) ? a_elem(p, gr, gk) : 0.0f;
-        }
-#pragma unroll
-        for (int i = 0; i < LB; i++) {
-            int e = tid + i * NT;
-            if (p.nn) {
-                int k = e / BN, n = e % BN, gk = k0 + k, gn = n0 + n;
-                rb[i] = (gk < p.K && gn < p.N) ? p.W[(size_t)gk * p.ldw + gn] : 0.0f;
-            } else {
-                int n = e / BK, k = e % BK, gk = k0 + k, gn = n0 + n;
-                rb[i] = (gk < p.K && gn < p.N) ? p.W[(size_t)gn * p.ldw + gk] : 0.0f;
-            }
-        }
-    };
-    auto store = [&](int buf) {
-#pragma unroll
-        for (int i = 0; i < LA; i++) {
-            int e = tid + i * NT;
-            As[buf][e % BK][e / BK] = ra[i];
-        }
-#pragma unroll
-        for (int i = 0; i < LB; i++) {
-            int e = tid + i * NT;
-            if (p.nn)
-                Bs[buf][e / BN][e % BN] = rb[i];
-            else
-                Bs[buf][e % BK][e / BK] = rb[i];
-        }
-    };
-
-    load(0);
-    store(0);
+    t.load(p, m0, n0, kbeg, kend, tid);
+    t.store(As[0], Bs[0], tid);
     __syncthreads();
-    for (int k0 = 0, it = 0; k0 < p.K; k0 += BK, it++) {
+    for (int k0 = kbeg, it = 0; k0 < kend; k0 += BK, it++) {
         const int cur = it & 1;
-        const bool more = k0 + BK < p.K;
+        const bool more = k0 + BK < kend;
         if (more)
-            load(k0 + BK); // global loads in flight while this tile is computed
+            t.load(p, m0, n0, k0 + BK, kend, tid); // in flight during the compute below
 #pragma unroll
         for (int k = 0; k < BK; k++) {
             float a[TM], b[TN];
@@ -254,34 +368,158 @@ __device__ __forceinline__ void gemm_tiled(const cbc_k_gemm &p)
                     acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
         if (more)
-            store(cur ^ 1);
+            t.store(As[cur ^ 1], Bs[cur ^ 1], tid);
         __syncthreads();
     }
 #pragma unroll
-    for (int i = 0; i < TM; i++) {
-        int r = m0 + ty * TM + i;
-        if (r >= p.M)
-            continue;
+    for (int i = 0; i < TM; i++)
 #pragma unroll
-        for (int j = 0; j < TN; j++) {
-            int c = n0 + tx * TN + j;
-            if (c < p.N)
-                p.C[(size_t)r * p.ldc + c] = epilogue(p, r, c, acc[i][j]);
+        for (int j = 0; j < TN; j++)
+            put(p, m0 + ty * TM + i, n0 + tx * TN + j, acc[i][j]);
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ __forceinline__ unsigned tf32(float x)
+{
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+
+__device__ __forceinline__ void mma8(float *d, const unsigned *a, const unsigned *b)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
+
+// 128x128 block tile, BK 16, 8 warps of 64x32, 3xTF32.
+template <bool NN, int PRO>
+__device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    constexpr int BM = 128, BN = 128, BK = 16, PAD = 8;
+    __shared__ __align__(16) float As[2][BK][BM + PAD];
+    __shared__ __align__(16) float Bs[2][BK][BN + PAD];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32, g = lane >> 2, q = lane & 3;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    int kbeg, kend;
+    k_range(p, kbeg, kend);
+    Tiles<BM, BN, BK, PAD, NN, PRO> t;
+    t.init(p, m0, tid);
+    float acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                acc[i][j][c] = 0.0f;
+    t.load(p, m0, n0, kbeg, kend, tid);
+    t.store(As[0], Bs[0], tid);
+    __syncthreads();
+    for (int k0 = kbeg, it = 0; k0 < kend; k0 += BK, it++) {
+        const int cur = it & 1;
+        const bool more = k0 + BK < kend;
+        if (more)
+            t.load(p, m0, n0, k0 + BK, kend, tid);
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 8) {
+            unsigned ah[4][4], al[4][4], bh[4][2], bl[4][2];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int r = wm + i * 16 + g;
+                float a[4] = {As[cur][kk + q][r], As[cur][kk + q][r + 8], As[cur][kk + q + 4][r],
+                              As[cur][kk + q + 4][r + 8]};
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    ah[i][c] = tf32(a[c]);
+                    al[i][c] = tf32(a[c] - __uint_as_float(ah[i][c]));
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int n = wn + j * 8 + g;
+                float b[2] = {Bs[cur][kk + q][n], Bs[cur][kk + q + 4][n]};
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    bh[j][c] = tf32(b[c]);
+                    bl[j][c] = tf32(b[c] - __uint_as_float(bh[j][c]));
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    mma8(acc[i][j], al[i], bh[j]);
+                    mma8(acc[i][j], ah[i], bl[j]);
+                    mma8(acc[i][j], ah[i], bh[j]);
+                }
         }
+        if (more)
+            t.store(As[cur ^ 1], Bs[cur ^ 1], tid);
+        __syncthreads();
     }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                put(p, m0 + wm + i * 16 + g + (c >> 1) * 8, n0 + wn + j * 8 + q * 2 + (c & 1),
+                    acc[i][j][c]);
+#else
+    __trap(); // the host launches tensor-core kernels on sm_80 and later only
+#endif
 }
 
-// 128x128 tiles, 256 threads, 8x8 results each: large M (batches of inputs).
-// Two blocks per SM: 128 registers (ptxas spills 4 bytes for it).
-extern "C" __global__ void __launch_bounds__(256, 2) gemm_128(cbc_k_gemm p)
+#define GEMM_FAMILY(suffix, NN, PRO)                                                               \
+    extern "C" __global__ void __launch_bounds__(256, 2) gemm_s128_##suffix(cbc_k_gemm p)          \
+    {                                                                                              \
+        gemm_simt<128, 128, 8, 8, 8, NN, PRO>(p);                                                  \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) gemm_s64_##suffix(cbc_k_gemm p)              \
+    {                                                                                              \
+        gemm_simt<64, 64, 16, 4, 4, NN, PRO>(p);                                                   \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) gemm_tc_##suffix(cbc_k_gemm p)               \
+    {                                                                                              \
+        gemm_tc<NN, PRO>(p);                                                                       \
+    }
+
+// The combinations the engine uses: forward (A . W^T) with a plain A, the
+// previous layer's activation or the path point; backward (A . W).
+GEMM_FAMILY(nt_plain, false, CBC_PRO_PLAIN)
+GEMM_FAMILY(nt_act, false, CBC_PRO_ACT)
+GEMM_FAMILY(nt_interp, false, CBC_PRO_INTERP)
+GEMM_FAMILY(nn, true, CBC_PRO_PLAIN)
+
+// Split K: C = epilogue(sum over z of P[z]), z in a fixed order.
+extern "C" __global__ void gemm_reduce(cbc_k_gemm p)
 {
-    gemm_tiled<128, 128, 8, 8, 8>(p);
+    size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t mn = (size_t)p.M * p.N;
+    if (e >= mn)
+        return;
+    float s = 0.0f;
+    for (int z = 0; z < p.splits; z++)
+        s += p.P[(size_t)z * mn + e];
+    int r = (int)(e / p.N), c = (int)(e % p.N);
+    p.C[(size_t)r * p.ldc + c] = epilogue(p, r, c, s);
 }
 
-// 64x64 tiles, 256 threads, 4x4 results each: tens to hundreds of rows.
-extern "C" __global__ void __launch_bounds__(256) gemm_64(cbc_k_gemm p)
+__device__ __noinline__ float a_elem(const cbc_k_gemm &p, int r, int k)
 {
-    gemm_tiled<64, 64, 8, 4, 4>(p);
+    if (p.pro == CBC_PRO_INTERP) {
+        int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
+        size_t o = (size_t)b * p.ldu + k;
+        return act_f(p.pro_act, p.u[o] + p.alpha[s] * p.v[o]);
+    }
+    float a = p.A[(size_t)r * p.lda + k];
+    return p.pro == CBC_PRO_ACT ? act_f(p.pro_act, a) : a;
 }
 
 // At most 8 rows of A (one input): a warp per output column, A . W^T.
@@ -434,6 +672,15 @@ extern "C" __global__ void build_uv_input(float *out, const float *x, cbc_k_base
         int b = row - n;
         out[e] = x[(size_t)b * F + i] - base_at(base, b, F, i);
     }
+}
+
+// Sets *bad to 1 when any of n values is NaN or Inf (inputs given as device
+// pointers cannot be checked on the host).
+extern "C" __global__ void check_finite(const float *v, size_t n, int *bad)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && !isfinite(v[i]))
+        *bad = 1;
 }
 
 // F(x') and F(x) of each input: the rows with alpha = 0 and 1 (the last two).

@@ -28,7 +28,8 @@ enum {
     CBC_EPI_STORE = 0,    /* C = A.B (+ bias[col] on rows < bias_rows) */
     CBC_EPI_DACT = 1,     /* C = (A.B) * act'(Z[r][col]) : backprop through a hidden layer */
     CBC_EPI_DACT_L1 = 2,  /* C = (A.B) * act'(u[b][col] + alpha[s] v[b][col]) * w[s] */
-    CBC_EPI_MUL_DIFF = 3  /* C = (A.B) * (x[r][col] - base(r, col)) : attributions */
+    CBC_EPI_MUL_DIFF = 3, /* C = (A.B) * (x[r][col] - base(r, col)) : attributions */
+    CBC_EPI_PARTIAL = 4   /* split K: P[z][r][col] = the partial A.B; gemm_reduce applies `epi` */
 };
 
 /* Baseline as the kernels see it (enum cbc_ig_baseline_kind). */
@@ -40,7 +41,12 @@ struct cbc_k_base {
 
 struct cbc_k_gemm {
     int M, N, K;
-    int nn; /* 0: C = A . W^T with W [N][K]; 1: C = A . W with W [K][N] */
+    int nn;     /* 0: C = A . W^T with W [N][K]; 1: C = A . W with W [K][N] */
+    int vec;    /* 1: every row start of A, W, u, v is 16-byte aligned and K (NT) or N (NN)
+                   is a multiple of 4, so tiles load as float4 */
+    int splits; /* split-K: blockIdx.z takes K range [z*kchunk, (z+1)*kchunk) */
+    int kchunk;
+    CBC_DPTR(float) P; /* split-K partials [splits][M][N] */
     CBC_DPTR(const float) A;
     int lda;
     CBC_DPTR(const float) W;

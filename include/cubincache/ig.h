@@ -145,6 +145,9 @@ struct cbc_ig_request {
     int target;                       /* output index explained */
     enum cbc_ig_gradient gradient;
     size_t mem_budget;                /* GPU scratch bytes; 0: a quarter of free memory */
+    bool device_pointers;             /* GPU only: x, the baseline array and out->attr are
+                                         device addresses (CUdeviceptr values as pointers),
+                                         for data already on the GPU; f_x .. delta stay host */
 };
 
 /* method = gausslegendre, steps = 50, target = 0, analytic, zeros baseline. */

@@ -112,11 +112,14 @@ enum cbc_status cbc_device_query(int ordinal, struct cbc_device_info *out, struc
 
 /* Any CUDA driver API entry point, for calls the loader does not wrap
  * (cuMemAlloc, cuLaunchKernel, ...), resolved with the driver's own
- * cuGetProcAddress for the CUDA 13.0 ABI this library was built against, so
- * versioned entry points (_v2) come out right. Cast *fn to the matching
- * PFN_ type of <cudaTypedefs.h>. The program never links libcuda.
- * CBC_E_NO_DRIVER, CBC_E_NOT_FOUND (unknown or too new a symbol). */
-enum cbc_status cbc_driver_symbol(const char *name, void **fn, struct cbc_err *err);
+ * cuGetProcAddress, so the program never links libcuda. `abi` picks the
+ * entry point's version exactly as cuGetProcAddress's cudaVersion does:
+ * pass the number of the <cudaTypedefs.h> type you cast *fn to, e.g. 3020
+ * for PFN_cuMemAlloc_v3020 (cuMemAlloc_v2) and 2000 for
+ * PFN_cuCtxSynchronize_v2000 (CUDA 13 also has a cuCtxSynchronize taking a
+ * context, PFN_cuCtxSynchronize_v13000). CBC_E_NO_DRIVER, or
+ * CBC_E_NOT_FOUND for a symbol the driver does not have at that ABI. */
+enum cbc_status cbc_driver_symbol(const char *name, int abi, void **fn, struct cbc_err *err);
 
 /* ---- modules ----------------------------------------------------------- */
 

@@ -14,10 +14,16 @@
  *      the quadrature weight, so the sum over steps is a plain reduction.
  *   4. attr = (x - x') * (D . W1), D being the weighted sum of layer-1
  *      deltas: one GEMM for all inputs (sum_s W1^T d_s = W1^T sum_s d_s).
+ * GEMMs run on tensor cores in 3xTF32 (FP32-level accuracy) when the loaded
+ * image is sm_80 or later, else on FP32 FMA; few-row GEMMs (one input) split
+ * K and reduce in a fixed order, so results do not vary between runs.
  * Central differences batch all 2F perturbations of a chunk of steps into
  * one call of the black box; the naive mode is the seed's loop, kept only to
- * measure it. All device memory is allocated up front per call (or reused
- * by the model for its forward) and freed on every path.
+ * measure it.
+ *
+ * Memory: device buffers live in a grow-only workspace owned by the engine
+ * (a call of a size seen before allocates nothing); the quadrature is
+ * uploaded when it changes; small transfers go through pinned staging.
  */
 #include "ig_int.h"
 
@@ -30,6 +36,10 @@
 
 extern const struct cbc_embedded_bundle cbc_bundle_ig_kernels;
 
+/* GEMM kernels: family (nt_plain, nt_act, nt_interp, nn) x variant. */
+enum { F_NT_PLAIN, F_NT_ACT, F_NT_INTERP, F_NN, F_COUNT };
+enum { V_S128, V_S64, V_TC, V_COUNT };
+
 enum {
     K_INTERP,
     K_PERTURB,
@@ -37,32 +47,36 @@ enum {
     K_PERTURB_B,
     K_FD_ACC,
     K_FD_FINISH,
-    K_GEMM128,
-    K_GEMM64,
     K_SKINNY_NT,
     K_SKINNY_NN,
+    K_REDUCE_GEMM,
     K_OUTPUT,
     K_DELTA_LAST,
     K_REDUCE_STEPS,
     K_REDUCE_OUTPUT,
     K_UV_INPUT,
     K_ENDPOINTS,
-    K_COUNT
+    K_CHECK_FINITE,
+    K_GEMM0, /* F_COUNT * V_COUNT GEMMs follow */
+    K_COUNT = K_GEMM0 + F_COUNT * V_COUNT
 };
 
-static const char *const kernel_names[K_COUNT] = {
+static const char *const kernel_names[K_GEMM0] = {
     "interpolate_input", "perturb_dimension", "interpolate_input_batched",
-    "perturb_dimension_batched", "fd_accumulate", "fd_finish", "gemm_128", "gemm_64",
-    "gemm_skinny_nt", "gemm_skinny_nn", "mlp_output", "mlp_delta_last", "reduce_steps",
-    "reduce_output", "build_uv_input", "gather_endpoints",
+    "perturb_dimension_batched", "fd_accumulate", "fd_finish", "gemm_skinny_nt",
+    "gemm_skinny_nn", "gemm_reduce", "mlp_output", "mlp_delta_last", "reduce_steps",
+    "reduce_output", "build_uv_input", "gather_endpoints", "check_finite",
+};
+static const char *const family_names[F_COUNT] = {"nt_plain", "nt_act", "nt_interp", "nn"};
+static const char *const variant_names[V_COUNT] = {"s128", "s64", "tc"};
+
+/* Device buffers kept between calls (grow-only). */
+enum {
+    WS_AL, WS_WT, WS_X, WS_BASE, WS_UVIN, WS_UV, WS_D, WS_ATTR, WS_ENDS, WS_WORK, WS_SPLIT,
+    WS_FLAG, WS_FD_H, WS_FD_ROWS, WS_FD_VALS, WS_FD_POINTS, WS_FD_DENOM, WS_FD_ACC, WS_COUNT
 };
 
-/* Device buffers kept between calls (grow-only): a call allocates nothing
- * once the engine has seen a problem of its size. */
-enum {
-    WS_AL, WS_WT, WS_X, WS_BASE, WS_UVIN, WS_UV, WS_D, WS_ATTR, WS_ENDS, WS_WORK,
-    WS_FD_H, WS_FD_ROWS, WS_FD_VALS, WS_FD_POINTS, WS_FD_DENOM, WS_FD_ACC, WS_COUNT
-};
+#define STAGE_MAX (256u << 10) /* transfers up to this size go through pinned memory */
 
 struct cbc_ig_gpu {
     const struct cbc_cuda *cu;
@@ -71,11 +85,17 @@ struct cbc_ig_gpu {
     CUstream stream;
     CUfunction k[K_COUNT];
     int sms;
+    bool tensor_cores;
+    size_t default_budget;
     char desc[400];
     struct {
         CUdeviceptr p;
         size_t cap;
     } ws[WS_COUNT];
+    /* the quadrature now in WS_AL / WS_WT */
+    int rule_method, rule_steps;
+    /* pinned staging: in and out */
+    void *stage_in, *stage_out;
 };
 
 #define MAX_LAYERS 16
@@ -87,8 +107,7 @@ struct cbc_ig_gpu_model {
     CUdeviceptr w[MAX_LAYERS], b[MAX_LAYERS];
     float *last_bias; /* host copy: the output's bias is a kernel argument */
     int target;
-    /* forward scratch, grown on demand */
-    CUdeviceptr fwd;
+    CUdeviceptr fwd; /* forward scratch, grown on demand */
     size_t fwd_bytes;
 };
 
@@ -107,11 +126,10 @@ static enum cbc_status dalloc(struct cbc_ig_gpu *g, CUdeviceptr *p, size_t bytes
     CUresult rc = g->cu->MemAlloc(p, bytes ? bytes : 4);
     if (rc == CUDA_SUCCESS)
         return CBC_OK;
-    cbc_cuda_fail(g->cu, rc, CBC_E_DRIVER, err, "cuMemAlloc");
-    char msg[CBC_ERR_MSG_MAX];
-    snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+    struct cbc_err e = {0};
+    cbc_cuda_fail(g->cu, rc, CBC_E_DRIVER, &e, "cuMemAlloc");
     cbc_err_set(err, CBC_E_DRIVER, "cannot allocate %zu bytes of GPU memory for %s: %s", bytes, what,
-                msg);
+                e.msg);
     return cbc_err_hint(err, "lower the memory budget (--mem-budget) or the batch size");
 }
 
@@ -138,22 +156,23 @@ static enum cbc_status ws(struct cbc_ig_gpu *g, int slot, size_t bytes, CUdevice
     return CBC_OK;
 }
 
+/* Host to device, through pinned staging when small (asynchronous then). */
 static enum cbc_status upload(struct cbc_ig_gpu *g, CUdeviceptr d, const void *h, size_t bytes,
                               struct cbc_err *err)
 {
     return drv(g, g->cu->MemcpyHtoDAsync(d, h, bytes, g->stream), "cuMemcpyHtoDAsync", err);
 }
 
-static enum cbc_status launch(struct cbc_ig_gpu *g, int k, unsigned gx, unsigned gy, unsigned bx,
-                              void **args, struct cbc_err *err)
+static enum cbc_status launch(struct cbc_ig_gpu *g, int k, unsigned gx, unsigned gy, unsigned gz,
+                              unsigned bx, void **args, struct cbc_err *err)
 {
-    if (gx == 0 || gy == 0)
+    if (gx == 0 || gy == 0 || gz == 0)
         return CBC_OK;
-    CUresult rc = g->cu->LaunchKernel(g->k[k], gx, gy, 1, bx, 1, 1, 0, g->stream, args, NULL);
+    CUresult rc = g->cu->LaunchKernel(g->k[k], gx, gy, gz, bx, 1, 1, 0, g->stream, args, NULL);
     if (rc == CUDA_SUCCESS)
         return CBC_OK;
     char what[96];
-    snprintf(what, sizeof what, "launching %s", kernel_names[k]);
+    snprintf(what, sizeof what, "launching kernel %d", k);
     return cbc_cuda_fail(g->cu, rc, CBC_E_DRIVER, err, what);
 }
 
@@ -162,21 +181,58 @@ static unsigned blocks(size_t n, unsigned per)
     return (unsigned)((n + per - 1) / per);
 }
 
-/* Picks a GEMM kernel for the shape: skinny for one input, 64-wide tiles
- * until 128-wide ones would leave SMs idle. */
+static bool aligned16(uint64_t p, int ld)
+{
+    return p % 16 == 0 && ld % 4 == 0;
+}
+
+/* Runs one GEMM: picks the kernel for its shape, and splits K (with a fixed-
+ * order reduction that applies the epilogue) when too few tiles would leave
+ * the GPU idle. */
 static enum cbc_status gemm(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, struct cbc_err *err)
 {
+    int fam = p->nn ? F_NN : p->pro == CBC_PRO_INTERP ? F_NT_INTERP : p->pro == CBC_PRO_ACT ? F_NT_ACT : F_NT_PLAIN;
+    p->vec = aligned16(p->W, p->ldw) && (p->nn ? p->N % 4 == 0 : p->K % 4 == 0) &&
+             (p->pro == CBC_PRO_INTERP ? aligned16(p->u, p->ldu) && aligned16(p->v, p->ldu)
+                                       : aligned16(p->A, p->lda));
+    p->splits = 1;
+    p->kchunk = p->K;
     void *args[] = {p};
     if (p->M <= 8) {
         if (p->nn)
-            return launch(g, K_SKINNY_NN, blocks((size_t)p->N, 128), 1, 128, args, err);
-        return launch(g, K_SKINNY_NT, blocks((size_t)p->N * 32, 256), 1, 256, args, err);
+            return launch(g, K_SKINNY_NN, blocks((size_t)p->N, 128), 1, 1, 128, args, err);
+        return launch(g, K_SKINNY_NT, blocks((size_t)p->N * 32, 256), 1, 1, 256, args, err);
     }
-    size_t tiles128 = (size_t)blocks((size_t)p->M, 128) * blocks((size_t)p->N, 128);
-    if (tiles128 >= (size_t)g->sms)
-        return launch(g, K_GEMM128, blocks((size_t)p->N, 128), blocks((size_t)p->M, 128), 256, args,
-                      err);
-    return launch(g, K_GEMM64, blocks((size_t)p->N, 64), blocks((size_t)p->M, 64), 256, args, err);
+    size_t t128 = (size_t)blocks((size_t)p->M, 128) * blocks((size_t)p->N, 128);
+    int var = t128 >= (size_t)g->sms ? (g->tensor_cores ? V_TC : V_S128) : V_S64;
+    unsigned bm = var == V_S64 ? 64 : 128, bk = var == V_S128 ? 8 : 16;
+    unsigned gx = blocks((size_t)p->N, bm), gy = blocks((size_t)p->M, bm);
+    size_t tiles = (size_t)gx * gy;
+    int splits = 1;
+    if (tiles < (size_t)g->sms) { /* few rows: split K so the GPU fills */
+        splits = (int)((2 * (size_t)g->sms + tiles - 1) / tiles);
+        int max_splits = p->K / (int)(4 * bk);
+        if (splits > max_splits)
+            splits = max_splits > 1 ? max_splits : 1;
+    }
+    int k = K_GEMM0 + fam * V_COUNT + var;
+    if (splits <= 1)
+        return launch(g, k, gx, gy, 1, 256, args, err);
+    int chunk = (p->K + splits - 1) / splits;
+    chunk = (chunk + (int)bk - 1) / (int)bk * (int)bk;
+    splits = (p->K + chunk - 1) / chunk;
+    CUdeviceptr part;
+    enum cbc_status st = ws(g, WS_SPLIT, sizeof(float) * (size_t)splits * p->M * p->N, &part,
+                            "split-K partial sums", err);
+    if (st != CBC_OK)
+        return st;
+    int epi = p->epi;
+    p->epi = CBC_EPI_PARTIAL, p->splits = splits, p->kchunk = chunk, p->P = part;
+    st = launch(g, k, gx, gy, (unsigned)splits, 256, args, err);
+    p->epi = epi;
+    if (st == CBC_OK)
+        st = launch(g, K_REDUCE_GEMM, blocks((size_t)p->M * p->N, 256), 1, 1, 256, args, err);
+    return st;
 }
 
 /* ---- engine ------------------------------------------------------------ */
@@ -187,6 +243,7 @@ enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const str
     struct cbc_ig_gpu *g = calloc(1, sizeof *g);
     if (!g)
         return cbc_err_oom(err);
+    g->rule_steps = -1;
     enum cbc_status st = cbc_cuda_get(&g->cu, err);
     if (st == CBC_OK && !bundle) {
         st = cbc_bundle_open_default(&cbc_bundle_ig_kernels, &g->own_bundle, err);
@@ -195,8 +252,14 @@ enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const str
     if (st == CBC_OK)
         st = cbc_module_load(bundle, device, o, &g->mod, err);
     for (int k = 0; st == CBC_OK && k < K_COUNT; k++) {
+        char name[64];
+        if (k < K_GEMM0)
+            snprintf(name, sizeof name, "%s", kernel_names[k]);
+        else
+            snprintf(name, sizeof name, "gemm_%s_%s", variant_names[(k - K_GEMM0) % V_COUNT],
+                     family_names[(k - K_GEMM0) / V_COUNT]);
         void *fn;
-        st = cbc_module_function(g->mod, kernel_names[k], &fn, err);
+        st = cbc_module_function(g->mod, name, &fn, err);
         g->k[k] = (CUfunction)fn;
     }
     struct cbc_device_info d;
@@ -208,11 +271,25 @@ enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const str
         g->cu->DeviceGetAttribute(&g->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
         if (g->sms < 1)
             g->sms = 1;
+        /* tensor-core kernels exist in images built for sm_80 and later */
+        const char *t = cbc_module_target(g->mod);
+        const char *num = strchr(t, '_');
+        g->tensor_cores = num && atoi(num + 1) >= 80;
+        size_t free_b = 0, total = 0;
+        g->default_budget = g->cu->MemGetInfo(&free_b, &total) == CUDA_SUCCESS && free_b
+                                ? free_b / 4
+                                : (size_t)1 << 30;
         st = drv(g, g->cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate", err);
-        snprintf(g->desc, sizeof g->desc, "GPU %d %s (compute capability %d.%d), kernels %s%s", device,
-                 d.name, d.cc_major, d.cc_minor, cbc_module_target(g->mod),
-                 cbc_module_jit(g->mod) ? " through PTX JIT" : "");
     }
+    if (st == CBC_OK)
+        st = drv(g, g->cu->MemAllocHost(&g->stage_in, STAGE_MAX), "cuMemAllocHost", err);
+    if (st == CBC_OK)
+        st = drv(g, g->cu->MemAllocHost(&g->stage_out, STAGE_MAX), "cuMemAllocHost", err);
+    if (st == CBC_OK)
+        snprintf(g->desc, sizeof g->desc, "GPU %d %s (compute capability %d.%d), kernels %s%s%s",
+                 device, d.name, d.cc_major, d.cc_minor, cbc_module_target(g->mod),
+                 cbc_module_jit(g->mod) ? " through PTX JIT" : "",
+                 g->tensor_cores ? ", 3xTF32 tensor cores" : ", FP32 FMA");
     if (st != CBC_OK) {
         cbc_ig_gpu_close(g);
         return st;
@@ -225,10 +302,18 @@ void cbc_ig_gpu_close(struct cbc_ig_gpu *g)
 {
     if (!g)
         return;
-    for (int i = 0; i < WS_COUNT; i++)
-        dfree(g, &g->ws[i].p);
-    if (g->stream)
-        g->cu->StreamDestroy(g->stream);
+    if (g->cu) {
+        if (g->stream)
+            g->cu->StreamSynchronize(g->stream);
+        for (int i = 0; i < WS_COUNT; i++)
+            dfree(g, &g->ws[i].p);
+        if (g->stage_in)
+            g->cu->MemFreeHost(g->stage_in);
+        if (g->stage_out)
+            g->cu->MemFreeHost(g->stage_out);
+        if (g->stream)
+            g->cu->StreamDestroy(g->stream);
+    }
     cbc_module_unload(g->mod);
     cbc_bundle_close(g->own_bundle);
     free(g);
@@ -288,6 +373,7 @@ void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m)
 {
     if (!m)
         return;
+    m->g->cu->StreamSynchronize(m->g->stream);
     for (int l = 0; l < m->L; l++) {
         dfree(m->g, &m->w[l]);
         dfree(m->g, &m->b[l]);
@@ -302,61 +388,127 @@ void cbc_ig_gpu_model_set_target(struct cbc_ig_gpu_model *m, int target)
     m->target = target;
 }
 
-static size_t budget_of(struct cbc_ig_gpu *g, size_t asked)
-{
-    if (asked)
-        return asked;
-    size_t free_b = 0, total = 0;
-    if (g->cu->MemGetInfo(&free_b, &total) != CUDA_SUCCESS || free_b == 0)
-        return (size_t)1 << 30;
-    return free_b / 4;
-}
-
 static struct cbc_k_base kbase(const struct cbc_ig_baseline *b, CUdeviceptr data)
 {
     return (struct cbc_k_base){(int)b->kind, b->scalar, data};
 }
 
-/* Uploads the baseline array the request refers to, if any. */
-static enum cbc_status upload_baseline(struct cbc_ig_gpu *g, const struct cbc_ig_request *r, size_t F,
-                                       CUdeviceptr *d, struct cbc_err *err)
+static size_t baseline_count(const struct cbc_ig_request *r, size_t F)
 {
-    *d = 0;
-    size_t n = r->baseline.kind == CBC_IG_BASELINE_SHARED      ? F
-               : r->baseline.kind == CBC_IG_BASELINE_PER_INPUT ? r->n * F
-                                                               : 0;
-    if (!n)
-        return CBC_OK;
-    enum cbc_status st = ws(g, WS_BASE, n * sizeof(float), d, "the baseline", err);
-    return st == CBC_OK ? upload(g, *d, r->baseline.data, n * sizeof(float), err) : st;
+    return r->baseline.kind == CBC_IG_BASELINE_SHARED      ? F
+           : r->baseline.kind == CBC_IG_BASELINE_PER_INPUT ? r->n * F
+                                                           : 0;
 }
 
-/* alphas and weights as float, with alpha = 0 and 1 (weight 0) appended. */
-static enum cbc_status rule_with_endpoints(const struct cbc_ig_request *r, float **al, float **wt,
-                                           struct cbc_err *err)
+/* The request's inputs and baseline on the device: uploaded, or taken as
+ * they are with device_pointers (and then checked for NaN and Inf there). */
+static enum cbc_status stage_inputs(struct cbc_ig_gpu *g, const struct cbc_ig_request *r, size_t F,
+                                    CUdeviceptr *d_x, CUdeviceptr *d_base, CUdeviceptr *d_flag,
+                                    struct cbc_err *err)
+{
+    size_t nx = r->n * F, nb = baseline_count(r, F);
+    *d_flag = 0;
+    enum cbc_status st = CBC_OK;
+    if (r->device_pointers) {
+        *d_x = (CUdeviceptr)(uintptr_t)r->x;
+        *d_base = nb ? (CUdeviceptr)(uintptr_t)r->baseline.data : 0;
+        st = ws(g, WS_FLAG, sizeof(int), d_flag, "a flag", err);
+        if (st == CBC_OK)
+            st = drv(g, g->cu->MemsetD32Async(*d_flag, 0, 1, g->stream), "clear", err);
+        const struct {
+            CUdeviceptr p;
+            size_t n;
+        } arrays[2] = {{*d_x, nx}, {*d_base, nb}};
+        for (int i = 0; st == CBC_OK && i < 2; i++) {
+            if (!arrays[i].n)
+                continue;
+            CUdeviceptr pp = arrays[i].p;
+            size_t n = arrays[i].n;
+            void *args[] = {&pp, &n, d_flag};
+            st = launch(g, K_CHECK_FINITE, blocks(n, 256), 1, 1, 256, args, err);
+        }
+        return st;
+    }
+    st = ws(g, WS_X, sizeof(float) * nx, d_x, "inputs", err);
+    if (st == CBC_OK && sizeof(float) * nx <= STAGE_MAX) {
+        memcpy(g->stage_in, r->x, sizeof(float) * nx);
+        st = upload(g, *d_x, g->stage_in, sizeof(float) * nx, err);
+    } else if (st == CBC_OK) {
+        st = upload(g, *d_x, r->x, sizeof(float) * nx, err);
+    }
+    *d_base = 0;
+    if (st == CBC_OK && nb) {
+        st = ws(g, WS_BASE, nb * sizeof(float), d_base, "the baseline", err);
+        if (st == CBC_OK)
+            st = upload(g, *d_base, r->baseline.data, nb * sizeof(float), err);
+    }
+    return st;
+}
+
+/* The quadrature (with alpha = 0 and 1 appended, weight 0) on the device,
+ * uploaded only when it changes; host copies in *al / *wt for the caller. */
+static enum cbc_status rule_on_device(struct cbc_ig_gpu *g, const struct cbc_ig_request *r,
+                                      CUdeviceptr *d_al, CUdeviceptr *d_wt, float **al, float **wt,
+                                      struct cbc_err *err)
 {
     double *a, *w;
     enum cbc_status st = cbc_ig_rule(r, &a, &w, err);
     if (st != CBC_OK)
         return st;
-    *al = calloc((size_t)r->steps + 2, sizeof **al);
-    *wt = calloc((size_t)r->steps + 2, sizeof **wt);
-    if (!*al || !*wt) {
-        free(*al);
-        free(*wt);
-        free(a);
-        free(w);
-        return cbc_err_oom(err);
-    }
-    for (int k = 0; k < r->steps; k++) {
+    int S = r->steps + 2;
+    *al = calloc((size_t)S, sizeof **al);
+    *wt = calloc((size_t)S, sizeof **wt);
+    if (!*al || !*wt)
+        st = cbc_err_oom(err);
+    for (int k = 0; st == CBC_OK && k < r->steps; k++) {
         (*al)[k] = (float)a[k];
         (*wt)[k] = (float)w[k];
     }
-    (*al)[r->steps] = 0.0f;
-    (*al)[r->steps + 1] = 1.0f;
     free(a);
     free(w);
-    return CBC_OK;
+    if (st == CBC_OK) {
+        (*al)[r->steps] = 0.0f;
+        (*al)[r->steps + 1] = 1.0f;
+    }
+    bool same = g->rule_method == (int)r->method && g->rule_steps == r->steps;
+    if (st == CBC_OK)
+        st = ws(g, WS_AL, sizeof(float) * S, d_al, "alphas", err);
+    if (st == CBC_OK)
+        st = ws(g, WS_WT, sizeof(float) * S, d_wt, "weights", err);
+    if (st == CBC_OK && !same) {
+        st = upload(g, *d_al, *al, sizeof(float) * S, err);
+        if (st == CBC_OK)
+            st = upload(g, *d_wt, *wt, sizeof(float) * S, err);
+        /* the next call may reuse them only after these copies are done */
+        if (st == CBC_OK)
+            st = drv(g, g->cu->StreamSynchronize(g->stream), "uploading the quadrature", err);
+        if (st == CBC_OK) {
+            g->rule_method = (int)r->method;
+            g->rule_steps = r->steps;
+        }
+    }
+    if (st != CBC_OK) {
+        free(*al);
+        free(*wt);
+        *al = *wt = NULL;
+    }
+    return st;
+}
+
+/* Waits for the stream and reports a non-finite device input. */
+static enum cbc_status finish_stream(struct cbc_ig_gpu *g, CUdeviceptr d_flag, struct cbc_err *err)
+{
+    int bad = 0;
+    enum cbc_status st = CBC_OK;
+    if (d_flag)
+        st = drv(g, g->cu->MemcpyDtoHAsync(&bad, d_flag, sizeof bad, g->stream), "copy", err);
+    if (st == CBC_OK)
+        st = drv(g, g->cu->StreamSynchronize(g->stream), "running the IG kernels", err);
+    if (st == CBC_OK && bad)
+        st = cbc_err_set(err, CBC_E_NUMERIC,
+                         "the inputs or the baseline on the device contain NaN or Inf; the "
+                         "attributions were not produced");
+    return st;
 }
 
 /* ---- analytic ------------------------------------------------------------ */
@@ -367,43 +519,35 @@ static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig
     struct cbc_ig_gpu *g = md->g;
     const int L = md->L, F = md->size[0], H1 = md->size[1], t = r->target;
     const int n = (int)r->n, S = r->steps + 2;
-    int hmax = 0;
+    int hmax = 1;
     for (int l = 1; l < L; l++)
         hmax = md->size[l] > hmax ? md->size[l] : hmax;
-    float *al = NULL, *wt = NULL, *ends = NULL;
+    float *al = NULL, *wt = NULL;
     CUdeviceptr d_al = 0, d_wt = 0, d_x = 0, d_base = 0, d_uvin = 0, d_uv = 0, d_D = 0, d_attr = 0,
-                d_ends = 0, d_work = 0;
-    enum cbc_status st = rule_with_endpoints(r, &al, &wt, err);
-    if (st != CBC_OK)
-        return st;
-    ends = calloc((size_t)n * 2, sizeof *ends);
-    if (!ends)
-        st = cbc_err_oom(err);
-    size_t nF = (size_t)n * F;
+                d_ends = 0, d_work = 0, d_flag = 0;
+    const size_t nF = (size_t)n * F;
+    enum cbc_status st = rule_on_device(g, r, &d_al, &d_wt, &al, &wt, err);
 #define TRY(expr)                                                                                  \
     do {                                                                                           \
         if (st == CBC_OK)                                                                          \
             st = (expr);                                                                           \
     } while (0)
-    TRY(ws(g, WS_AL, sizeof(float) * S, &d_al, "alphas", err));
-    TRY(ws(g, WS_WT, sizeof(float) * S, &d_wt, "weights", err));
-    TRY(ws(g, WS_X, sizeof(float) * nF, &d_x, "inputs", err));
+    TRY(stage_inputs(g, r, (size_t)F, &d_x, &d_base, &d_flag, err));
     TRY(ws(g, WS_UVIN, sizeof(float) * 2 * nF, &d_uvin, "path inputs", err));
     TRY(ws(g, WS_UV, sizeof(float) * 2 * (size_t)n * H1, &d_uv, "layer 1 on the path", err));
     TRY(ws(g, WS_D, sizeof(float) * (size_t)n * H1, &d_D, "summed deltas", err));
-    TRY(ws(g, WS_ATTR, sizeof(float) * nF, &d_attr, "attributions", err));
     TRY(ws(g, WS_ENDS, sizeof(float) * 2 * (size_t)n, &d_ends, "F(x) and F(x')", err));
-    TRY(upload(g, d_al, al, sizeof(float) * S, err));
-    TRY(upload(g, d_wt, wt, sizeof(float) * S, err));
-    TRY(upload(g, d_x, r->x, sizeof(float) * nF, err));
-    TRY(upload_baseline(g, r, (size_t)F, &d_base, err));
+    if (r->device_pointers)
+        d_attr = (CUdeviceptr)(uintptr_t)out->attr;
+    else
+        TRY(ws(g, WS_ATTR, sizeof(float) * nF, &d_attr, "attributions", err));
     struct cbc_k_base kb = kbase(&r->baseline, d_base);
 
     /* 1. u and v */
     if (st == CBC_OK) {
         int nn = n, FF = F;
         void *args[] = {&d_uvin, &d_x, &kb, &nn, &FF};
-        st = launch(g, K_UV_INPUT, blocks(2 * nF, 256), 1, 256, args, err);
+        st = launch(g, K_UV_INPUT, blocks(2 * nF, 256), 1, 1, 256, args, err);
     }
     if (st == CBC_OK) {
         struct cbc_k_gemm p = {0};
@@ -418,8 +562,8 @@ static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig
     size_t per_row = 2 * sizeof(float); /* fo, dfo */
     for (int l = 2; l < L; l++)
         per_row += sizeof(float) * md->size[l]; /* Z_l */
-    per_row += 2 * sizeof(float) * (size_t)(hmax > 0 ? hmax : 1); /* ping-pong deltas */
-    size_t budget = budget_of(g, r->mem_budget);
+    per_row += 2 * sizeof(float) * (size_t)hmax; /* ping-pong deltas */
+    size_t budget = r->mem_budget ? r->mem_budget : g->default_budget;
     size_t nb = budget / ((size_t)S * per_row);
     if (nb < 1)
         nb = 1;
@@ -427,18 +571,19 @@ static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig
         nb = (size_t)n;
     size_t rows_max = nb * (size_t)S;
     TRY(ws(g, WS_WORK, rows_max * per_row, &d_work, "per-step work", err));
-    /* carve the work area */
-    CUdeviceptr d_fo = d_work, d_dfo = d_fo + sizeof(float) * rows_max, cur = d_dfo + sizeof(float) * rows_max;
+    CUdeviceptr d_fo = d_work, d_dfo = d_fo + sizeof(float) * rows_max,
+                cur = d_dfo + sizeof(float) * rows_max;
     CUdeviceptr d_Z[MAX_LAYERS] = {0};
     for (int l = 2; l < L; l++) {
         d_Z[l] = cur;
         cur += sizeof(float) * rows_max * md->size[l];
     }
-    CUdeviceptr d_pa = cur, d_pb = cur + sizeof(float) * rows_max * (size_t)(hmax > 0 ? hmax : 1);
+    CUdeviceptr d_pa = cur, d_pb = cur + sizeof(float) * rows_max * (size_t)hmax;
 
     for (size_t b0 = 0; st == CBC_OK && b0 < (size_t)n; b0 += nb) {
         int cb = (int)(b0 + nb <= (size_t)n ? nb : (size_t)n - b0);
         int R = cb * S, row0 = (int)b0 * S;
+        CUdeviceptr pa = d_pa, pb = d_pb;
         /* forward: layers 2 .. L-1 */
         for (int l = 2; st == CBC_OK && l < L; l++) {
             struct cbc_k_gemm p = {0};
@@ -471,33 +616,33 @@ static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig
                 o.A = d_Z[L - 1], o.lda = md->size[L - 1];
             }
             void *args[] = {&o};
-            st = launch(g, K_OUTPUT, blocks((size_t)R * 32, 256), 1, 256, args, err);
+            st = launch(g, K_OUTPUT, blocks((size_t)R * 32, 256), 1, 1, 256, args, err);
         }
         if (st == CBC_OK) {
             int nbb = cb, SS = S, bb = (int)b0;
             void *args[] = {&d_ends, &d_fo, &nbb, &SS, &bb};
-            st = launch(g, K_ENDPOINTS, blocks((size_t)cb, 128), 1, 128, args, err);
+            st = launch(g, K_ENDPOINTS, blocks((size_t)cb, 128), 1, 1, 128, args, err);
         }
         /* backward */
         if (st == CBC_OK && L == 1) {
             int nbb = cb, SS = S, K = H1, tt = t, bb = (int)b0;
             void *args[] = {&d_D, &d_dfo, &d_wt, &nbb, &SS, &K, &tt, &bb};
-            st = launch(g, K_REDUCE_OUTPUT, blocks((size_t)cb * H1, 256), 1, 256, args, err);
+            st = launch(g, K_REDUCE_OUTPUT, blocks((size_t)cb * H1, 256), 1, 1, 256, args, err);
             continue;
         }
         if (st == CBC_OK) {
             int K = md->size[L - 1], act = md->act[L - 2], mode = L == 2 ? 1 : 0, ldz = K, ldu = H1;
             int SS = S, rr = row0, RR = R;
             CUdeviceptr wtp = md->w[L - 1] + sizeof(float) * (size_t)t * K, Z = d_Z[L - 1];
-            void *args[] = {&d_pa, &d_dfo, &wtp, &Z, &ldz, &act, &mode, &d_u, &d_v,
+            void *args[] = {&pa, &d_dfo, &wtp, &Z, &ldz, &act, &mode, &d_u, &d_v,
                             &ldu, &d_al, &d_wt, &SS, &rr, &RR, &K};
-            st = launch(g, K_DELTA_LAST, blocks((size_t)R * K, 256), 1, 256, args, err);
+            st = launch(g, K_DELTA_LAST, blocks((size_t)R * K, 256), 1, 1, 256, args, err);
         }
         for (int l = L - 1; st == CBC_OK && l >= 2; l--) {
             struct cbc_k_gemm p = {0};
             p.M = R, p.N = md->size[l - 1], p.K = md->size[l], p.nn = 1;
-            p.A = d_pa, p.lda = md->size[l], p.W = md->w[l - 1], p.ldw = md->size[l - 1];
-            p.C = d_pb, p.ldc = md->size[l - 1];
+            p.A = pa, p.lda = md->size[l], p.W = md->w[l - 1], p.ldw = md->size[l - 1];
+            p.C = pb, p.ldc = md->size[l - 1];
             if (l - 1 >= 2) {
                 p.epi = CBC_EPI_DACT, p.epi_act = md->act[l - 2], p.Z = d_Z[l - 1],
                 p.ldz = md->size[l - 1];
@@ -507,14 +652,14 @@ static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig
                 p.row0 = row0;
             }
             st = gemm(g, &p, err);
-            CUdeviceptr tmp = d_pa;
-            d_pa = d_pb;
-            d_pb = tmp;
+            CUdeviceptr tmp = pa;
+            pa = pb;
+            pb = tmp;
         }
         if (st == CBC_OK) {
             int nbb = cb, SS = S, K = H1, bb = (int)b0;
-            void *args[] = {&d_D, &d_pa, &nbb, &SS, &K, &bb};
-            st = launch(g, K_REDUCE_STEPS, blocks((size_t)cb * H1, 256), 1, 256, args, err);
+            void *args[] = {&d_D, &pa, &nbb, &SS, &K, &bb};
+            st = launch(g, K_REDUCE_STEPS, blocks((size_t)cb * H1, 256), 1, 1, 256, args, err);
         }
     }
     /* 4. attributions */
@@ -525,24 +670,45 @@ static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig
         p.epi = CBC_EPI_MUL_DIFF, p.x = d_x, p.base = kb;
         st = gemm(g, &p, err);
     }
-    TRY(drv(g, g->cu->MemcpyDtoHAsync(out->attr, d_attr, sizeof(float) * nF, g->stream),
-            "copying attributions", err));
+    float *ends = sizeof(float) * 2 * (size_t)n <= STAGE_MAX ? g->stage_out : malloc(sizeof(float) * 2 * (size_t)n);
+    float *attr_stage = !r->device_pointers && sizeof(float) * (nF + 2 * (size_t)n) <= STAGE_MAX
+                            ? (float *)g->stage_out + 2 * (size_t)n
+                            : NULL;
+    if (!ends)
+        st = st == CBC_OK ? cbc_err_oom(err) : st;
+    if (!r->device_pointers)
+        TRY(drv(g, g->cu->MemcpyDtoHAsync(attr_stage ? (void *)attr_stage : (void *)out->attr, d_attr,
+                                          sizeof(float) * nF, g->stream),
+                "copying attributions", err));
     TRY(drv(g, g->cu->MemcpyDtoHAsync(ends, d_ends, sizeof(float) * 2 * (size_t)n, g->stream),
             "copying F(x)", err));
-    TRY(drv(g, g->cu->StreamSynchronize(g->stream), "running the IG kernels", err));
+    TRY(finish_stream(g, d_flag, err));
 #undef TRY
     if (st == CBC_OK) {
+        if (attr_stage)
+            memcpy(out->attr, attr_stage, sizeof(float) * nF);
         for (int b = 0; b < n; b++) {
             out->f_x[b] = ends[2 * b];
             out->f_base[b] = ends[2 * b + 1];
         }
-        cbc_ig_finish(out, (size_t)n, (size_t)F);
+        if (r->device_pointers) { /* the sum is over device memory: add it on the host */
+            float *h = malloc(sizeof(float) * nF);
+            if (h && g->cu->MemcpyDtoH(h, d_attr, sizeof(float) * nF) == CUDA_SUCCESS) {
+                struct cbc_ig_output ho = *out;
+                ho.attr = h;
+                cbc_ig_finish(&ho, (size_t)n, (size_t)F);
+            }
+            free(h);
+        } else {
+            cbc_ig_finish(out, (size_t)n, (size_t)F);
+        }
     } else {
         g->cu->StreamSynchronize(g->stream);
     }
+    if (ends && ends != g->stage_out)
+        free(ends);
     free(al);
     free(wt);
-    free(ends);
     return st;
 }
 
@@ -563,6 +729,7 @@ enum cbc_status cbc_ig_gpu_mlp_forward(void *model, uint64_t in, uint64_t out, s
         need += sizeof(float) * rows * md->size[l];
     enum cbc_status st = CBC_OK;
     if (need > md->fwd_bytes) {
+        g->cu->StreamSynchronize(g->stream);
         dfree(g, &md->fwd);
         md->fwd_bytes = 0;
         st = dalloc(g, &md->fwd, need, "forward activations", err);
@@ -599,7 +766,7 @@ enum cbc_status cbc_ig_gpu_mlp_forward(void *model, uint64_t in, uint64_t out, s
             o.pro = CBC_PRO_ACT, o.pro_act = md->act[L - 2], o.A = Z[L - 1], o.lda = md->size[L - 1];
         }
         void *args[] = {&o};
-        st = launch(g, K_OUTPUT, blocks(rows * 32, 256), 1, 256, args, err);
+        st = launch(g, K_OUTPUT, blocks(rows * 32, 256), 1, 1, 256, args, err);
     }
     return st;
 }
@@ -611,7 +778,12 @@ enum cbc_status cbc_ig_gpu_mlp(struct cbc_ig_gpu_model *m, const struct cbc_ig_r
     if (r->target < 0 || r->target >= outs)
         return cbc_err_set(err, CBC_E_USAGE, "target %d: the model has outputs 0 to %d", r->target,
                            outs - 1);
-    enum cbc_status st = cbc_ig_validate_request(r, (size_t)m->size[0], err);
+    if (r->device_pointers && r->gradient != CBC_IG_ANALYTIC)
+        return cbc_err_set(err, CBC_E_UNSUPPORTED, "device pointers are taken by the analytic "
+                           "mode only");
+    enum cbc_status st = r->device_pointers
+                             ? (r->n && r->x ? CBC_OK : cbc_err_set(err, CBC_E_USAGE, "no inputs"))
+                             : cbc_ig_validate_request(r, (size_t)m->size[0], err);
     if (st != CBC_OK)
         return st;
     if (r->gradient == CBC_IG_ANALYTIC)
@@ -622,34 +794,34 @@ enum cbc_status cbc_ig_gpu_mlp(struct cbc_ig_gpu_model *m, const struct cbc_ig_r
 
 /* ---- central differences: batched, and the seed's loop ------------------- */
 
-struct fd_bufs {
-    CUdeviceptr x, base, h, rows, vals, points, denom, acc, attr, al, wt;
-};
-
 enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ctx, size_t F,
                               const struct cbc_ig_request *r, struct cbc_ig_output *out,
                               struct cbc_err *err)
 {
+    if (r->device_pointers)
+        return cbc_err_set(err, CBC_E_UNSUPPORTED, "device pointers are taken by the analytic "
+                           "mode only");
     enum cbc_status st = cbc_ig_validate_request(r, F, err);
     if (st != CBC_OK)
         return st;
     if (r->gradient == CBC_IG_ANALYTIC)
         return cbc_err_set(err, CBC_E_USAGE, "a black box has no analytic gradient: use FD");
     float *al = NULL, *wt = NULL;
-    st = rule_with_endpoints(r, &al, &wt, err);
+    CUdeviceptr d_al = 0, d_wt = 0;
+    st = rule_on_device(g, r, &d_al, &d_wt, &al, &wt, err);
     if (st != CBC_OK)
         return st;
     const int S = r->steps;
     const bool naive = r->gradient == CBC_IG_NAIVE;
     /* steps per black-box call: all 2F perturbations of each */
     size_t per_step = sizeof(float) * (2 * F * F + 2 * F + 2 * F);
-    size_t sc = naive ? 1 : budget_of(g, r->mem_budget) / per_step;
+    size_t sc = naive ? 1 : (r->mem_budget ? r->mem_budget : g->default_budget) / per_step;
     if (sc < 1)
         sc = 1;
     if (sc > (size_t)S)
         sc = (size_t)S;
     size_t rows_cap = naive ? 2 : (sc * 2 * F > 2 ? sc * 2 * F : 2);
-    struct fd_bufs b = {0};
+    CUdeviceptr x = 0, base = 0, h = 0, rows = 0, vals = 0, points = 0, denom = 0, acc = 0, attr = 0;
     float *xh = malloc(sizeof(float) * F), *bh = malloc(sizeof(float) * F),
           *hh = malloc(sizeof(float) * F);
     double *acc_h = naive ? calloc(F, sizeof(double)) : NULL;
@@ -660,19 +832,15 @@ enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ct
         if (st == CBC_OK)                                                                          \
             st = (expr);                                                                           \
     } while (0)
-    TRY(ws(g, WS_X, sizeof(float) * F, &b.x, "the input", err));
-    TRY(ws(g, WS_BASE, sizeof(float) * F, &b.base, "the baseline", err));
-    TRY(ws(g, WS_FD_H, sizeof(float) * F, &b.h, "step sizes", err));
-    TRY(ws(g, WS_FD_ROWS, sizeof(float) * rows_cap * F, &b.rows, "perturbed points", err));
-    TRY(ws(g, WS_FD_VALS, sizeof(float) * rows_cap, &b.vals, "black-box values", err));
-    TRY(ws(g, WS_FD_POINTS, sizeof(float) * sc * F, &b.points, "path points", err));
-    TRY(ws(g, WS_FD_DENOM, sizeof(float) * sc * F, &b.denom, "step widths", err));
-    TRY(ws(g, WS_FD_ACC, sizeof(double) * F, &b.acc, "gradient sums", err));
-    TRY(ws(g, WS_ATTR, sizeof(float) * F, &b.attr, "attributions", err));
-    TRY(ws(g, WS_AL, sizeof(float) * (S + 2), &b.al, "alphas", err));
-    TRY(ws(g, WS_WT, sizeof(float) * (S + 2), &b.wt, "weights", err));
-    TRY(upload(g, b.al, al, sizeof(float) * (S + 2), err));
-    TRY(upload(g, b.wt, wt, sizeof(float) * (S + 2), err));
+    TRY(ws(g, WS_X, sizeof(float) * F, &x, "the input", err));
+    TRY(ws(g, WS_BASE, sizeof(float) * F, &base, "the baseline", err));
+    TRY(ws(g, WS_FD_H, sizeof(float) * F, &h, "step sizes", err));
+    TRY(ws(g, WS_FD_ROWS, sizeof(float) * rows_cap * F, &rows, "perturbed points", err));
+    TRY(ws(g, WS_FD_VALS, sizeof(float) * rows_cap, &vals, "black-box values", err));
+    TRY(ws(g, WS_FD_POINTS, sizeof(float) * sc * F, &points, "path points", err));
+    TRY(ws(g, WS_FD_DENOM, sizeof(float) * sc * F, &denom, "step widths", err));
+    TRY(ws(g, WS_FD_ACC, sizeof(double) * F, &acc, "gradient sums", err));
+    TRY(ws(g, WS_ATTR, sizeof(float) * F, &attr, "attributions", err));
     int FF = (int)F;
     for (size_t in = 0; st == CBC_OK && in < r->n; in++) {
         for (size_t i = 0; i < F; i++) {
@@ -680,16 +848,16 @@ enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ct
             bh[i] = cbc_ig_base_at(&r->baseline, in, F, i);
             hh[i] = cbc_ig_fd_step(xh[i], bh[i]);
         }
-        TRY(upload(g, b.x, xh, sizeof(float) * F, err));
-        TRY(upload(g, b.base, bh, sizeof(float) * F, err));
-        TRY(upload(g, b.h, hh, sizeof(float) * F, err));
+        TRY(upload(g, x, xh, sizeof(float) * F, err));
+        TRY(upload(g, base, bh, sizeof(float) * F, err));
+        TRY(upload(g, h, hh, sizeof(float) * F, err));
         /* F(x) and F(x') */
-        TRY(drv(g, g->cu->MemcpyDtoDAsync(b.rows, b.x, sizeof(float) * F, g->stream), "copy", err));
-        TRY(drv(g, g->cu->MemcpyDtoDAsync(b.rows + sizeof(float) * F, b.base, sizeof(float) * F,
+        TRY(drv(g, g->cu->MemcpyDtoDAsync(rows, x, sizeof(float) * F, g->stream), "copy", err));
+        TRY(drv(g, g->cu->MemcpyDtoDAsync(rows + sizeof(float) * F, base, sizeof(float) * F,
                                           g->stream), "copy", err));
-        TRY(f(ctx, b.rows, b.vals, 2, F, g->stream, err));
+        TRY(f(ctx, rows, vals, 2, F, g->stream, err));
         float ends[2] = {0, 0};
-        TRY(drv(g, g->cu->MemcpyDtoHAsync(ends, b.vals, sizeof ends, g->stream), "copy", err));
+        TRY(drv(g, g->cu->MemcpyDtoHAsync(ends, vals, sizeof ends, g->stream), "copy", err));
         TRY(drv(g, g->cu->StreamSynchronize(g->stream), "the black box", err));
         out->f_x[in] = ends[0];
         out->f_base[in] = ends[1];
@@ -698,23 +866,23 @@ enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ct
              * forward passes of one row, each scalar pulled to the host */
             for (size_t i = 0; i < F; i++)
                 acc_h[i] = 0;
-            CUdeviceptr point = b.points, plus = b.rows, minus = b.rows + sizeof(float) * F;
+            CUdeviceptr point = points, plus = rows, minus = rows + sizeof(float) * F;
             for (int s = 0; st == CBC_OK && s < S; s++) {
                 float a = al[s];
-                void *ia[] = {&point, &b.base, &b.x, &a, &FF};
-                TRY(launch(g, K_INTERP, blocks(F, 256), 1, 256, ia, err));
+                void *ia[] = {&point, &base, &x, &a, &FF};
+                TRY(launch(g, K_INTERP, blocks(F, 256), 1, 1, 256, ia, err));
                 for (size_t i = 0; st == CBC_OK && i < F; i++) {
                     float fp = 0, fm = 0, hp = hh[i], hm = -hh[i];
                     int dim = (int)i;
                     void *pa[] = {&plus, &point, &FF, &dim, &hp};
-                    TRY(launch(g, K_PERTURB, blocks(F, 256), 1, 256, pa, err));
-                    TRY(f(ctx, plus, b.vals, 1, F, g->stream, err));
-                    TRY(drv(g, g->cu->MemcpyDtoHAsync(&fp, b.vals, sizeof fp, g->stream), "copy", err));
+                    TRY(launch(g, K_PERTURB, blocks(F, 256), 1, 1, 256, pa, err));
+                    TRY(f(ctx, plus, vals, 1, F, g->stream, err));
+                    TRY(drv(g, g->cu->MemcpyDtoHAsync(&fp, vals, sizeof fp, g->stream), "copy", err));
                     TRY(drv(g, g->cu->StreamSynchronize(g->stream), "the black box", err));
                     void *ma[] = {&minus, &point, &FF, &dim, &hm};
-                    TRY(launch(g, K_PERTURB, blocks(F, 256), 1, 256, ma, err));
-                    TRY(f(ctx, minus, b.vals, 1, F, g->stream, err));
-                    TRY(drv(g, g->cu->MemcpyDtoHAsync(&fm, b.vals, sizeof fm, g->stream), "copy", err));
+                    TRY(launch(g, K_PERTURB, blocks(F, 256), 1, 1, 256, ma, err));
+                    TRY(f(ctx, minus, vals, 1, F, g->stream, err));
+                    TRY(drv(g, g->cu->MemcpyDtoHAsync(&fm, vals, sizeof fm, g->stream), "copy", err));
                     TRY(drv(g, g->cu->StreamSynchronize(g->stream), "the black box", err));
                     acc_h[i] += (double)wt[s] * ((double)fp - fm) / (2.0 * hh[i]);
                 }
@@ -723,21 +891,21 @@ enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ct
                 out->attr[in * F + i] = (float)(((double)xh[i] - bh[i]) * acc_h[i]);
             continue;
         }
-        TRY(drv(g, g->cu->MemsetD32Async(b.acc, 0, 2 * F, g->stream), "clear", err));
+        TRY(drv(g, g->cu->MemsetD32Async(acc, 0, 2 * F, g->stream), "clear", err));
         for (size_t s0 = 0; st == CBC_OK && s0 < (size_t)S; s0 += sc) {
             int cs = (int)(s0 + sc <= (size_t)S ? sc : (size_t)S - s0);
-            CUdeviceptr al0 = b.al + sizeof(float) * s0, wt0 = b.wt + sizeof(float) * s0;
-            void *ia[] = {&b.points, &b.x, &b.base, &al0, &FF, &cs};
-            TRY(launch(g, K_INTERP_B, blocks((size_t)cs * F, 256), 1, 256, ia, err));
-            void *pa[] = {&b.rows, &b.denom, &b.points, &b.h, &FF, &cs};
-            TRY(launch(g, K_PERTURB_B, blocks((size_t)cs * 2 * F * F, 256), 1, 256, pa, err));
-            TRY(f(ctx, b.rows, b.vals, (size_t)cs * 2 * F, F, g->stream, err));
-            void *aa[] = {&b.acc, &b.vals, &b.denom, &wt0, &FF, &cs};
-            TRY(launch(g, K_FD_ACC, blocks(F, 256), 1, 256, aa, err));
+            CUdeviceptr al0 = d_al + sizeof(float) * s0, wt0 = d_wt + sizeof(float) * s0;
+            void *ia[] = {&points, &x, &base, &al0, &FF, &cs};
+            TRY(launch(g, K_INTERP_B, blocks((size_t)cs * F, 256), 1, 1, 256, ia, err));
+            void *pa[] = {&rows, &denom, &points, &h, &FF, &cs};
+            TRY(launch(g, K_PERTURB_B, blocks((size_t)cs * 2 * F * F, 256), 1, 1, 256, pa, err));
+            TRY(f(ctx, rows, vals, (size_t)cs * 2 * F, F, g->stream, err));
+            void *aa[] = {&acc, &vals, &denom, &wt0, &FF, &cs};
+            TRY(launch(g, K_FD_ACC, blocks(F, 256), 1, 1, 256, aa, err));
         }
-        void *fa[] = {&b.attr, &b.acc, &b.x, &b.base, &FF};
-        TRY(launch(g, K_FD_FINISH, blocks(F, 256), 1, 256, fa, err));
-        TRY(drv(g, g->cu->MemcpyDtoHAsync(out->attr + in * F, b.attr, sizeof(float) * F, g->stream),
+        void *fa[] = {&attr, &acc, &x, &base, &FF};
+        TRY(launch(g, K_FD_FINISH, blocks(F, 256), 1, 1, 256, fa, err));
+        TRY(drv(g, g->cu->MemcpyDtoHAsync(out->attr + in * F, attr, sizeof(float) * F, g->stream),
                 "copying attributions", err));
         TRY(drv(g, g->cu->StreamSynchronize(g->stream), "running the IG kernels", err));
     }

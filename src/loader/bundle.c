@@ -10,9 +10,46 @@
 
 #include "manifest.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Embedded images live in the program's read-only data and cannot change
+ * while it runs, so each is verified once per process: the first load pays
+ * for the XXH3-128 of its bytes (about the cost of cuModuleLoadData itself),
+ * later loads of the same image, on any device or from any reopened bundle,
+ * do not. Images read from disk are verified per bundle object. */
+static pthread_mutex_t g_verified_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    const unsigned char *data;
+    size_t size;
+    struct cbc_hash hash;
+} g_verified[64];
+static size_t g_n_verified;
+
+static bool embedded_verified(const unsigned char *data, size_t size, const struct cbc_hash *h)
+{
+    bool found = false;
+    pthread_mutex_lock(&g_verified_lock);
+    for (size_t i = 0; i < g_n_verified && !found; i++)
+        found = g_verified[i].data == data && g_verified[i].size == size &&
+                cbc_hash_eq(&g_verified[i].hash, h);
+    pthread_mutex_unlock(&g_verified_lock);
+    return found;
+}
+
+static void remember_embedded(const unsigned char *data, size_t size, const struct cbc_hash *h)
+{
+    pthread_mutex_lock(&g_verified_lock);
+    if (g_n_verified < CBC_ARRAY_LEN(g_verified)) {
+        g_verified[g_n_verified].data = data;
+        g_verified[g_n_verified].size = size;
+        g_verified[g_n_verified].hash = *h;
+        g_n_verified++;
+    }
+    pthread_mutex_unlock(&g_verified_lock);
+}
 
 struct slot {
     struct cbc_image img;
@@ -216,6 +253,8 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
     char name[CBC_TARGET_NAME_MAX];
     cbc_target_name(&s->img.target, name);
     const char *label = s->file ? s->file : name;
+    if (!s->verified && !s->file && embedded_verified(s->data, s->size, &s->hash))
+        s->verified = true;
     if (!s->verified) {
         if (!s->data) {
             uint8_t *d;
@@ -250,6 +289,8 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
             return cbc_err_hint(err, "rebuild the bundle, or run 'cubincache check' on it");
         }
         s->verified = true;
+        if (!s->file)
+            remember_embedded(s->data, s->size, &s->hash);
     }
     *data = s->data;
     *size = s->size;

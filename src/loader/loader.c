@@ -68,7 +68,7 @@ enum cbc_status cbc_device_query(int ordinal, struct cbc_device_info *out, struc
     return CBC_OK;
 }
 
-enum cbc_status cbc_driver_symbol(const char *name, void **fn, struct cbc_err *err)
+enum cbc_status cbc_driver_symbol(const char *name, int abi, void **fn, struct cbc_err *err)
 {
     const struct cbc_cuda *cu;
     enum cbc_status st = cbc_cuda_get(&cu, err);
@@ -76,11 +76,11 @@ enum cbc_status cbc_driver_symbol(const char *name, void **fn, struct cbc_err *e
         return st;
     CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     *fn = NULL;
-    CUresult rc = cu->GetProcAddress(name, fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q);
+    CUresult rc = cu->GetProcAddress(name, fn, abi, CU_GET_PROC_ADDRESS_DEFAULT, &q);
     if (rc != CUDA_SUCCESS || q != CU_GET_PROC_ADDRESS_SUCCESS || !*fn)
         return cbc_err_set(err, CBC_E_NOT_FOUND,
-                           "the CUDA driver (version %d) has no entry point '%s' for CUDA %d.%d%s",
-                           cu->driver_version, name, CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10,
+                           "the CUDA driver (version %d) has no entry point '%s' at ABI %d%s",
+                           cu->driver_version, name, abi,
                            q == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT ? " (driver too old)" : "");
     return CBC_OK;
 }

@@ -32,12 +32,12 @@ static PFN_cuModuleLoadData_v2000 RawLoad;
 static void symbols(void)
 {
     struct cbc_err err = {0};
-    CHECK(cbc_driver_symbol("cuMemAlloc", (void **)&MemAlloc, &err) == CBC_OK, "%s", err.msg);
-    CHECK(cbc_driver_symbol("cuMemcpyHtoD", (void **)&HtoD, &err) == CBC_OK, "%s", err.msg);
-    CHECK(cbc_driver_symbol("cuMemcpyDtoH", (void **)&DtoH, &err) == CBC_OK, "%s", err.msg);
-    CHECK(cbc_driver_symbol("cuLaunchKernel", (void **)&Launch, &err) == CBC_OK, "%s", err.msg);
-    CHECK(cbc_driver_symbol("cuCtxSynchronize", (void **)&Sync, &err) == CBC_OK, "%s", err.msg);
-    CHECK(cbc_driver_symbol("cuModuleLoadData", (void **)&RawLoad, &err) == CBC_OK, "%s", err.msg);
+    CHECK(cbc_driver_symbol("cuMemAlloc", 3020, (void **)&MemAlloc, &err) == CBC_OK, "%s", err.msg);
+    CHECK(cbc_driver_symbol("cuMemcpyHtoD", 3020, (void **)&HtoD, &err) == CBC_OK, "%s", err.msg);
+    CHECK(cbc_driver_symbol("cuMemcpyDtoH", 3020, (void **)&DtoH, &err) == CBC_OK, "%s", err.msg);
+    CHECK(cbc_driver_symbol("cuLaunchKernel", 4000, (void **)&Launch, &err) == CBC_OK, "%s", err.msg);
+    CHECK(cbc_driver_symbol("cuCtxSynchronize", 2000, (void **)&Sync, &err) == CBC_OK, "%s", err.msg);
+    CHECK(cbc_driver_symbol("cuModuleLoadData", 2000, (void **)&RawLoad, &err) == CBC_OK, "%s", err.msg);
 }
 
 static char *bundle_dir(void)
@@ -60,17 +60,19 @@ static int which(void *fn)
     return v;
 }
 
+/* Loaded first and unloaded last: a module keeps the device's primary
+ * context retained, which the raw driver calls below need. */
+static struct cbc_bundle *g_b;
+static struct cbc_module *g_m;
+
 static void project_kernels_run(void)
 {
     struct cbc_err err = {0};
-    struct cbc_bundle *b = NULL;
-    struct cbc_module *m = NULL;
-    CHECK(cbc_bundle_open_embedded(&cbc_bundle_ig_kernels, &b, &err) == CBC_OK, "%s", err.msg);
-    CHECK(b && cbc_module_load(b, 0, NULL, &m, &err) == CBC_OK, "%s", err.msg);
-    if (!m) {
-        cbc_bundle_close(b);
+    CHECK(cbc_bundle_open_embedded(&cbc_bundle_ig_kernels, &g_b, &err) == CBC_OK, "%s", err.msg);
+    CHECK(g_b && cbc_module_load(g_b, 0, NULL, &g_m, &err) == CBC_OK, "%s", err.msg);
+    struct cbc_module *m = g_m;
+    if (!m)
         return;
-    }
     printf("project kernels: loaded %s%s\n", cbc_module_target(m), cbc_module_jit(m) ? " (JIT)" : "");
     void *interp = NULL, *perturb = NULL;
     CHECK(cbc_module_function(m, "interpolate_input", &interp, &err) == CBC_OK, "%s", err.msg);
@@ -105,8 +107,8 @@ static void project_kernels_run(void)
         bad += fabsf(out[i] - want) > 1e-4f * fmaxf(1.0f, fabsf(want));
     }
     CHECK(bad == 0, "%d wrong values from interpolate_input + perturb_dimension", bad);
-    cbc_module_unload(m);
-    cbc_bundle_close(b);
+    printf("project kernels: interpolate_input and perturb_dimension computed %d values, %d wrong\n",
+           N, bad);
 }
 
 static void sm89_only_is_explained(void)
@@ -192,7 +194,7 @@ static int driver_choice(const char *first, const char *second)
     int v = -13;
     if (RawLoad(&mod, data) == CUDA_SUCCESS) {
         PFN_cuModuleGetFunction_v2000 get;
-        cbc_driver_symbol("cuModuleGetFunction", (void **)&get, NULL);
+        cbc_driver_symbol("cuModuleGetFunction", 2000, (void **)&get, NULL);
         if (get(&fn, mod, "which_arch") == CUDA_SUCCESS)
             v = which(fn);
     }
@@ -260,16 +262,18 @@ static void patched_cubin_is_refused(void)
 int main(void)
 {
     require_gpu();
-    symbols();
     struct cbc_device_info d;
     struct cbc_err err = {0};
     CHECK(cbc_device_query(0, &d, &err) == CBC_OK, "%s", err.msg);
     printf("GPU 0: %s, compute capability %d.%d, driver %d\n", d.name, d.cc_major, d.cc_minor,
            d.driver_version);
-    project_kernels_run();
+    project_kernels_run(); /* makes the primary context current for the raw calls */
+    symbols();
     sm89_only_is_explained();
     ptx_only_jits();
     sm90_and_sm90a_like_the_driver();
     patched_cubin_is_refused();
+    cbc_module_unload(g_m);
+    cbc_bundle_close(g_b);
     return finish("gpu_loader");
 }

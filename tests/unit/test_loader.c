@@ -200,7 +200,7 @@ Test(loader, every_entry_point_fails_cleanly_without_a_driver)
     struct cbc_device_info d;
     cr_assert_eq(cbc_device_query(0, &d, &err), CBC_E_NO_DRIVER);
     void *fn;
-    cr_assert_eq(cbc_driver_symbol("cuMemAlloc", &fn, &err), CBC_E_NO_DRIVER);
+    cr_assert_eq(cbc_driver_symbol("cuMemAlloc", 3020, &fn, &err), CBC_E_NO_DRIVER);
     struct cbc_bundle *b = open_bundle("which_b90");
     struct cbc_module *m = NULL;
     cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_NO_DRIVER);
@@ -320,8 +320,8 @@ Test(loader, driver_symbols_resolve_through_the_driver)
     fake_gpu(90, "x", 13000);
     void *fn = NULL;
     struct cbc_err err = {0};
-    cr_assert_eq(cbc_driver_symbol("cuMemAlloc", &fn, &err), CBC_OK, "%s", err.msg);
+    cr_assert_eq(cbc_driver_symbol("cuMemAlloc", 3020, &fn, &err), CBC_OK, "%s", err.msg);
     cr_assert_not_null(fn);
-    cr_assert_eq(cbc_driver_symbol("cuNoSuchThing", &fn, &err), CBC_E_NOT_FOUND);
+    cr_assert_eq(cbc_driver_symbol("cuNoSuchThing", 3020, &fn, &err), CBC_E_NOT_FOUND);
     cr_assert(strstr(err.msg, "cuNoSuchThing"), "%s", err.msg);
 }
