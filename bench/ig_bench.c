@@ -161,10 +161,12 @@ int main(int argc, char **argv)
         return 77;
     }
     fprintf(stderr, "ig_bench: %s\n", cbc_ig_gpu_describe(g));
+    /* IG_BENCH_QUICK: 784 features only, few runs (for profiling under ncu) */
+    const bool quick = getenv("IG_BENCH_QUICK") != NULL;
     const int feats[3] = {784, 64, 4096};
     const size_t N = 1024;
     const int S = 50;
-    for (int fi = 0; fi < 3; fi++) {
+    for (int fi = 0; fi < (quick ? 1 : 3); fi++) {
         int F = feats[fi];
         struct net net;
         make_net(&net, F);
@@ -190,9 +192,9 @@ int main(int argc, char **argv)
         double per_input = 2 * 2 * F * H1 + rows * (2 * H1 * H2 * 2 + 2 * H2) + 2 * H1 * F;
         /* one input */
         static double t[400];
-        for (int w = 0; w < 20; w++)
+        for (int w = 0; w < (quick ? 2 : 20); w++)
             run(gm, x, 1, F, CBC_IG_ANALYTIC, attr, v);
-        size_t runs = 300;
+        size_t runs = quick ? 3 : 300;
         for (size_t i = 0; i < runs; i++) {
             double t0 = now_ms();
             if (run(gm, x + (i % 8) * F, 1, F, CBC_IG_ANALYTIC, attr, v))
@@ -201,9 +203,9 @@ int main(int argc, char **argv)
         }
         emit("analytic_one_input", F, 1, S, t, runs, per_input);
         /* a batch of 1024 */
-        for (int w = 0; w < 3; w++)
+        for (int w = 0; w < (quick ? 1 : 3); w++)
             run(gm, x, N, F, CBC_IG_ANALYTIC, attr, v);
-        runs = 30;
+        runs = quick ? 2 : 30;
         for (size_t i = 0; i < runs; i++) {
             double t0 = now_ms();
             if (run(gm, x, N, F, CBC_IG_ANALYTIC, attr, v))
@@ -211,6 +213,13 @@ int main(int argc, char **argv)
             t[i] = now_ms() - t0;
         }
         emit("analytic_batch", F, N, S, t, runs, per_input * N);
+        if (quick) {
+            cbc_ig_gpu_model_free(gm);
+            free(attr);
+            free(v);
+            free(x);
+            continue;
+        }
         /* the same with inputs and attributions already on the GPU */
         {
             PFN_cuMemAlloc_v3020 alloc;

@@ -110,6 +110,40 @@ int main(void)
     fprintf(stderr, "loader: first select+verify %.2f us (hashes the image), later %.2f us; "
             "cuModuleLoadData %.2f us (%s, %zu bytes): +%.1f%% first, +%.2f%% later\n",
             first_verify, s, l, target, bytes, 100 * first_verify / l, 100 * s / l);
+    /* what one kernel launch costs here: enqueue only, and enqueue + wait */
+    {
+        void *fn;
+        PFN_cuLaunchKernel_v4000 launch;
+        PFN_cuCtxSynchronize_v2000 sync;
+        PFN_cuMemAlloc_v3020 alloc;
+        cbc_driver_symbol("cuLaunchKernel", 4000, (void **)&launch, &err);
+        cbc_driver_symbol("cuCtxSynchronize", 2000, (void **)&sync, &err);
+        cbc_driver_symbol("cuMemAlloc", 3020, (void **)&alloc, &err);
+        cbc_module_function(m0, "check_finite", &fn, &err);
+        CUdeviceptr flag;
+        alloc(&flag, 16);
+        size_t n = 1;
+        void *args[] = {&flag, &n, &flag};
+        for (int i = 0; i < 100; i++)
+            launch((CUfunction)fn, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+        sync();
+        double t0 = now_us();
+        for (int i = 0; i < 1000; i++)
+            launch((CUfunction)fn, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+        double t1 = now_us();
+        sync();
+        double t2 = now_us();
+        for (int i = 0; i < 200; i++) {
+            launch((CUfunction)fn, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+            sync();
+        }
+        double t3 = now_us();
+        printf("{\"bench\":\"launch_latency\",\"enqueue_us\":%.2f,\"back_to_back_us\":%.2f,"
+               "\"launch_and_wait_us\":%.2f}\n",
+               (t1 - t0) / 1000, (t2 - t0) / 1000, (t3 - t2) / 200);
+        fprintf(stderr, "launch: %.2f us to enqueue, %.2f us per kernel back to back, %.2f us launch+wait\n",
+                (t1 - t0) / 1000, (t2 - t0) / 1000, (t3 - t2) / 200);
+    }
     cbc_module_unload(m0);
     cbc_bundle_close(b0);
     return 0;

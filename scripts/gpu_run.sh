@@ -37,4 +37,10 @@ say "== benchmarks"
 step timeout 300 build-gpu/bench/loader_bench >> "$out/bench.jsonl" 2>> "$S"
 step timeout 900 build-gpu/bench/ig_bench /tmp/ig-bench-data >> "$out/bench.jsonl" 2>> "$S"
 step timeout 900 python3 bench/torch_ig.py /tmp/ig-bench-data >> "$out/bench.jsonl" 2>> "$S"
+if [ -n "${GPU_RUN_PROFILE:-}" ] && command -v ncu >/dev/null; then
+    say "== ncu: per-kernel time of 784 features, one input and 1024"
+    IG_BENCH_QUICK=1 step timeout 300 ncu --clock-control none --print-summary per-kernel \
+        build-gpu/bench/ig_bench /tmp/ig-prof > "$out/ncu.txt" 2>&1
+    grep -E 'Duration|^  [a-zA-Z_0-9]+\(' "$out/ncu.txt" | head -80 >> "$S"
+fi
 cat "$S" | tail -40

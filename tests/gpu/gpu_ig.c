@@ -449,6 +449,7 @@ static void device_pointers(void)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IONBF, 0); /* keep what was printed if a check crashes */
     require_gpu();
     struct cbc_err err = {0};
     if (cbc_ig_gpu_open(0, NULL, NULL, &G, &err) != CBC_OK) {

@@ -261,14 +261,15 @@ static void patched_cubin_is_refused(void)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IONBF, 0); /* keep what was printed if a check crashes */
     require_gpu();
     struct cbc_device_info d;
     struct cbc_err err = {0};
     CHECK(cbc_device_query(0, &d, &err) == CBC_OK, "%s", err.msg);
     printf("GPU 0: %s, compute capability %d.%d, driver %d\n", d.name, d.cc_major, d.cc_minor,
            d.driver_version);
-    project_kernels_run(); /* makes the primary context current for the raw calls */
     symbols();
+    project_kernels_run(); /* makes the primary context current for the raw calls */
     sm89_only_is_explained();
     ptx_only_jits();
     sm90_and_sm90a_like_the_driver();
