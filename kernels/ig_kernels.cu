@@ -395,21 +395,63 @@ __device__ __forceinline__ void mma8(float *d, const unsigned *a, const unsigned
 }
 #endif
 
-// 128x128 block tile, BK 16, 8 warps of 64x32, 3xTF32.
+// 128x128 block tile, BK 16, 8 warps of 64x32, 3xTF32. Each element is split
+// into its TF32 high part and residual once, when the tile is stored to
+// shared memory (dynamic: 4 arrays x 2 stages = 69632 bytes), so the inner
+// loop is loads and MMAs only.
+#define TC_BM 128
+#define TC_BK 16
+#define TC_PAD 8
+#define TC_STRIDE (TC_BM + TC_PAD)
+#define TC_ARRAY (2 * TC_BK * TC_STRIDE)
+#define TC_SMEM_BYTES (4 * TC_ARRAY * 4)
+
 template <bool NN, int PRO>
 __device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    constexpr int BM = 128, BN = 128, BK = 16, PAD = 8;
-    __shared__ __align__(16) float As[2][BK][BM + PAD];
-    __shared__ __align__(16) float Bs[2][BK][BN + PAD];
+    extern __shared__ __align__(16) unsigned tc_smem[];
+    unsigned *Ah = tc_smem, *Al = Ah + TC_ARRAY, *Bh = Al + TC_ARRAY, *Bl = Bh + TC_ARRAY;
+    constexpr int BM = TC_BM, BN = TC_BM, BK = TC_BK, S = TC_STRIDE;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = (warp >> 2) * 64, wn = (warp & 3) * 32, g = lane >> 2, q = lane & 3;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     int kbeg, kend;
     k_range(p, kbeg, kend);
-    Tiles<BM, BN, BK, PAD, NN, PRO> t;
+    Tiles<BM, BN, BK, TC_PAD, NN, PRO> t;
     t.init(p, m0, tid);
+    auto put_split = [&](unsigned *hi, unsigned *lo, int idx, float x) {
+        unsigned h = tf32(x);
+        hi[idx] = h;
+        lo[idx] = tf32(x - __uint_as_float(h));
+    };
+    auto store = [&](int buf) {
+        const int base = buf * BK * S;
+#pragma unroll
+        for (int i = 0; i < t.A4; i++) {
+            int e = tid + i * 256, r = e / (BK / 4), k = (e % (BK / 4)) * 4;
+            float v[4] = {t.ra[i].x, t.ra[i].y, t.ra[i].z, t.ra[i].w};
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                put_split(Ah, Al, base + (k + j) * S + r, v[j]);
+        }
+#pragma unroll
+        for (int i = 0; i < t.B4; i++) {
+            int e = tid + i * 256;
+            float v[4] = {t.rb[i].x, t.rb[i].y, t.rb[i].z, t.rb[i].w};
+            if (NN) {
+                int k = e / (BN / 4), n = (e % (BN / 4)) * 4;
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    put_split(Bh, Bl, base + k * S + n + j, v[j]);
+            } else {
+                int n = e / (BK / 4), k = (e % (BK / 4)) * 4;
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    put_split(Bh, Bl, base + (k + j) * S + n, v[j]);
+            }
+        }
+    };
     float acc[4][4][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -419,48 +461,38 @@ __device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
             for (int c = 0; c < 4; c++)
                 acc[i][j][c] = 0.0f;
     t.load(p, m0, n0, kbeg, kend, tid);
-    t.store(As[0], Bs[0], tid);
+    store(0);
     __syncthreads();
     for (int k0 = kbeg, it = 0; k0 < kend; k0 += BK, it++) {
-        const int cur = it & 1;
+        const int cur = (it & 1) * BK * S;
         const bool more = k0 + BK < kend;
         if (more)
             t.load(p, m0, n0, k0 + BK, kend, tid);
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 8) {
-            unsigned ah[4][4], al[4][4], bh[4][2], bl[4][2];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                int r = wm + i * 16 + g;
-                float a[4] = {As[cur][kk + q][r], As[cur][kk + q][r + 8], As[cur][kk + q + 4][r],
-                              As[cur][kk + q + 4][r + 8]};
-#pragma unroll
-                for (int c = 0; c < 4; c++) {
-                    ah[i][c] = tf32(a[c]);
-                    al[i][c] = tf32(a[c] - __uint_as_float(ah[i][c]));
-                }
-            }
+            const int k1 = cur + (kk + q) * S, k2 = k1 + 4 * S;
+            unsigned bh[4][2], bl[4][2];
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 int n = wn + j * 8 + g;
-                float b[2] = {Bs[cur][kk + q][n], Bs[cur][kk + q + 4][n]};
-#pragma unroll
-                for (int c = 0; c < 2; c++) {
-                    bh[j][c] = tf32(b[c]);
-                    bl[j][c] = tf32(b[c] - __uint_as_float(bh[j][c]));
-                }
+                bh[j][0] = Bh[k1 + n], bh[j][1] = Bh[k2 + n];
+                bl[j][0] = Bl[k1 + n], bl[j][1] = Bl[k2 + n];
             }
 #pragma unroll
-            for (int i = 0; i < 4; i++)
+            for (int i = 0; i < 4; i++) {
+                int r = wm + i * 16 + g;
+                unsigned ah[4] = {Ah[k1 + r], Ah[k1 + r + 8], Ah[k2 + r], Ah[k2 + r + 8]};
+                unsigned al[4] = {Al[k1 + r], Al[k1 + r + 8], Al[k2 + r], Al[k2 + r + 8]};
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    mma8(acc[i][j], al[i], bh[j]);
-                    mma8(acc[i][j], ah[i], bl[j]);
-                    mma8(acc[i][j], ah[i], bh[j]);
+                    mma8(acc[i][j], al, bh[j]);
+                    mma8(acc[i][j], ah, bl[j]);
+                    mma8(acc[i][j], ah, bh[j]);
                 }
+            }
         }
         if (more)
-            t.store(As[cur ^ 1], Bs[cur ^ 1], tid);
+            store((it + 1) & 1);
         __syncthreads();
     }
 #pragma unroll
@@ -485,7 +517,7 @@ __device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
     {                                                                                              \
         gemm_simt<64, 64, 16, 4, 4, NN, PRO>(p);                                                   \
     }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(256) gemm_tc_##suffix(cbc_k_gemm p)               \
+    extern "C" __global__ void __launch_bounds__(256) gemm_tc_##suffix(cbc_k_gemm p)            \
     {                                                                                              \
         gemm_tc<NN, PRO>(p);                                                                       \
     }
@@ -511,6 +543,13 @@ extern "C" __global__ void gemm_reduce(cbc_k_gemm p)
     p.C[(size_t)r * p.ldc + c] = epilogue(p, r, c, s);
 }
 
+
+// At most 8 rows of A (one input). The rows go to shared memory in chunks
+// (the prologue applied once per element), then:
+//  nt: a warp per output column, lanes across K, a shuffle reduction;
+//  nn: a lane per output column, the 8 warps across K, a shared reduction.
+#define SK_CHUNK 1024
+
 __device__ __noinline__ float a_elem(const cbc_k_gemm &p, int r, int k)
 {
     if (p.pro == CBC_PRO_INTERP) {
@@ -522,49 +561,83 @@ __device__ __noinline__ float a_elem(const cbc_k_gemm &p, int r, int k)
     return p.pro == CBC_PRO_ACT ? act_f(p.pro_act, a) : a;
 }
 
-// At most 8 rows of A (one input): a warp per output column, A . W^T.
-extern "C" __global__ void gemm_skinny_nt(cbc_k_gemm p)
+
+__device__ __forceinline__ void stage_rows(const cbc_k_gemm &p, float (*As)[SK_CHUNK], int k0, int kc)
 {
-    int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
-    if (warp >= p.N)
-        return;
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    const float *w = p.W + (size_t)warp * p.ldw;
-    for (int k = lane; k < p.K; k += 32) {
-        float wk = w[k];
-#pragma unroll
-        for (int m = 0; m < 8; m++)
-            if (m < p.M)
-                acc[m] = fmaf(a_elem(p, m, k), wk, acc[m]);
+    for (int e = threadIdx.x; e < p.M * kc; e += blockDim.x) {
+        int m = e / kc, k = e - m * kc;
+        As[m][k] = a_elem(p, m, k0 + k);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) gemm_skinny_nt(cbc_k_gemm p)
+{
+    __shared__ float As[8][SK_CHUNK];
+    const int lane = threadIdx.x & 31, n = blockIdx.x * 8 + (threadIdx.x >> 5);
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int k0 = 0; k0 < p.K; k0 += SK_CHUNK) {
+        int kc = min(SK_CHUNK, p.K - k0);
+        __syncthreads();
+        stage_rows(p, As, k0, kc);
+        __syncthreads();
+        if (n < p.N) {
+            const float *w = p.W + (size_t)n * p.ldw + k0;
+            for (int k = lane; k < kc; k += 32) {
+                float wk = w[k];
+#pragma unroll
+                for (int m = 0; m < 8; m++)
+                    if (m < p.M)
+                        acc[m] = fmaf(As[m][k], wk, acc[m]);
+            }
+        }
+    }
+    if (n >= p.N)
+        return;
 #pragma unroll
     for (int m = 0; m < 8; m++) {
         float v = acc[m];
         for (int o = 16; o > 0; o >>= 1)
             v += __shfl_xor_sync(0xffffffffu, v, o);
         if (lane == 0 && m < p.M)
-            p.C[(size_t)m * p.ldc + warp] = epilogue(p, m, warp, v);
+            p.C[(size_t)m * p.ldc + n] = epilogue(p, m, n, v);
     }
 }
 
-// At most 8 rows of A: a thread per output column, A . W with W [K][N].
-extern "C" __global__ void gemm_skinny_nn(cbc_k_gemm p)
+extern "C" __global__ void __launch_bounds__(256) gemm_skinny_nn(cbc_k_gemm p)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= p.N)
-        return;
+    __shared__ float As[8][SK_CHUNK];
+    __shared__ float red[8][8][33];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c = blockIdx.x * 32 + lane;
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int k = 0; k < p.K; k++) {
-        float wk = p.W[(size_t)k * p.ldw + c];
+    for (int k0 = 0; k0 < p.K; k0 += SK_CHUNK) {
+        int kc = min(SK_CHUNK, p.K - k0);
+        __syncthreads();
+        stage_rows(p, As, k0, kc);
+        __syncthreads();
+        if (c < p.N) {
+#pragma unroll 4
+            for (int k = warp; k < kc; k += 8) {
+                float wk = p.W[(size_t)(k0 + k) * p.ldw + c];
 #pragma unroll
-        for (int m = 0; m < 8; m++)
-            if (m < p.M)
-                acc[m] = fmaf(a_elem(p, m, k), wk, acc[m]);
+                for (int m = 0; m < 8; m++)
+                    if (m < p.M)
+                        acc[m] = fmaf(As[m][k], wk, acc[m]);
+            }
+        }
     }
 #pragma unroll
     for (int m = 0; m < 8; m++)
-        if (m < p.M)
-            p.C[(size_t)m * p.ldc + c] = epilogue(p, m, c, acc[m]);
+        red[warp][m][lane] = acc[m];
+    __syncthreads();
+    if (warp == 0 && c < p.N) {
+        for (int m = 0; m < p.M; m++) {
+            float v = 0.0f;
+#pragma unroll
+            for (int w = 0; w < 8; w++)
+                v += red[w][m][lane];
+            p.C[(size_t)m * p.ldc + c] = epilogue(p, m, c, v);
+        }
+    }
 }
 
 // ---- the last layer, one output ------------------------------------------
@@ -672,6 +745,21 @@ extern "C" __global__ void build_uv_input(float *out, const float *x, cbc_k_base
         int b = row - n;
         out[e] = x[(size_t)b * F + i] - base_at(base, b, F, i);
     }
+}
+
+// sums[b] = sum_i attr[b][i], a warp per row, in double (as the CPU does).
+extern "C" __global__ void row_sums(const float *attr, double *sums, int n, int F)
+{
+    int b = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (b >= n)
+        return;
+    double s = 0;
+    for (int i = lane; i < F; i += 32)
+        s += attr[(size_t)b * F + i];
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0)
+        sums[b] = s;
 }
 
 // Sets *bad to 1 when any of n values is NaN or Inf (inputs given as device

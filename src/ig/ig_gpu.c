@@ -57,6 +57,7 @@ enum {
     K_UV_INPUT,
     K_ENDPOINTS,
     K_CHECK_FINITE,
+    K_ROW_SUMS,
     K_GEMM0, /* F_COUNT * V_COUNT GEMMs follow */
     K_COUNT = K_GEMM0 + F_COUNT * V_COUNT
 };
@@ -65,7 +66,7 @@ static const char *const kernel_names[K_GEMM0] = {
     "interpolate_input", "perturb_dimension", "interpolate_input_batched",
     "perturb_dimension_batched", "fd_accumulate", "fd_finish", "gemm_skinny_nt",
     "gemm_skinny_nn", "gemm_reduce", "mlp_output", "mlp_delta_last", "reduce_steps",
-    "reduce_output", "build_uv_input", "gather_endpoints", "check_finite",
+    "reduce_output", "build_uv_input", "gather_endpoints", "check_finite", "row_sums",
 };
 static const char *const family_names[F_COUNT] = {"nt_plain", "nt_act", "nt_interp", "nn"};
 static const char *const variant_names[V_COUNT] = {"s128", "s64", "tc"};
@@ -73,10 +74,11 @@ static const char *const variant_names[V_COUNT] = {"s128", "s64", "tc"};
 /* Device buffers kept between calls (grow-only). */
 enum {
     WS_AL, WS_WT, WS_X, WS_BASE, WS_UVIN, WS_UV, WS_D, WS_ATTR, WS_ENDS, WS_WORK, WS_SPLIT,
-    WS_FLAG, WS_FD_H, WS_FD_ROWS, WS_FD_VALS, WS_FD_POINTS, WS_FD_DENOM, WS_FD_ACC, WS_COUNT
+    WS_FLAG, WS_SUMS, WS_FD_H, WS_FD_ROWS, WS_FD_VALS, WS_FD_POINTS, WS_FD_DENOM, WS_FD_ACC, WS_COUNT
 };
 
 #define STAGE_MAX (256u << 10) /* transfers up to this size go through pinned memory */
+#define TC_SMEM_BYTES 69632    /* the tensor-core GEMMs' dynamic shared memory (ig_kernels.cu) */
 
 struct cbc_ig_gpu {
     const struct cbc_cuda *cu;
@@ -163,12 +165,18 @@ static enum cbc_status upload(struct cbc_ig_gpu *g, CUdeviceptr d, const void *h
     return drv(g, g->cu->MemcpyHtoDAsync(d, h, bytes, g->stream), "cuMemcpyHtoDAsync", err);
 }
 
+static bool is_tc(int k)
+{
+    return k >= K_GEMM0 && (k - K_GEMM0) % V_COUNT == V_TC;
+}
+
 static enum cbc_status launch(struct cbc_ig_gpu *g, int k, unsigned gx, unsigned gy, unsigned gz,
                               unsigned bx, void **args, struct cbc_err *err)
 {
     if (gx == 0 || gy == 0 || gz == 0)
         return CBC_OK;
-    CUresult rc = g->cu->LaunchKernel(g->k[k], gx, gy, gz, bx, 1, 1, 0, g->stream, args, NULL);
+    CUresult rc = g->cu->LaunchKernel(g->k[k], gx, gy, gz, bx, 1, 1, is_tc(k) ? TC_SMEM_BYTES : 0,
+                                      g->stream, args, NULL);
     if (rc == CUDA_SUCCESS)
         return CBC_OK;
     char what[96];
@@ -200,16 +208,16 @@ static enum cbc_status gemm(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, struct c
     void *args[] = {p};
     if (p->M <= 8) {
         if (p->nn)
-            return launch(g, K_SKINNY_NN, blocks((size_t)p->N, 128), 1, 1, 128, args, err);
-        return launch(g, K_SKINNY_NT, blocks((size_t)p->N * 32, 256), 1, 1, 256, args, err);
+            return launch(g, K_SKINNY_NN, blocks((size_t)p->N, 32), 1, 1, 256, args, err);
+        return launch(g, K_SKINNY_NT, blocks((size_t)p->N, 8), 1, 1, 256, args, err);
     }
     size_t t128 = (size_t)blocks((size_t)p->M, 128) * blocks((size_t)p->N, 128);
-    int var = t128 >= (size_t)g->sms ? (g->tensor_cores ? V_TC : V_S128) : V_S64;
+    int var = g->tensor_cores && p->M >= 64 ? V_TC : t128 >= (size_t)g->sms ? V_S128 : V_S64;
     unsigned bm = var == V_S64 ? 64 : 128, bk = var == V_S128 ? 8 : 16;
     unsigned gx = blocks((size_t)p->N, bm), gy = blocks((size_t)p->M, bm);
     size_t tiles = (size_t)gx * gy;
     int splits = 1;
-    if (tiles < (size_t)g->sms) { /* few rows: split K so the GPU fills */
+    if (tiles < (size_t)g->sms) { /* few tiles: split K so the GPU fills */
         splits = (int)((2 * (size_t)g->sms + tiles - 1) / tiles);
         int max_splits = p->K / (int)(4 * bk);
         if (splits > max_splits)
@@ -261,6 +269,11 @@ enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const str
         void *fn;
         st = cbc_module_function(g->mod, name, &fn, err);
         g->k[k] = (CUfunction)fn;
+        if (st == CBC_OK && is_tc(k))
+            st = drv(g, g->cu->FuncSetAttribute((CUfunction)fn,
+                                                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                TC_SMEM_BYTES),
+                     "allowing the tensor-core GEMMs their shared memory", err);
     }
     struct cbc_device_info d;
     if (st == CBC_OK)
@@ -670,43 +683,49 @@ static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig
         p.epi = CBC_EPI_MUL_DIFF, p.x = d_x, p.base = kb;
         st = gemm(g, &p, err);
     }
-    float *ends = sizeof(float) * 2 * (size_t)n <= STAGE_MAX ? g->stage_out : malloc(sizeof(float) * 2 * (size_t)n);
-    float *attr_stage = !r->device_pointers && sizeof(float) * (nF + 2 * (size_t)n) <= STAGE_MAX
-                            ? (float *)g->stage_out + 2 * (size_t)n
-                            : NULL;
-    if (!ends)
+    /* F(x), F(x') and the sums come back together; the attributions too
+     * unless they stay on the device */
+    CUdeviceptr d_sums = 0;
+    TRY(ws(g, WS_SUMS, sizeof(double) * (size_t)n, &d_sums, "sums", err));
+    if (st == CBC_OK) {
+        int nn = n, FF = F;
+        void *args[] = {&d_attr, &d_sums, &nn, &FF};
+        st = launch(g, K_ROW_SUMS, blocks((size_t)n * 32, 256), 1, 1, 256, args, err);
+    }
+    size_t small = sizeof(double) * (size_t)n + sizeof(float) * 2 * (size_t)n;
+    bool staged = small <= STAGE_MAX;
+    void *host_small = staged ? g->stage_out : malloc(small);
+    double *sums = host_small;
+    float *ends = host_small ? (float *)((double *)host_small + n) : NULL;
+    bool attr_staged = !r->device_pointers && staged && small + sizeof(float) * nF <= STAGE_MAX;
+    float *attr_host = attr_staged ? ends + 2 * (size_t)n : out->attr;
+    if (!host_small)
         st = st == CBC_OK ? cbc_err_oom(err) : st;
     if (!r->device_pointers)
-        TRY(drv(g, g->cu->MemcpyDtoHAsync(attr_stage ? (void *)attr_stage : (void *)out->attr, d_attr,
-                                          sizeof(float) * nF, g->stream),
+        TRY(drv(g, g->cu->MemcpyDtoHAsync(attr_host, d_attr, sizeof(float) * nF, g->stream),
                 "copying attributions", err));
+    TRY(drv(g, g->cu->MemcpyDtoHAsync(sums, d_sums, sizeof(double) * (size_t)n, g->stream),
+            "copying sums", err));
     TRY(drv(g, g->cu->MemcpyDtoHAsync(ends, d_ends, sizeof(float) * 2 * (size_t)n, g->stream),
             "copying F(x)", err));
     TRY(finish_stream(g, d_flag, err));
 #undef TRY
     if (st == CBC_OK) {
-        if (attr_stage)
-            memcpy(out->attr, attr_stage, sizeof(float) * nF);
+        if (attr_staged)
+            memcpy(out->attr, attr_host, sizeof(float) * nF);
         for (int b = 0; b < n; b++) {
             out->f_x[b] = ends[2 * b];
             out->f_base[b] = ends[2 * b + 1];
-        }
-        if (r->device_pointers) { /* the sum is over device memory: add it on the host */
-            float *h = malloc(sizeof(float) * nF);
-            if (h && g->cu->MemcpyDtoH(h, d_attr, sizeof(float) * nF) == CUDA_SUCCESS) {
-                struct cbc_ig_output ho = *out;
-                ho.attr = h;
-                cbc_ig_finish(&ho, (size_t)n, (size_t)F);
-            }
-            free(h);
-        } else {
-            cbc_ig_finish(out, (size_t)n, (size_t)F);
+            if (out->sum)
+                out->sum[b] = sums[b];
+            if (out->delta)
+                out->delta[b] = sums[b] - (out->f_x[b] - out->f_base[b]);
         }
     } else {
         g->cu->StreamSynchronize(g->stream);
     }
-    if (ends && ends != g->stage_out)
-        free(ends);
+    if (host_small && !staged)
+        free(host_small);
     free(al);
     free(wt);
     return st;
