@@ -154,9 +154,11 @@ extern "C" __global__ void fd_finish(float *attr, const double *acc, const float
 // and gemm_reduce adds them in a fixed order and applies the epilogue, so
 // results are the same on every run.
 
-// Not inlined: it runs once per output, and inlining its every activation
-// derivative at the 64 output sites of each kernel made cubins 4 MB.
-__device__ __noinline__ float epilogue(const cbc_k_gemm &p, int r, int c, float val)
+// Inlined where a thread finishes one output (gemm_reduce, where a call
+// would copy the whole parameter block to the stack per element); called,
+// not inlined, from the tiles: inlining its every activation derivative at
+// their 64 output sites made cubins 4 MB.
+__device__ __forceinline__ float epilogue_inline(const cbc_k_gemm &p, int r, int c, float val)
 {
     switch (p.epi) {
     case CBC_EPI_DACT: return val * act_df(p.epi_act, p.Z[(size_t)r * p.ldz + c]);
@@ -174,6 +176,11 @@ __device__ __noinline__ float epilogue(const cbc_k_gemm &p, int r, int c, float 
             val += p.bias[c];
         return val;
     }
+}
+
+__device__ __noinline__ float epilogue(const cbc_k_gemm &p, int r, int c, float val)
+{
+    return epilogue_inline(p, r, c, val);
 }
 
 __device__ __noinline__ float4 act4(int a, float4 v)
@@ -388,7 +395,7 @@ __device__ __forceinline__ unsigned tf32(float x)
 
 __device__ __forceinline__ void mma8(float *d, const unsigned *a, const unsigned *b)
 {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -478,18 +485,34 @@ __device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
                 bh[j][0] = Bh[k1 + n], bh[j][1] = Bh[k2 + n];
                 bl[j][0] = Bl[k1 + n], bl[j][1] = Bl[k2 + n];
             }
+            unsigned ah[4][4], al[4][4];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 int r = wm + i * 16 + g;
-                unsigned ah[4] = {Ah[k1 + r], Ah[k1 + r + 8], Ah[k2 + r], Ah[k2 + r + 8]};
-                unsigned al[4] = {Al[k1 + r], Al[k1 + r + 8], Al[k2 + r], Al[k2 + r + 8]};
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    mma8(acc[i][j], al, bh[j]);
-                    mma8(acc[i][j], ah, bl[j]);
-                    mma8(acc[i][j], ah, bh[j]);
-                }
+                ah[i][0] = Ah[k1 + r], ah[i][1] = Ah[k1 + r + 8];
+                ah[i][2] = Ah[k2 + r], ah[i][3] = Ah[k2 + r + 8];
+                al[i][0] = Al[k1 + r], al[i][1] = Al[k1 + r + 8];
+                al[i][2] = Al[k2 + r], al[i][3] = Al[k2 + r + 8];
             }
+            // Three passes of 16 independent MMAs: issued per accumulator,
+            // the three products would wait on each other. Every
+            // accumulator still takes its terms in the same order (the
+            // small cross terms first).
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    mma8(acc[i][j], al[i], bh[j]);
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    mma8(acc[i][j], ah[i], bl[j]);
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    mma8(acc[i][j], ah[i], bh[j]);
         }
         if (more)
             store((it + 1) & 1);
@@ -539,8 +562,10 @@ extern "C" __global__ void gemm_reduce(cbc_k_gemm p)
     float s = 0.0f;
     for (int z = 0; z < p.splits; z++)
         s += p.P[(size_t)z * mn + e];
-    int r = (int)(e / p.N), c = (int)(e % p.N);
-    p.C[(size_t)r * p.ldc + c] = epilogue(p, r, c, s);
+    // K is split only when the output has fewer 128x128 tiles than the GPU
+    // has SMs, so M * N is far below 2^32: 32-bit division
+    int r = (int)((unsigned)e / (unsigned)p.N), c = (int)((unsigned)e - (unsigned)r * p.N);
+    p.C[(size_t)r * p.ldc + c] = epilogue_inline(p, r, c, s);
 }
 
 

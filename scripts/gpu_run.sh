@@ -26,7 +26,7 @@ build-gpu/tools/cubincache devices build-gpu/kernels/ig_kernels.manifest.json 2>
 
 say "== GPU test suite"
 step timeout 900 meson test -C build-gpu --suite gpu -v > "$out/gpu-tests.log" 2>&1
-grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|FAIL|gpu_ig:|gpu_loader:)' "$out/gpu-tests.log" | tee -a "$S"
+grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|  8 calls|FAIL|gpu_ig:|gpu_loader:)' "$out/gpu-tests.log" | tee -a "$S"
 grep -E '^ *[0-9]+/[0-9]+ ' "$out/gpu-tests.log" | tee -a "$S"
 say "== unit test suite on this machine (the fake driver and the real one side by side)"
 step timeout 600 meson test -C build-gpu --suite unit > "$out/unit-tests.log" 2>&1
@@ -41,6 +41,6 @@ if [ -n "${GPU_RUN_PROFILE:-}" ] && command -v ncu >/dev/null; then
     say "== ncu: per-kernel time of 784 features, one input and 1024"
     IG_BENCH_QUICK=1 step timeout 300 ncu --clock-control none --print-summary per-kernel \
         build-gpu/bench/ig_bench /tmp/ig-prof > "$out/ncu.txt" 2>&1
-    grep -E 'Duration|^  [a-zA-Z_0-9]+\(' "$out/ncu.txt" | head -80 >> "$S"
+    grep -E 'Duration|^  [a-zA-Z_0-9]+ \(' "$out/ncu.txt" | head -80 >> "$S"
 fi
 cat "$S" | tail -40

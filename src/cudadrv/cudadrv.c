@@ -1,7 +1,8 @@
 /* cudadrv.c: dlopen of libcuda.so.1, cuInit, and GPU enumeration.
  *
- * Invariant: the table is filled completely or not at all; a missing entry
- * point is reported as an unusable driver, naming the symbol. The first
+ * Invariant: the required part of the table is filled completely or not at
+ * all; a missing required entry point is reported as an unusable driver,
+ * naming the symbol. Optional entry points (graphs) are NULL when absent. The first
  * outcome (table or error) is cached for the life of the process: cuInit
  * is not retried, matching the driver's own behaviour.
  */
@@ -79,6 +80,12 @@ static enum cbc_status open_driver(struct cbc_cuda *cu, struct cbc_err *err)
     LOAD(EventElapsedTime, "cuEventElapsedTime_v2");
     LOAD(FuncSetAttribute, "cuFuncSetAttribute");
     LOAD(GetProcAddress, "cuGetProcAddress_v2");
+    *(void **)&cu->StreamBeginCapture = dlsym(cu->lib, "cuStreamBeginCapture_v2");
+    *(void **)&cu->StreamEndCapture = dlsym(cu->lib, "cuStreamEndCapture");
+    *(void **)&cu->GraphInstantiateWithFlags = dlsym(cu->lib, "cuGraphInstantiateWithFlags");
+    *(void **)&cu->GraphLaunch = dlsym(cu->lib, "cuGraphLaunch");
+    *(void **)&cu->GraphDestroy = dlsym(cu->lib, "cuGraphDestroy");
+    *(void **)&cu->GraphExecDestroy = dlsym(cu->lib, "cuGraphExecDestroy");
 
     CUresult rc = cu->Init(0);
     if (rc != CUDA_SUCCESS) {

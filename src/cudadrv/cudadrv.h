@@ -63,6 +63,14 @@ struct cbc_cuda {
     __typeof__(cuEventElapsedTime) *EventElapsedTime;
     __typeof__(cuFuncSetAttribute) *FuncSetAttribute;
     __typeof__(cuGetProcAddress) *GetProcAddress;
+    /* optional (NULL when the driver lacks them): CUDA graphs, which the IG
+     * engine uses to replay small requests with one launch */
+    __typeof__(cuStreamBeginCapture) *StreamBeginCapture;
+    __typeof__(cuStreamEndCapture) *StreamEndCapture;
+    __typeof__(cuGraphInstantiateWithFlags) *GraphInstantiateWithFlags;
+    __typeof__(cuGraphLaunch) *GraphLaunch;
+    __typeof__(cuGraphDestroy) *GraphDestroy;
+    __typeof__(cuGraphExecDestroy) *GraphExecDestroy;
 };
 
 /* The process-wide driver table, opened and cuInit'ed on first use.

@@ -94,10 +94,26 @@ struct cbc_ig_gpu {
         CUdeviceptr p;
         size_t cap;
     } ws[WS_COUNT];
-    /* the quadrature now in WS_AL / WS_WT */
+    unsigned ws_gen; /* bumped whenever a workspace buffer moves */
+    /* the quadrature now in WS_AL / WS_WT, and its host copy */
     int rule_method, rule_steps;
+    float *rule_al, *rule_wt;
     /* pinned staging: in and out */
     void *stage_in, *stage_out;
+    unsigned long next_serial; /* models, so a graph never outlives its model */
+    /* The last small request, and its recorded launches once it came twice.
+     * A replay is valid only while no workspace buffer moved (gen). */
+    struct graph_key {
+        unsigned long model;
+        int n, steps, method, target, base_kind;
+        float base_scalar;
+        size_t budget;
+        uintptr_t x, attr; /* device pointers, else 0 */
+    } gkey;
+    bool have_gkey;
+    CUgraphExec gexec;
+    unsigned ggen;
+    bool graphs_off; /* the driver refused to record once */
 };
 
 #define MAX_LAYERS 16
@@ -108,6 +124,7 @@ struct cbc_ig_gpu_model {
     enum cbc_act act[MAX_LAYERS];
     CUdeviceptr w[MAX_LAYERS], b[MAX_LAYERS];
     float *last_bias; /* host copy: the output's bias is a kernel argument */
+    unsigned long serial;
     int target;
     CUdeviceptr fwd; /* forward scratch, grown on demand */
     size_t fwd_bytes;
@@ -149,6 +166,7 @@ static enum cbc_status ws(struct cbc_ig_gpu *g, int slot, size_t bytes, CUdevice
     if (g->ws[slot].cap < bytes) {
         dfree(g, &g->ws[slot].p);
         g->ws[slot].cap = 0;
+        g->ws_gen++;
         enum cbc_status st = dalloc(g, &g->ws[slot].p, bytes, what, err);
         if (st != CBC_OK)
             return st;
@@ -158,7 +176,15 @@ static enum cbc_status ws(struct cbc_ig_gpu *g, int slot, size_t bytes, CUdevice
     return CBC_OK;
 }
 
-/* Host to device, through pinned staging when small (asynchronous then). */
+static void drop_graph(struct cbc_ig_gpu *g)
+{
+    if (g->gexec)
+        g->cu->GraphExecDestroy(g->gexec);
+    g->gexec = NULL;
+    g->have_gkey = false;
+}
+
+/* Host to device, asynchronous on the engine's stream. */
 static enum cbc_status upload(struct cbc_ig_gpu *g, CUdeviceptr d, const void *h, size_t bytes,
                               struct cbc_err *err)
 {
@@ -318,6 +344,7 @@ void cbc_ig_gpu_close(struct cbc_ig_gpu *g)
     if (g->cu) {
         if (g->stream)
             g->cu->StreamSynchronize(g->stream);
+        drop_graph(g);
         for (int i = 0; i < WS_COUNT; i++)
             dfree(g, &g->ws[i].p);
         if (g->stage_in)
@@ -329,6 +356,8 @@ void cbc_ig_gpu_close(struct cbc_ig_gpu *g)
     }
     cbc_module_unload(g->mod);
     cbc_bundle_close(g->own_bundle);
+    free(g->rule_al);
+    free(g->rule_wt);
     free(g);
 }
 
@@ -350,6 +379,7 @@ enum cbc_status cbc_ig_gpu_upload(struct cbc_ig_gpu *g, const struct cbc_mlp *m,
     if (!md)
         return cbc_err_oom(err);
     md->g = g;
+    md->serial = ++g->next_serial;
     md->L = m->n_layers;
     md->size[0] = m->layers[0].in;
     for (int l = 0; l < m->n_layers && st == CBC_OK; l++) {
@@ -387,6 +417,8 @@ void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m)
     if (!m)
         return;
     m->g->cu->StreamSynchronize(m->g->stream);
+    if (m->g->have_gkey && m->g->gkey.model == m->serial)
+        drop_graph(m->g);
     for (int l = 0; l < m->L; l++) {
         dfree(m->g, &m->w[l]);
         dfree(m->g, &m->b[l]);
@@ -459,53 +491,57 @@ static enum cbc_status stage_inputs(struct cbc_ig_gpu *g, const struct cbc_ig_re
 }
 
 /* The quadrature (with alpha = 0 and 1 appended, weight 0) on the device,
- * uploaded only when it changes; host copies in *al / *wt for the caller. */
+ * computed and uploaded only when it changes; *al / *wt point to the
+ * engine's host copies (valid until the next call with another rule). */
 static enum cbc_status rule_on_device(struct cbc_ig_gpu *g, const struct cbc_ig_request *r,
-                                      CUdeviceptr *d_al, CUdeviceptr *d_wt, float **al, float **wt,
-                                      struct cbc_err *err)
+                                      CUdeviceptr *d_al, CUdeviceptr *d_wt, const float **al,
+                                      const float **wt, struct cbc_err *err)
 {
-    double *a, *w;
-    enum cbc_status st = cbc_ig_rule(r, &a, &w, err);
-    if (st != CBC_OK)
-        return st;
-    int S = r->steps + 2;
-    *al = calloc((size_t)S, sizeof **al);
-    *wt = calloc((size_t)S, sizeof **wt);
-    if (!*al || !*wt)
-        st = cbc_err_oom(err);
-    for (int k = 0; st == CBC_OK && k < r->steps; k++) {
-        (*al)[k] = (float)a[k];
-        (*wt)[k] = (float)w[k];
-    }
-    free(a);
-    free(w);
-    if (st == CBC_OK) {
-        (*al)[r->steps] = 0.0f;
-        (*al)[r->steps + 1] = 1.0f;
-    }
-    bool same = g->rule_method == (int)r->method && g->rule_steps == r->steps;
-    if (st == CBC_OK)
-        st = ws(g, WS_AL, sizeof(float) * S, d_al, "alphas", err);
+    const int S = r->steps + 2;
+    enum cbc_status st = ws(g, WS_AL, sizeof(float) * S, d_al, "alphas", err);
     if (st == CBC_OK)
         st = ws(g, WS_WT, sizeof(float) * S, d_wt, "weights", err);
-    if (st == CBC_OK && !same) {
-        st = upload(g, *d_al, *al, sizeof(float) * S, err);
+    if (st != CBC_OK)
+        return st;
+    if (g->rule_method != (int)r->method || g->rule_steps != r->steps) {
+        double *a, *w;
+        st = cbc_ig_rule(r, &a, &w, err);
+        if (st != CBC_OK)
+            return st;
+        float *fa = calloc((size_t)S, sizeof *fa), *fw = calloc((size_t)S, sizeof *fw);
+        if (!fa || !fw)
+            st = cbc_err_oom(err);
+        for (int k = 0; st == CBC_OK && k < r->steps; k++) {
+            fa[k] = (float)a[k];
+            fw[k] = (float)w[k];
+        }
+        free(a);
+        free(w);
+        if (st == CBC_OK) {
+            fa[r->steps] = 0.0f; /* weights of the two extra points stay 0 */
+            fa[r->steps + 1] = 1.0f;
+            st = upload(g, *d_al, fa, sizeof(float) * S, err);
+        }
         if (st == CBC_OK)
-            st = upload(g, *d_wt, *wt, sizeof(float) * S, err);
-        /* the next call may reuse them only after these copies are done */
+            st = upload(g, *d_wt, fw, sizeof(float) * S, err);
+        /* the host arrays are freed next time: wait for the copies */
         if (st == CBC_OK)
             st = drv(g, g->cu->StreamSynchronize(g->stream), "uploading the quadrature", err);
-        if (st == CBC_OK) {
-            g->rule_method = (int)r->method;
-            g->rule_steps = r->steps;
+        if (st != CBC_OK) {
+            free(fa);
+            free(fw);
+            g->rule_steps = -1;
+            return st;
         }
+        free(g->rule_al);
+        free(g->rule_wt);
+        g->rule_al = fa, g->rule_wt = fw;
+        g->rule_method = (int)r->method;
+        g->rule_steps = r->steps;
     }
-    if (st != CBC_OK) {
-        free(*al);
-        free(*wt);
-        *al = *wt = NULL;
-    }
-    return st;
+    *al = g->rule_al;
+    *wt = g->rule_wt;
+    return CBC_OK;
 }
 
 /* Waits for the stream and reports a non-finite device input. */
@@ -526,8 +562,38 @@ static enum cbc_status finish_stream(struct cbc_ig_gpu *g, CUdeviceptr d_flag, s
 
 /* ---- analytic ------------------------------------------------------------ */
 
-static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,
-                                struct cbc_ig_output *out, struct cbc_err *err)
+/* Where the small results land on the host: sums (double), then F(x) and
+ * F(x') per input, then the attributions when they fit too; all in pinned
+ * staging when it is large enough, so a recorded graph can copy into it. */
+struct host_out {
+    void *small;
+    double *sums;
+    float *ends, *attr;
+    bool staged, attr_staged;
+};
+
+static enum cbc_status host_out_init(struct cbc_ig_gpu *g, const struct cbc_ig_request *r,
+                                     size_t F, struct cbc_ig_output *out, struct host_out *h,
+                                     struct cbc_err *err)
+{
+    const size_t n = r->n, small = sizeof(double) * n + sizeof(float) * 2 * n;
+    h->staged = small <= STAGE_MAX;
+    h->small = h->staged ? g->stage_out : malloc(small);
+    if (!h->small)
+        return cbc_err_oom(err);
+    h->sums = h->small;
+    h->ends = (float *)(h->sums + n);
+    h->attr_staged = !r->device_pointers && h->staged && small + sizeof(float) * n * F <= STAGE_MAX;
+    h->attr = h->attr_staged ? h->ends + 2 * n : out->attr;
+    return CBC_OK;
+}
+
+/* Enqueues the whole analytic computation on the engine's stream, results
+ * copied to h; the caller waits. */
+static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,
+                                        CUdeviceptr d_al, CUdeviceptr d_wt,
+                                        const struct host_out *h, CUdeviceptr *d_flag,
+                                        struct cbc_err *err)
 {
     struct cbc_ig_gpu *g = md->g;
     const int L = md->L, F = md->size[0], H1 = md->size[1], t = r->target;
@@ -535,23 +601,22 @@ static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig
     int hmax = 1;
     for (int l = 1; l < L; l++)
         hmax = md->size[l] > hmax ? md->size[l] : hmax;
-    float *al = NULL, *wt = NULL;
-    CUdeviceptr d_al = 0, d_wt = 0, d_x = 0, d_base = 0, d_uvin = 0, d_uv = 0, d_D = 0, d_attr = 0,
-                d_ends = 0, d_work = 0, d_flag = 0;
+    CUdeviceptr d_x = 0, d_base = 0, d_uvin = 0, d_uv = 0, d_D = 0, d_attr = 0, d_ends = 0,
+                d_work = 0;
     const size_t nF = (size_t)n * F;
-    enum cbc_status st = rule_on_device(g, r, &d_al, &d_wt, &al, &wt, err);
+    enum cbc_status st = CBC_OK;
 #define TRY(expr)                                                                                  \
     do {                                                                                           \
         if (st == CBC_OK)                                                                          \
             st = (expr);                                                                           \
     } while (0)
-    TRY(stage_inputs(g, r, (size_t)F, &d_x, &d_base, &d_flag, err));
+    TRY(stage_inputs(g, r, (size_t)F, &d_x, &d_base, d_flag, err));
     TRY(ws(g, WS_UVIN, sizeof(float) * 2 * nF, &d_uvin, "path inputs", err));
     TRY(ws(g, WS_UV, sizeof(float) * 2 * (size_t)n * H1, &d_uv, "layer 1 on the path", err));
     TRY(ws(g, WS_D, sizeof(float) * (size_t)n * H1, &d_D, "summed deltas", err));
     TRY(ws(g, WS_ENDS, sizeof(float) * 2 * (size_t)n, &d_ends, "F(x) and F(x')", err));
     if (r->device_pointers)
-        d_attr = (CUdeviceptr)(uintptr_t)out->attr;
+        d_attr = (CUdeviceptr)(uintptr_t)h->attr; /* out->attr, on the device */
     else
         TRY(ws(g, WS_ATTR, sizeof(float) * nF, &d_attr, "attributions", err));
     struct cbc_k_base kb = kbase(&r->baseline, d_base);
@@ -692,42 +757,135 @@ static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig
         void *args[] = {&d_attr, &d_sums, &nn, &FF};
         st = launch(g, K_ROW_SUMS, blocks((size_t)n * 32, 256), 1, 1, 256, args, err);
     }
-    size_t small = sizeof(double) * (size_t)n + sizeof(float) * 2 * (size_t)n;
-    bool staged = small <= STAGE_MAX;
-    void *host_small = staged ? g->stage_out : malloc(small);
-    double *sums = host_small;
-    float *ends = host_small ? (float *)((double *)host_small + n) : NULL;
-    bool attr_staged = !r->device_pointers && staged && small + sizeof(float) * nF <= STAGE_MAX;
-    float *attr_host = attr_staged ? ends + 2 * (size_t)n : out->attr;
-    if (!host_small)
-        st = st == CBC_OK ? cbc_err_oom(err) : st;
     if (!r->device_pointers)
-        TRY(drv(g, g->cu->MemcpyDtoHAsync(attr_host, d_attr, sizeof(float) * nF, g->stream),
+        TRY(drv(g, g->cu->MemcpyDtoHAsync(h->attr, d_attr, sizeof(float) * nF, g->stream),
                 "copying attributions", err));
-    TRY(drv(g, g->cu->MemcpyDtoHAsync(sums, d_sums, sizeof(double) * (size_t)n, g->stream),
+    TRY(drv(g, g->cu->MemcpyDtoHAsync(h->sums, d_sums, sizeof(double) * (size_t)n, g->stream),
             "copying sums", err));
-    TRY(drv(g, g->cu->MemcpyDtoHAsync(ends, d_ends, sizeof(float) * 2 * (size_t)n, g->stream),
+    TRY(drv(g, g->cu->MemcpyDtoHAsync(h->ends, d_ends, sizeof(float) * 2 * (size_t)n, g->stream),
             "copying F(x)", err));
-    TRY(finish_stream(g, d_flag, err));
 #undef TRY
-    if (st == CBC_OK) {
-        if (attr_staged)
-            memcpy(out->attr, attr_host, sizeof(float) * nF);
-        for (int b = 0; b < n; b++) {
-            out->f_x[b] = ends[2 * b];
-            out->f_base[b] = ends[2 * b + 1];
-            if (out->sum)
-                out->sum[b] = sums[b];
-            if (out->delta)
-                out->delta[b] = sums[b] - (out->f_x[b] - out->f_base[b]);
-        }
-    } else {
-        g->cu->StreamSynchronize(g->stream);
+    return st;
+}
+
+/* Small requests are launch-bound (a dozen kernels of a few microseconds),
+ * so the second time the same request shape comes, its launches are
+ * recorded as a CUDA graph and later calls replay it with one launch. Only
+ * requests whose every host transfer goes through pinned staging qualify
+ * (inputs on the host up to STAGE_MAX, or device pointers), and the key
+ * holds everything baked into the recorded launches. */
+enum { G_PLAIN, G_CAPTURE, G_REPLAY };
+
+static int graph_mode(struct cbc_ig_gpu *g, const struct cbc_ig_gpu_model *md,
+                      const struct cbc_ig_request *r, const struct host_out *h)
+{
+    const struct cbc_cuda *cu = g->cu;
+    if (!cu->StreamBeginCapture || !cu->StreamEndCapture || !cu->GraphInstantiateWithFlags ||
+        !cu->GraphLaunch || !cu->GraphDestroy || !cu->GraphExecDestroy || g->graphs_off ||
+        getenv("CUBINCACHE_IG_NO_GRAPHS") || !h->staged ||
+        (!r->device_pointers && !h->attr_staged) ||
+        (r->baseline.kind != CBC_IG_BASELINE_ZEROS && r->baseline.kind != CBC_IG_BASELINE_SCALAR))
+        return G_PLAIN;
+    struct graph_key k;
+    memset(&k, 0, sizeof k); /* padding too: keys are compared with memcmp */
+    k.model = md->serial, k.n = (int)r->n, k.steps = r->steps, k.method = (int)r->method;
+    k.target = r->target, k.base_kind = (int)r->baseline.kind;
+    k.base_scalar = r->baseline.kind == CBC_IG_BASELINE_SCALAR ? r->baseline.scalar : 0.0f;
+    k.budget = r->mem_budget;
+    if (r->device_pointers) { /* the recorded launches name them */
+        k.x = (uintptr_t)r->x;
+        k.attr = (uintptr_t)h->attr;
     }
-    if (host_small && !staged)
-        free(host_small);
-    free(al);
-    free(wt);
+    if (g->have_gkey && memcmp(&k, &g->gkey, sizeof k) == 0) {
+        if (g->gexec && g->ggen == g->ws_gen)
+            return G_REPLAY;
+        return G_CAPTURE; /* seen before, or its buffers moved since: record it */
+    }
+    drop_graph(g);
+    g->gkey = k;
+    g->have_gkey = true;
+    return G_PLAIN;
+}
+
+/* Records the request as a graph and launches it; when the driver refuses
+ * anything, graphs are turned off for this engine and the request is
+ * enqueued as usual (recording ran nothing). */
+static enum cbc_status capture_and_launch(struct cbc_ig_gpu_model *md,
+                                          const struct cbc_ig_request *r, CUdeviceptr d_al,
+                                          CUdeviceptr d_wt, const struct host_out *h,
+                                          CUdeviceptr *d_flag, struct cbc_err *err)
+{
+    struct cbc_ig_gpu *g = md->g;
+    const unsigned gen = g->ws_gen;
+    if (g->gexec)
+        g->cu->GraphExecDestroy(g->gexec);
+    g->gexec = NULL;
+    if (g->cu->StreamBeginCapture(g->stream, CU_STREAM_CAPTURE_MODE_RELAXED) == CUDA_SUCCESS) {
+        struct cbc_err e = {0};
+        enum cbc_status st = enqueue_analytic(md, r, d_al, d_wt, h, d_flag, &e);
+        CUgraph graph = NULL;
+        CUgraphExec exec = NULL;
+        CUresult rc = g->cu->StreamEndCapture(g->stream, &graph);
+        if (st == CBC_OK && rc == CUDA_SUCCESS && graph && g->ws_gen == gen)
+            rc = g->cu->GraphInstantiateWithFlags(&exec, graph, 0);
+        if (graph)
+            g->cu->GraphDestroy(graph);
+        if (st == CBC_OK && rc == CUDA_SUCCESS && exec) {
+            g->gexec = exec;
+            g->ggen = gen;
+            return drv(g, g->cu->GraphLaunch(exec, g->stream), "cuGraphLaunch", err);
+        }
+        if (exec)
+            g->cu->GraphExecDestroy(exec);
+    }
+    g->graphs_off = true;
+    *d_flag = 0;
+    return enqueue_analytic(md, r, d_al, d_wt, h, d_flag, err);
+}
+
+static enum cbc_status analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,
+                                struct cbc_ig_output *out, struct cbc_err *err)
+{
+    struct cbc_ig_gpu *g = md->g;
+    const size_t F = (size_t)md->size[0], n = r->n;
+    const float *al = NULL, *wt = NULL;
+    CUdeviceptr d_al = 0, d_wt = 0, d_flag = 0;
+    struct host_out h = {0};
+    /* outside any recording: a new quadrature is uploaded and waited for */
+    enum cbc_status st = rule_on_device(g, r, &d_al, &d_wt, &al, &wt, err);
+    if (st == CBC_OK)
+        st = host_out_init(g, r, F, out, &h, err);
+    if (st == CBC_OK) {
+        switch (graph_mode(g, md, r, &h)) {
+        case G_REPLAY:
+            if (r->device_pointers) /* the recording checks them for NaN into this flag */
+                d_flag = g->ws[WS_FLAG].p;
+            else
+                memcpy(g->stage_in, r->x, sizeof(float) * n * F);
+            st = drv(g, g->cu->GraphLaunch(g->gexec, g->stream), "cuGraphLaunch", err);
+            break;
+        case G_CAPTURE: st = capture_and_launch(md, r, d_al, d_wt, &h, &d_flag, err); break;
+        default: st = enqueue_analytic(md, r, d_al, d_wt, &h, &d_flag, err); break;
+        }
+    }
+    if (st == CBC_OK)
+        st = finish_stream(g, d_flag, err);
+    else
+        g->cu->StreamSynchronize(g->stream);
+    if (st == CBC_OK) {
+        if (h.attr_staged)
+            memcpy(out->attr, h.attr, sizeof(float) * n * F);
+        for (size_t b = 0; b < n; b++) {
+            out->f_x[b] = h.ends[2 * b];
+            out->f_base[b] = h.ends[2 * b + 1];
+            if (out->sum)
+                out->sum[b] = h.sums[b];
+            if (out->delta)
+                out->delta[b] = h.sums[b] - (out->f_x[b] - out->f_base[b]);
+        }
+    }
+    if (h.small && !h.staged)
+        free(h.small);
     return st;
 }
 
@@ -825,7 +983,7 @@ enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ct
         return st;
     if (r->gradient == CBC_IG_ANALYTIC)
         return cbc_err_set(err, CBC_E_USAGE, "a black box has no analytic gradient: use FD");
-    float *al = NULL, *wt = NULL;
+    const float *al = NULL, *wt = NULL;
     CUdeviceptr d_al = 0, d_wt = 0;
     st = rule_on_device(g, r, &d_al, &d_wt, &al, &wt, err);
     if (st != CBC_OK)
@@ -937,7 +1095,5 @@ enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ct
     free(bh);
     free(hh);
     free(acc_h);
-    free(al);
-    free(wt);
     return st;
 }

@@ -202,6 +202,52 @@ static void analytic_matches_cpu(void)
     }
 }
 
+/* The same small request again and again: from the second call on, the
+ * engine replays recorded launches (a CUDA graph). Every call must still
+ * follow its own inputs, and another request shape in between must neither
+ * reuse the recording nor break it. */
+static void repeated_requests(void)
+{
+    printf("repeated one-input requests (recorded launches replayed):\n");
+    const int s[] = {784, 512, 256, 1};
+    const enum cbc_act a[] = {CBC_ACT_TANH, CBC_ACT_TANH, CBC_ACT_IDENTITY};
+    struct model md;
+    make(&md, s, 3, a, true);
+    struct cbc_err err = {0};
+    struct cbc_ig_gpu_model *gm = NULL;
+    CHECK(cbc_ig_gpu_upload(G, &md.m, &gm, &err) == CBC_OK, "upload: %s", err.msg);
+    double worst = 0;
+    for (int i = 0; gm && i < 8; i++) {
+        /* call 4 changes the shape (two inputs, a scalar baseline) */
+        size_t n = i == 4 ? 2 : 1;
+        float *x = random_inputs(n, 784, 1);
+        struct cbc_ig_request r;
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = n;
+        if (i == 4)
+            r.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_SCALAR, 0.1f, NULL};
+        struct results g, c;
+        alloc_results(&g, n, 784);
+        alloc_results(&c, n, 784);
+        enum cbc_status st = cbc_ig_gpu_mlp(gm, &r, &g.o, &err);
+        CHECK(st == CBC_OK, "call %d: %s", i, err.msg);
+        CHECK(cbc_ig_cpu_mlp(&md.m, &r, &c.o, &err) == CBC_OK, "cpu: %s", err.msg);
+        if (st == CBC_OK) {
+            double e = rel_l2(g.attr, c.attr, n * 784);
+            double fe = fabs(g.o.f_x[0] - c.o.f_x[0]) / fmax(fabs(c.o.f_x[0]), 1e-3);
+            CHECK(e <= 1e-4 && fe <= 1e-4, "call %d: attributions %.3g, F(x) %.3g from the CPU", i,
+                  e, fe);
+            worst = fmax(worst, fmax(e, fe));
+        }
+        free_results(&g);
+        free_results(&c);
+        free(x);
+    }
+    printf("  8 calls, new inputs each, a shape change at call 4: worst rel error %.2e\n", worst);
+    cbc_ig_gpu_model_free(gm);
+    unmake(&md);
+}
+
 /* ---- closed forms ----------------------------------------------------------- */
 
 static void analytic_closed_forms(void)
@@ -459,6 +505,7 @@ int main(void)
     printf("engine: %s\n", cbc_ig_gpu_describe(G));
     analytic_closed_forms();
     analytic_matches_cpu();
+    repeated_requests();
     differences_and_completeness();
     device_pointers();
     const char *bdir = getenv("CBC_BUNDLES");
