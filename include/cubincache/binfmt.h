@@ -1,6 +1,7 @@
 /* cubincache/binfmt.h: readers for what nvcc produces, with no CUDA install:
  * cubin ELF, fatbin containers (LZ4 and zstd payloads), PTX text, and host
- * ELF files carrying .nv_fatbin / __nv_relfatbin.
+ * ELF files carrying .nv_fatbin / __nv_relfatbin, or bundles compiled in by
+ * `cubincache embed` (.cbc_bundle).
  *
  * Every reader takes (data, len, name): `name` (may be NULL) is the file
  * name used in error messages. Every offset and size read from the input is
@@ -141,10 +142,58 @@ struct cbc_host_elf {
     uint16_t e_machine;
     struct cbc_host_section nv_fatbin;   /* .nv_fatbin: containers the runtime registers */
     struct cbc_host_section nv_relfatbin; /* __nv_relfatbin: -rdc objects, for nvlink */
+    struct cbc_host_section cbc_bundle;   /* .cbc_bundle: bundles `cubincache embed` compiled in */
 };
 
 enum cbc_status cbc_host_elf_parse(const uint8_t *data, size_t len, const char *name,
                                    struct cbc_host_elf *out, struct cbc_err *err);
+
+/* ---- bundles compiled in by `cubincache embed` ---------------------------- */
+/* `cubincache embed` writes each bundle as one record in the section
+ * CBC_EMBED_SECTION, so `check`, `inspect` and `select` find the images a
+ * program carries without running it. Records follow each other (zero
+ * padding between them is skipped); all integers are little-endian:
+ *
+ *   0   8  magic CBC_EMBED_MAGIC
+ *   8   8  record size in bytes, padding included (a multiple of 8)
+ *   16  4  number of images n
+ *   20  4  name size s (a multiple of 8): the bundle name, NUL-terminated
+ *   24  s  name
+ *   ..  n descriptors of CBC_EMBED_DESC bytes:
+ *         16  target, NUL-terminated ("sm_90", "compute_120")
+ *          8  image offset from the record's start
+ *          8  image size (PTX text: its NUL follows, not counted)
+ *         32  XXH3-128 of the image, 32 hex digits
+ *   ..  the images, each 64-byte aligned inside the record. */
+#define CBC_EMBED_SECTION ".cbc_bundle"
+#define CBC_EMBED_MAGIC "CBCBNDL\001"
+#define CBC_EMBED_HEADER 24u
+#define CBC_EMBED_DESC 64u
+
+struct cbc_embedded_entry {
+    const char *bundle;        /* the bundle's name (points into the input) */
+    struct cbc_target target;  /* from the descriptor */
+    unsigned ptx_isa;          /* PTX images: their .version; else 0 */
+    uint64_t offset;           /* of the image, from the input's start plus base */
+    uint64_t size;
+    const uint8_t *data;       /* inside the input */
+    size_t record;             /* index of its record */
+    char xxh3[33];             /* as recorded: 32 hex digits */
+};
+struct cbc_embedded_list {
+    struct cbc_embedded_entry *v;
+    size_t n, n_records;
+};
+/* Parses the records of a CBC_EMBED_SECTION's contents. With `verify`,
+ * every image is also checked against its descriptor: a content hash that
+ * differs gives CBC_E_FORMAT (corrupt), code for another target than the
+ * label CBC_E_VERIFY (mislabeled). Release with cbc_embedded_release. */
+enum cbc_status cbc_embedded_parse(const uint8_t *data, size_t len, uint64_t base, const char *name,
+                                   bool verify, struct cbc_embedded_list *out, struct cbc_err *err);
+void cbc_embedded_release(struct cbc_embedded_list *l);
+/* Verifies one image as cbc_embedded_parse does with `verify`. */
+enum cbc_status cbc_embedded_verify(const struct cbc_embedded_entry *e, const char *name,
+                                    struct cbc_err *err);
 
 /* ---- every image of any file --------------------------------------------- */
 
@@ -158,8 +207,9 @@ struct cbc_image {
     uint64_t uncompressed_size; /* 0 when stored raw */
     uint8_t compression;        /* enum cbc_compression */
     bool debug;
-    const char *section;        /* ".nv_fatbin", "__nv_relfatbin" or NULL */
-    size_t container;
+    const char *section;        /* ".nv_fatbin", "__nv_relfatbin", ".cbc_bundle" or NULL */
+    size_t container;           /* fatbin container, or embedded record */
+    const char *bundle;         /* in .cbc_bundle: the bundle's name; else NULL */
 };
 
 struct cbc_image_list {
@@ -168,8 +218,10 @@ struct cbc_image_list {
     size_t n;
 };
 
-/* Lists every image of a cubin, PTX file, fatbin or host ELF. A host ELF
- * with no CUDA sections gives an empty list, not an error. */
+/* Lists every image of a cubin, PTX file, fatbin or host ELF (its fatbins
+ * and its embedded bundles, the latter verified as cbc_embedded_parse
+ * does). A host ELF with no CUDA sections gives an empty list, not an
+ * error. */
 enum cbc_status cbc_binfmt_images(const uint8_t *data, size_t len, const char *name,
                                   struct cbc_image_list *out, struct cbc_err *err);
 void cbc_image_list_release(struct cbc_image_list *l);

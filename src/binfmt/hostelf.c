@@ -1,9 +1,10 @@
 /* hostelf.c: finds the CUDA sections of a host ELF (executable, shared
  * library, relocatable object): .nv_fatbin, the containers the CUDA runtime
- * registers at start-up, and __nv_relfatbin, the -rdc fatbins nvlink reads.
+ * registers at start-up, __nv_relfatbin, the -rdc fatbins nvlink reads, and
+ * .cbc_bundle, the bundles `cubincache embed` compiled in.
  *
- * Only the section table is read; both sections are checked to lie inside
- * the file. A host ELF without them is valid and simply carries no GPU code.
+ * Only the section table is read; every section found is checked to lie
+ * inside the file. A host ELF without them is valid and simply carries no GPU code.
  */
 #include "binfmt_int.h"
 
@@ -28,6 +29,8 @@ enum cbc_status cbc_host_elf_parse(const uint8_t *data, size_t len, const char *
             dst = &out->nv_fatbin;
         else if (strcmp(sname, "__nv_relfatbin") == 0)
             dst = &out->nv_relfatbin;
+        else if (strcmp(sname, CBC_EMBED_SECTION) == 0)
+            dst = &out->cbc_bundle;
         if (!dst)
             continue;
         if (sh.type == SHT_NOBITS || !cbc_in_bounds(len, sh.offset, sh.size))

@@ -1,7 +1,8 @@
 /* images.c: file-type detection and the uniform list of images any input
- * holds (a cubin is one SASS image, a PTX file one PTX image, a fatbin or
- * host ELF one image per fatbin entry), which is what the selection policy,
- * `inspect`, `check` and `select` work on.
+ * holds (a cubin is one SASS image, a PTX file one PTX image, a fatbin one
+ * image per entry, a host ELF one per entry of its fatbins and per image of
+ * its embedded bundles), which is what the selection policy, `inspect`,
+ * `check` and `select` work on.
  *
  * Fatbin entries are described from their headers; the PTX ISA of a PTX
  * entry is its header version (major.minor). Nothing is decompressed here.
@@ -91,6 +92,29 @@ static enum cbc_status from_fatbin(const uint8_t *data, size_t len, uint64_t bas
     return st;
 }
 
+static enum cbc_status from_embedded(const uint8_t *data, size_t len, uint64_t base,
+                                     const char *name, struct cbc_image_list *l, size_t *cap,
+                                     struct cbc_err *err)
+{
+    struct cbc_embedded_list el;
+    enum cbc_status st = cbc_embedded_parse(data, len, base, name, true, &el, err);
+    for (size_t i = 0; st == CBC_OK && i < el.n; i++) {
+        const struct cbc_embedded_entry *e = &el.v[i];
+        struct cbc_image img = {0};
+        img.fatbin_kind = e->target.kind == CBC_KIND_PTX ? CBC_FATBIN_PTX : CBC_FATBIN_ELF;
+        img.target = e->target;
+        img.ptx_isa = e->ptx_isa;
+        img.offset = e->offset;
+        img.size = e->size;
+        img.section = CBC_EMBED_SECTION;
+        img.container = e->record;
+        img.bundle = e->bundle;
+        st = push(l, cap, &img, err);
+    }
+    cbc_embedded_release(&el); /* zeroed when parsing failed */
+    return st;
+}
+
 enum cbc_status cbc_binfmt_images(const uint8_t *data, size_t len, const char *name,
                                   struct cbc_image_list *out, struct cbc_err *err)
 {
@@ -135,6 +159,9 @@ enum cbc_status cbc_binfmt_images(const uint8_t *data, size_t len, const char *n
             st = from_fatbin(data + he.nv_relfatbin.offset, (size_t)he.nv_relfatbin.size,
                              he.nv_relfatbin.offset, name, "__nv_relfatbin", &l, &cap, containers,
                              &c2, err);
+        if (st == CBC_OK && he.cbc_bundle.present && he.cbc_bundle.size)
+            st = from_embedded(data + he.cbc_bundle.offset, (size_t)he.cbc_bundle.size,
+                               he.cbc_bundle.offset, name, &l, &cap, err);
         break;
     }
     case CBC_FILE_LTOIR: {

@@ -137,9 +137,75 @@ static void images_arch_env(struct cbc_arch_env *env)
 }
 
 /* --arch on a binary: one verdict per GPU compute capability. */
+/* Which fatbin containers (modules) of a file hold kernels: a device-link
+ * container (nvcc adds one to every executable) has none, is never
+ * launched from, and so cannot stop a program from running. */
+struct kernel_map {
+    bool *has;
+    size_t n;
+};
+
+/* Images load per module: each fatbin container (one per translation unit)
+ * and each embedded bundle is registered or loaded on its own, so a binary
+ * runs on a GPU only when every one of them that has kernels has an image
+ * for it. */
+static bool same_module(const struct cbc_image *a, const struct cbc_image *b)
+{
+    return a->container == b->container &&
+           (a->section == b->section || (a->section && b->section && !strcmp(a->section, b->section)));
+}
+
+static void module_label(const struct cbc_image *im, char *buf, size_t size)
+{
+    if (im->bundle)
+        snprintf(buf, size, "embedded bundle '%s'", im->bundle);
+    else if (im->section)
+        snprintf(buf, size, "fatbin container %zu of %s", im->container, im->section);
+    else
+        snprintf(buf, size, "fatbin container %zu", im->container);
+}
+
+/* The verdict of one module on one GPU; *msg says why. */
+static enum cbc_verdict judge_module(const struct cbc_image *imgs, size_t n, unsigned cc,
+                                     const struct cbc_check_opts *o, char *msg, size_t size)
+{
+    struct cbc_select_query q = {cc, o->driver_isa, o->prefer_binary};
+    struct cbc_select_result r;
+    long pick = cbc_select(imgs, n, &q, &r);
+    if (pick < 0) {
+        snprintf(msg, size, "%s", r.reason);
+        return CBC_V_WONT_RUN;
+    }
+    const struct cbc_image *im = &imgs[pick];
+    char nm[CBC_TARGET_NAME_MAX];
+    cbc_target_name(&im->target, nm);
+    if (r.how == CBC_SELECT_PTX_JIT) {
+        snprintf(msg, size, "runs through PTX JIT from %s (needs a driver for PTX ISA %u.%u or newer)",
+                 nm, im->ptx_isa / 10, im->ptx_isa % 10);
+        return CBC_V_JIT;
+    }
+    snprintf(msg, size, "runs (%s SASS%s)", nm,
+             r.how == CBC_SELECT_SASS_COMPAT ? ", binary-compatible minor" : "");
+    return CBC_V_RUNS;
+}
+
+static int verdict_rank(enum cbc_verdict v)
+{
+    return v == CBC_V_WONT_RUN ? 2 : v == CBC_V_JIT ? 1 : 0;
+}
+
+/* A fatbin module with no kernels (known from km) is left out of the
+ * verdict, unless every module is such. */
+static bool judged(const struct cbc_image *im, const struct kernel_map *km, bool any_kernels)
+{
+    if (!km || !any_kernels || im->bundle || !im->section)
+        return true;
+    return im->container < km->n && km->has[im->container];
+}
+
 static enum cbc_status judge_gpus(const char *path, const struct cbc_image *imgs, size_t n,
-                                  const struct cbc_check_opts *o, struct cbc_check_report *rep,
-                                  struct cbc_err *err)
+                                  const struct kernel_map *km, const struct cbc_check_opts *o,
+                                  struct cbc_check_report *rep, struct cbc_err *err)
 {
     struct cbc_arch_env env;
     images_arch_env(&env);
@@ -147,6 +213,32 @@ static enum cbc_status judge_gpus(const char *path, const struct cbc_image *imgs
     enum cbc_status st = cbc_arch_resolve(o->arch, &env, &ch, err);
     if (st != CBC_OK)
         return st;
+    /* modules: the first image of each, and the images regrouped by module */
+    struct cbc_image *group = malloc(sizeof *group * (n ? n : 1));
+    size_t *first = malloc(sizeof *first * (n ? n : 1)), nmod = 0;
+    if (!group || !first) {
+        free(group);
+        free(first);
+        cbc_arch_choice_release(&ch);
+        return cbc_err_oom(err);
+    }
+    bool any_kernels = false;
+    for (size_t i = 0; km && i < km->n; i++)
+        any_kernels |= km->has[i];
+    size_t nj = 0; /* the judged images, first */
+    for (size_t i = 0; i < n; i++) {
+        if (!judged(&imgs[i], km, any_kernels))
+            continue;
+        group[nj++] = imgs[i];
+        bool seen = false;
+        for (size_t k = 0; k < nmod && !seen; k++)
+            seen = same_module(&imgs[first[k]], &imgs[i]);
+        if (!seen)
+            first[nmod++] = i;
+    }
+    struct cbc_image *pool = malloc(sizeof *pool * (nj ? nj : 1));
+    if (pool)
+        memcpy(pool, group, sizeof *pool * nj);
     unsigned done[64];
     size_t nd = 0;
     for (size_t i = 0; i < ch.n && nd < CBC_ARRAY_LEN(done); i++) {
@@ -157,37 +249,75 @@ static enum cbc_status judge_gpus(const char *path, const struct cbc_image *imgs
         if (dup)
             continue;
         done[nd++] = cc;
-        struct cbc_select_query q = {cc, o->driver_isa, o->prefer_binary};
-        struct cbc_select_result r;
-        long pick = cbc_select(imgs, n, &q, &r);
-        char gpu[24];
+        char gpu[24], msg[600] = "", worst_msg[700] = "";
         snprintf(gpu, sizeof gpu, "sm_%u", cc);
-        if (pick < 0) {
-            add(rep, CBC_V_WONT_RUN, path, NULL, gpu, "%s", r.reason);
-        } else if (r.how == CBC_SELECT_PTX_JIT) {
-            const struct cbc_image *im = &imgs[pick];
-            add(rep, CBC_V_JIT, path, NULL, gpu,
-                "runs through PTX JIT from compute_%u%s (needs a driver for PTX ISA %u.%u or newer)",
-                (unsigned)im->target.arch,
-                im->target.variant == CBC_VARIANT_A ? "a"
-                : im->target.variant == CBC_VARIANT_F ? "f"
-                                                      : "",
-                im->ptx_isa / 10, im->ptx_isa % 10);
+        enum cbc_verdict worst = CBC_V_RUNS;
+        if (nmod <= 1 || !pool) {
+            worst = pool ? judge_module(pool, nj, cc, o, worst_msg, sizeof worst_msg)
+                         : judge_module(imgs, n, cc, o, worst_msg, sizeof worst_msg);
         } else {
-            char nm[CBC_TARGET_NAME_MAX];
-            add(rep, CBC_V_RUNS, path, NULL, gpu, "runs (%s SASS%s)",
-                cbc_target_name(&imgs[pick].target, nm),
-                r.how == CBC_SELECT_SASS_COMPAT ? ", binary-compatible minor" : "");
+            int worst_rank = -1;
+            for (size_t m = 0; m < nmod; m++) {
+                size_t gn = 0;
+                for (size_t k = 0; k < n; k++)
+                    if (same_module(&imgs[first[m]], &imgs[k]))
+                        group[gn++] = imgs[k];
+                enum cbc_verdict v = judge_module(group, gn, cc, o, msg, sizeof msg);
+                if (verdict_rank(v) > worst_rank) {
+                    char label[160];
+                    module_label(&imgs[first[m]], label, sizeof label);
+                    worst_rank = verdict_rank(v);
+                    worst = v;
+                    if (v == CBC_V_RUNS)
+                        snprintf(worst_msg, sizeof worst_msg,
+                                 "runs: all %zu modules with kernels have SASS for it", nmod);
+                    else
+                        snprintf(worst_msg, sizeof worst_msg, "%s: %s", label, msg);
+                }
+            }
         }
+        add(rep, worst, path, NULL, gpu, "%s", worst_msg);
     }
+    free(group);
+    free(first);
+    free(pool);
     cbc_arch_choice_release(&ch);
     return CBC_OK;
 }
 
 /* Every ELF entry of a fatbin must decompress and carry the SM its header
  * claims: the driver selects by the header and then refuses the image. */
+static void mark_kernels(struct kernel_map *km, size_t container, const uint8_t *p, size_t pl,
+                         uint16_t kind)
+{
+    bool any = false;
+    if (kind == CBC_FATBIN_ELF) {
+        struct cbc_cubin_info ci;
+        if (cbc_cubin_parse(p, pl, NULL, &ci, NULL) == CBC_OK) {
+            for (size_t f = 0; f < ci.n_funcs; f++)
+                any |= ci.funcs[f].entry;
+            cbc_cubin_info_release(&ci);
+        }
+    } else {
+        struct cbc_ptx_info pi;
+        any = cbc_ptx_parse(p, pl, NULL, &pi, NULL) == CBC_OK && pi.n_entries > 0;
+    }
+    if (!any)
+        return;
+    if (container >= km->n) {
+        bool *v = cbc_reallocarray(km->has, container + 1, sizeof *v);
+        if (!v)
+            return; /* unknown modules count as having kernels */
+        memset(v + km->n, 0, (container + 1 - km->n) * sizeof *v);
+        km->has = v;
+        km->n = container + 1;
+    }
+    km->has[container] = true;
+}
+
 static bool check_fatbin_entries(const char *path, const uint8_t *data, size_t len, uint64_t base,
-                                 struct cbc_check_report *rep)
+                                 struct cbc_check_report *rep, size_t container_base,
+                                 size_t *containers, struct kernel_map *km)
 {
     struct cbc_fatbin fb;
     struct cbc_err e = {0};
@@ -221,9 +351,13 @@ static bool check_fatbin_entries(const char *path, const uint8_t *data, size_t l
             add(rep, CBC_V_CORRUPT, path, path, cbc_target_name(&want, nm), "entry %zu: %s", i,
                 e.msg);
             ok = false;
+        } else if (km) {
+            mark_kernels(km, container_base + en->container, p, pl, en->kind);
         }
         free(p);
     }
+    if (containers)
+        *containers = fb.n_containers;
     cbc_fatbin_release(&fb);
     return ok;
 }
@@ -246,8 +380,11 @@ static enum cbc_status check_file(const char *path, const struct cbc_check_opts 
     struct cbc_image_list l = {0};
     struct cbc_err e = {0};
     bool ok = true;
-    if (cbc_binfmt_images(data, len, path, &l, &e) != CBC_OK) {
-        add(rep, CBC_V_CORRUPT, path, path, NULL, "%s", e.msg);
+    st = cbc_binfmt_images(data, len, path, &l, &e);
+    if (st != CBC_OK) {
+        /* an embedded image whose code is not for its label: mislabeled */
+        add(rep, st == CBC_E_VERIFY ? CBC_V_MISLABELED : CBC_V_CORRUPT, path, path, NULL, "%s",
+            e.msg);
         ok = false;
     }
     struct cbc_target label;
@@ -258,28 +395,33 @@ static enum cbc_status check_file(const char *path, const struct cbc_check_opts 
             ok = false;
         }
     }
+    struct kernel_map km = {0};
     if (ok && type == CBC_FILE_FATBIN)
-        ok = check_fatbin_entries(path, data, len, 0, rep);
+        ok = check_fatbin_entries(path, data, len, 0, rep, 0, NULL, NULL);
     if (ok && type == CBC_FILE_HOST_ELF) {
         struct cbc_host_elf he;
+        size_t c1 = 0;
         if (cbc_host_elf_parse(data, len, path, &he, NULL) == CBC_OK) {
             if (he.nv_fatbin.present)
                 ok &= check_fatbin_entries(path, data + he.nv_fatbin.offset,
-                                           (size_t)he.nv_fatbin.size, he.nv_fatbin.offset, rep);
+                                           (size_t)he.nv_fatbin.size, he.nv_fatbin.offset, rep, 0,
+                                           &c1, &km);
             if (he.nv_relfatbin.present)
                 ok &= check_fatbin_entries(path, data + he.nv_relfatbin.offset,
-                                           (size_t)he.nv_relfatbin.size, he.nv_relfatbin.offset, rep);
+                                           (size_t)he.nv_relfatbin.size, he.nv_relfatbin.offset, rep,
+                                           c1, NULL, &km);
         }
     }
     st = CBC_OK;
     if (ok && o->arch) {
-        st = judge_gpus(path, l.v, l.n, o, rep, err);
+        st = judge_gpus(path, l.v, l.n, type == CBC_FILE_HOST_ELF ? &km : NULL, o, rep, err);
     } else if (ok) {
         char have[512];
         cbc_images_summary(l.v, l.n, have, sizeof have);
         add(rep, CBC_V_OK, path, path, NULL, "%s: %s", cbc_file_type_name(type),
             l.n ? have : "no GPU code");
     }
+    free(km.has);
     cbc_image_list_release(&l);
     free(data);
     return st;

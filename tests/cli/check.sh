@@ -78,6 +78,57 @@ expect_out 1 "WILL-NOT-RUN sm_90     f.fatbin: will not run on compute capabilit
 grep -q "^RUNS         sm_86" "$T/last.out" || fail "sm_86 should run"
 expect_out 1 "newer than the driver's 8.7" "$C" check --arch 100 --cuda-driver 12.8 "$T/host.exe"
 
+note "a program with two modules runs only where both have an image"
+printf '__global__ void ka(float *x) { x[0] = 1; }\nvoid run_a() { ka<<<1, 1>>>(0); }\n' > ma.cu
+printf '__global__ void kb(float *x) { x[0] = 2; }\nvoid run_a();\nint main() { run_a(); kb<<<1, 1>>>(0); return 0; }\n' > mb.cu
+"$NVCC_REAL" -c -gencode arch=compute_90,code=sm_90 -o "$T/ma.o" ma.cu || fail "nvcc ma"
+"$NVCC_REAL" -c -gencode arch=compute_86,code=sm_86 -o "$T/mb.o" mb.cu || fail "nvcc mb"
+"$NVCC_REAL" -o "$T/two.exe" "$T/ma.o" "$T/mb.o" || fail "nvcc link"
+expect_out 1 "WILL-NOT-RUN sm_90     two.exe: fatbin container 2 of .nv_fatbin: will not run on compute capability 9.0: has sm_86 and no PTX" "$C" check --arch 90 "$T/two.exe"
+expect_out 1 "WILL-NOT-RUN sm_86     two.exe: fatbin container 1 of .nv_fatbin" "$C" check --arch 86 "$T/two.exe"
+
+note "a program carrying embedded bundles: check, inspect and select read .cbc_bundle"
+expect_exit 0 "$C" build -q -a 86,90 -o "$T/e1" -n emb k.cu
+expect_exit 0 "$C" build -q -a 86 -o "$T/e2" -n old k.cu
+expect_exit 0 "$C" embed -o "$T/emb.c" "$T/e1/emb.manifest.json"
+expect_exit 0 "$C" embed -o "$T/old.c" "$T/e2/old.manifest.json"
+cat > "$T/emain.c" <<'EOF_C'
+#include <cubincache/loader.h>
+extern const struct cbc_embedded_bundle cbc_bundle_emb;
+int main(void) { return cbc_bundle_emb.n == 2 ? 0 : 1; }
+EOF_C
+cc -I"$SRCDIR/include" -o "$T/emb.exe" "$T/emain.c" "$T/emb.c" || fail "cc emb.exe"
+cc -I"$SRCDIR/include" -o "$T/both.exe" "$T/emain.c" "$T/emb.c" "$T/old.c" || fail "cc both.exe"
+expect_out 0 "RUNS         sm_90     emb.exe: runs (sm_90 SASS)" "$C" check --arch 86,90 "$T/emb.exe"
+expect_out 1 "WILL-NOT-RUN sm_80     emb.exe: will not run on compute capability 8.0: has sm_86, sm_90 and no PTX" "$C" check --arch 80 "$T/emb.exe"
+expect_out 0 "bundle emb            SASS   sm_90" "$C" inspect "$T/emb.exe"
+grep -q "kernels: scale" "$T/last.out" || fail "inspect lists no kernels: $(cat "$T/last.out")"
+expect_out 0 '"bundle":"emb"' "$C" inspect --json "$T/emb.exe"
+expect_out 0 "sm_90 (image 1 at" "$C" select --cc 9.0 "$T/emb.exe"
+expect_out 1 "WILL-NOT-RUN sm_90     both.exe: embedded bundle 'old': will not run on compute capability 9.0: has sm_86 and no PTX" "$C" check --arch 90 "$T/both.exe"
+expect_out 0 "RUNS         sm_86     both.exe: runs: all 2 modules with kernels have SASS for it" "$C" check --arch 86 "$T/both.exe"
+# corrupt one byte of the sm_90 image; relabel the sm_86 one as sm_89
+python3 - "$T/emb.exe" "$T/corrupt.exe" "$T/relabel.exe" <<'EOF_PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+r = d.find(b'CBCBNDL\x01')
+n, ns = struct.unpack_from('<II', d, r + 16)
+descs = [r + 24 + ns + 64 * i for i in range(n)]
+tg = {bytes(d[x:x + 16]).rstrip(b'\0'): x for x in descs}
+c = bytearray(d)
+off, size = struct.unpack_from('<QQ', c, tg[b'sm_90'] + 16)
+c[r + off + size // 2] ^= 0xff
+open(sys.argv[2], 'wb').write(c)
+m = bytearray(d)
+m[tg[b'sm_86']:tg[b'sm_86'] + 5] = b'sm_89'
+open(sys.argv[3], 'wb').write(m)
+EOF_PY
+expect_out 1 "CORRUPT" "$C" check --arch 90 "$T/corrupt.exe"
+grep -q "image sm_90 of embedded bundle 'emb' is corrupt: its content hash" "$T/last.out" || fail "corrupt: $(cat "$T/last.out")"
+expect_out 1 "MISLABELED" "$C" check "$T/relabel.exe"
+grep -q "image sm_89 of embedded bundle 'emb' is mislabeled: .*holds sm_86 code" "$T/last.out" || fail "relabel: $(cat "$T/last.out")"
+expect_out 1 "PROBLEM: '$T/corrupt.exe': offset" "$C" inspect "$T/corrupt.exe"
+
 note "select answers with the loader's policy"
 expect_exit 0 "$C" build -a 86,90,compute_80 "${B[@]}"
 expect_out 0 "kern.manifest.json: sm_90 (kern.sm_90.cubin): sm_90 SASS" "$C" select --cc 9.0 "$T/b"

@@ -271,3 +271,117 @@ Test(binfmt, every_prefix_of_real_files_parses_or_fails_cleanly)
         free(d);
     }
 }
+
+/* ---- .cbc_bundle records (cubincache embed) ------------------------------ */
+
+/* A record holding the given real cubins, as `cubincache embed` lays it out. */
+static size_t make_record(uint8_t *rec, size_t cap, const char *name, const char *const *targets,
+                          uint8_t *const *imgs, const size_t *sizes, size_t n)
+{
+    const size_t ns = (strlen(name) + 1 + 7) / 8 * 8;
+    size_t at = CBC_EMBED_HEADER + ns + n * CBC_EMBED_DESC;
+    memset(rec, 0, cap);
+    memcpy(rec, CBC_EMBED_MAGIC, 8);
+    cbc_wr32(rec + 16, (uint32_t)n);
+    cbc_wr32(rec + 20, (uint32_t)ns);
+    memcpy(rec + CBC_EMBED_HEADER, name, strlen(name));
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *d = rec + CBC_EMBED_HEADER + ns + i * CBC_EMBED_DESC;
+        at = (at + 63) / 64 * 64;
+        cr_assert_leq(at + sizes[i], cap);
+        strcpy((char *)d, targets[i]);
+        cbc_wr64(d + 16, at);
+        cbc_wr64(d + 24, sizes[i]);
+        struct cbc_hash h;
+        char hex[CBC_HASH_HEX_LEN + 1];
+        cbc_hash_bytes(imgs[i], sizes[i], &h);
+        cbc_hash_hex(&h, hex);
+        memcpy(d + 32, hex, CBC_HASH_HEX_LEN);
+        memcpy(rec + at, imgs[i], sizes[i]);
+        at += sizes[i];
+    }
+    at = (at + 63) / 64 * 64;
+    cbc_wr64(rec + 8, at);
+    return at;
+}
+
+Test(binfmt, embedded_records_are_read_verified_and_bounds_checked)
+{
+    size_t l86, l90;
+    uint8_t *c86 = fixture("k.sm_86.cubin", &l86), *c90 = fixture("k.sm_90.cubin", &l90);
+    const size_t cap = 2 * (l86 + l90) + 4096;
+    uint8_t *sec = calloc(1, 2 * cap);
+    const char *t2[] = {"sm_86", "sm_90"};
+    uint8_t *i2[] = {c86, c90};
+    size_t s2[] = {l86, l90};
+    /* two records, the second after 64 bytes of alignment padding */
+    size_t r1 = make_record(sec, cap, "one", t2, i2, s2, 2);
+    size_t r2 = make_record(sec + r1 + 64, cap, "two", t2 + 1, i2 + 1, s2 + 1, 1);
+    size_t len = r1 + 64 + r2;
+    struct cbc_embedded_list el;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_embedded_parse(sec, len, 0x1000, "prog", true, &el, &err), CBC_OK, "%s", err.msg);
+    cr_assert_eq(el.n, 3);
+    cr_assert_eq(el.n_records, 2);
+    cr_assert_str_eq(el.v[0].bundle, "one");
+    cr_assert_str_eq(el.v[2].bundle, "two");
+    cr_assert_eq(el.v[1].target.arch, 90);
+    cr_assert_eq(el.v[2].record, 1);
+    cr_assert_eq(el.v[0].offset % 64, 0);
+    cr_assert_eq(memcmp(el.v[1].data, c90, l90), 0);
+    cbc_embedded_release(&el);
+
+    /* a flipped byte: corrupt; a relabelled image: mislabeled */
+    uint64_t off90 = cbc_rd64(sec + CBC_EMBED_HEADER + 8 + CBC_EMBED_DESC + 16);
+    sec[off90 + 100] ^= 1;
+    cr_assert_eq(cbc_embedded_parse(sec, len, 0, "prog", true, &el, &err), CBC_E_FORMAT);
+    cr_assert(strstr(err.msg, "image sm_90 of embedded bundle 'one' is corrupt"), "%s", err.msg);
+    cr_assert_eq(cbc_embedded_parse(sec, len, 0, "prog", false, &el, &err), CBC_OK);
+    cbc_embedded_release(&el);
+    sec[off90 + 100] ^= 1;
+    memcpy(sec + CBC_EMBED_HEADER + 8, "sm_89", 5);
+    cr_assert_eq(cbc_embedded_parse(sec, len, 0, "prog", true, &el, &err), CBC_E_VERIFY);
+    cr_assert(strstr(err.msg, "is mislabeled") && strstr(err.msg, "holds sm_86"), "%s", err.msg);
+    memcpy(sec + CBC_EMBED_HEADER + 8, "sm_86", 5);
+
+    /* lies about sizes and offsets, and bad fields, name file and offset */
+    static const struct {
+        size_t at;
+        uint64_t value;
+        int width;
+        const char *needle;
+    } lies[] = {
+        {8, 1u << 30, 8, "record size"},
+        {8, 20, 8, "record size"},
+        {16, 1u << 28, 4, "images do not fit"},
+        {20, 3, 4, "name size"},
+        {CBC_EMBED_HEADER + 8 + 16, 8, 8, "outside the image area"},
+        {CBC_EMBED_HEADER + 8 + 24, 1ull << 40, 8, "outside the image area"},
+        {CBC_EMBED_HEADER + 8, 0x7a7a7a7a, 4, "expected a target"},
+        {CBC_EMBED_HEADER + 8 + 32, 0x5a5a5a5a, 4, "hex digits"},
+        {0, 0x41, 1, "magic"},
+    };
+    for (size_t i = 0; i < sizeof lies / sizeof lies[0]; i++) {
+        uint8_t *bad = malloc(len);
+        memcpy(bad, sec, len);
+        if (lies[i].width == 8)
+            cbc_wr64(bad + lies[i].at, lies[i].value);
+        else if (lies[i].width == 4)
+            cbc_wr32(bad + lies[i].at, (uint32_t)lies[i].value);
+        else
+            bad[lies[i].at] = (uint8_t)lies[i].value;
+        cr_assert_eq(cbc_embedded_parse(bad, len, 0, "prog", false, &el, &err), CBC_E_FORMAT,
+                     "lie %zu accepted", i);
+        cr_assert(strstr(err.msg, "'prog': offset") && strstr(err.msg, lies[i].needle),
+                  "lie %zu: %s", i, err.msg);
+        free(bad);
+    }
+    /* every truncation fails cleanly or reads a shorter, valid prefix */
+    for (size_t cut = 0; cut < len; cut += 7) {
+        if (cbc_embedded_parse(sec, cut, 0, "prog", true, &el, &err) == CBC_OK)
+            cbc_embedded_release(&el);
+    }
+    free(sec);
+    free(c86);
+    free(c90);
+}

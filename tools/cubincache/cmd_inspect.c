@@ -166,6 +166,66 @@ static enum cbc_status do_fatbin(const char *file, const uint8_t *data, size_t l
     return st;
 }
 
+/* The bundles `cubincache embed` compiled into a host binary. A corrupt
+ * or mislabeled image is reported (and counted as a problem) without
+ * hiding the others: the records are read first, then each image is
+ * verified on its own. */
+static enum cbc_status do_embedded(const char *file, const uint8_t *data, size_t len, uint64_t base,
+                                   cJSON *arr, struct cbc_err *err, bool *problem)
+{
+    struct cbc_embedded_list el;
+    enum cbc_status st = cbc_embedded_parse(data, len, base, file, false, &el, err);
+    if (st != CBC_OK)
+        return st;
+    if (!arr)
+        printf("  " CBC_EMBED_SECTION ": %zu embedded bundle%s, %zu image%s\n", el.n_records,
+               el.n_records == 1 ? "" : "s", el.n, el.n == 1 ? "" : "s");
+    for (size_t i = 0; i < el.n; i++) {
+        const struct cbc_embedded_entry *e = &el.v[i];
+        char tn[CBC_TARGET_NAME_MAX];
+        cbc_target_name(&e->target, tn);
+        struct cbc_err ve = {0};
+        const bool bad = cbc_embedded_verify(e, file, &ve) != CBC_OK;
+        struct cbc_cubin_info ci;
+        bool have_ci = e->target.kind == CBC_KIND_SASS &&
+                       cbc_cubin_parse(e->data, (size_t)e->size, file, &ci, NULL) == CBC_OK;
+        *problem |= bad;
+        if (arr) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "section", CBC_EMBED_SECTION);
+            cJSON_AddStringToObject(o, "bundle", e->bundle);
+            cJSON_AddNumberToObject(o, "container", (double)e->record);
+            cJSON_AddStringToObject(o, "kind", e->target.kind == CBC_KIND_PTX ? "ptx" : "elf");
+            cJSON_AddStringToObject(o, "target", tn);
+            cJSON_AddNumberToObject(o, "offset", (double)e->offset);
+            cJSON_AddNumberToObject(o, "size", (double)e->size);
+            if (e->ptx_isa) {
+                char isa[16];
+                snprintf(isa, sizeof isa, "%u.%u", e->ptx_isa / 10, e->ptx_isa % 10);
+                cJSON_AddStringToObject(o, "ptx_isa", isa);
+            }
+            if (bad)
+                cJSON_AddStringToObject(o, "problem", ve.msg);
+            cJSON_AddItemToArray(arr, o);
+        } else {
+            printf("    [%zu] bundle %-14s %-6s %-12s %9llu bytes at %#llx", i, e->bundle,
+                   e->target.kind == CBC_KIND_PTX ? "PTX" : "SASS", tn,
+                   (unsigned long long)e->size, (unsigned long long)e->offset);
+            if (e->ptx_isa)
+                printf(", PTX ISA %u.%u", e->ptx_isa / 10, e->ptx_isa % 10);
+            printf("\n");
+            if (bad)
+                printf("      PROBLEM: %s\n", ve.msg);
+            if (have_ci)
+                print_funcs(&ci, "      ");
+        }
+        if (have_ci)
+            cbc_cubin_info_release(&ci);
+    }
+    cbc_embedded_release(&el);
+    return CBC_OK;
+}
+
 /* Returns the exit code for one file. */
 static int inspect_one(struct tool *t, const char *file, bool json)
 {
@@ -259,8 +319,13 @@ static int inspect_one(struct tool *t, const char *file, bool json)
             st = do_fatbin(file, data + secs[i].s->offset, (size_t)secs[i].s->size, secs[i].s->offset,
                            secs[i].name, arr, &err, &problem);
         }
+        if (st == CBC_OK && he.cbc_bundle.present) {
+            any = true;
+            st = do_embedded(file, data + he.cbc_bundle.offset, (size_t)he.cbc_bundle.size,
+                             he.cbc_bundle.offset, arr, &err, &problem);
+        }
         if (!any && !root)
-            printf("  no .nv_fatbin or __nv_relfatbin section: no GPU code\n");
+            printf("  no .nv_fatbin, __nv_relfatbin or " CBC_EMBED_SECTION " section: no GPU code\n");
         break;
     }
     case CBC_FILE_LTOIR:
