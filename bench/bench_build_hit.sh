@@ -9,6 +9,7 @@ cd "$B/src"
 "$CUBINCACHE" build -q -a 75,80,86,89,90,100,120 -o "$B/o7" k.cu
 measure cubincache_hit_1_target 300 20 "$CUBINCACHE" build -q -a 90 -o "$B/o1" k.cu
 measure cubincache_hit_7_targets 300 20 "$CUBINCACHE" build -q -a 75,80,86,89,90,100,120 -o "$B/o7" k.cu
+measure process_floor_bin_true 300 20 /bin/true
 measure nvcc_cubin_1_target 10 1 "$NVCC_REAL" -cubin -arch=sm_90 -o "$B/raw.cubin" k.cu
 if command -v ccache >/dev/null; then
     export CCACHE_DIR="$B/ccache"
