@@ -32,6 +32,25 @@ say "== unit test suite on this machine (the fake driver and the real one side b
 step timeout 600 meson test -C build-gpu --suite unit > "$out/unit-tests.log" 2>&1
 grep -E '^ *[0-9]+/[0-9]+ ' "$out/unit-tests.log" | tee -a "$S"
 
+say "== examples/meson-consumer on this GPU: installed cubincache, embedded bundle, real driver"
+stage=/tmp/cbc-stage
+rm -rf "$stage" /tmp/cbc-consumer
+if meson install -C build-gpu --destdir "$stage" --quiet > "$out/consumer.log" 2>&1; then
+    pc=$(find "$stage" -name cubincache.pc | head -1)
+    lib=$(find "$stage" -name 'libcubincache.so*' | head -1)
+    export PATH="$(dirname "$(find "$stage" -path '*/bin/cubincache' | head -1)"):$PATH"
+    export PKG_CONFIG_PATH="$(dirname "$pc")" PKG_CONFIG_SYSROOT_DIR="$stage"
+    export LD_LIBRARY_PATH="$(dirname "$lib")"
+    meson setup /tmp/cbc-consumer examples/meson-consumer >> "$out/consumer.log" 2>&1 &&
+        ninja -C /tmp/cbc-consumer >> "$out/consumer.log" 2>&1
+    say "  arch auto (the driver's GPU): $(/tmp/cbc-consumer/vecadd 2>&1; echo "exit $?")"
+    CUDA_COMPUTE_CAP=89 ninja -C /tmp/cbc-consumer >> "$out/consumer.log" 2>&1
+    say "  CUDA_COMPUTE_CAP=89 ninja: $(/tmp/cbc-consumer/vecadd 2>&1 | tr '\n' ' '; echo "exit ${PIPESTATUS[0]}")"
+    unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR LD_LIBRARY_PATH
+else
+    say "  meson install failed: $(tail -5 "$out/consumer.log")"
+fi
+
 say "== benchmarks"
 : > "$out/bench.jsonl"
 step timeout 300 build-gpu/bench/loader_bench >> "$out/bench.jsonl" 2>> "$S"

@@ -3,6 +3,10 @@
 # cubincache and examples/meson-consumer: CUDA_COMPUTE_CAP=89 ninja, then
 # =90 ninja must give an sm_90 cubin whose ELF says 90 (the seed reused the
 # sm_89 one), then =89 again must be a pure cache hit: no nvcc run at all.
+# The consumer's program embeds the bundle and links the installed library
+# through pkg-config: built for 89 it is refused on a 9.0 GPU (the fake
+# driver) with the fix, built for 90 it loads sm_90, and check reads the
+# program the same way; a no-op build relinks nothing.
 . "$(dirname "$0")/lib.sh"
 : "${BUILDDIR:?}" "${SRCDIR:?}"
 
@@ -13,15 +17,30 @@ bin=$(find "$T/stage" -path '*/bin/cubincache' -type f | head -1)
 [ -x "$bin" ] || fail "no installed cubincache under $T/stage"
 export PATH="$(dirname "$bin"):$PATH"
 
+# the consumer finds the staged library through pkg-config
+pc=$(find "$T/stage" -name cubincache.pc | head -1)
+[ -n "$pc" ] || fail "no cubincache.pc installed"
+export PKG_CONFIG_PATH="$(dirname "$pc")" PKG_CONFIG_SYSROOT_DIR="$T/stage"
+lib=$(find "$T/stage" -name 'libcubincache.so*' | head -1)
+export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fake="$BUILDDIR/tests/libfakecuda.so"
+[ -f "$fake" ] || fail "no fake driver at $fake"
+
 cp -r "$SRCDIR/examples/meson-consumer" "$T/consumer"
 make_counting_nvcc
 export NVCC="$T/nvcc-count"
 meson setup "$T/cb" "$T/consumer" > "$T/setup.log" 2>&1 || fail "meson setup: $(cat "$T/setup.log")"
 k="$T/cb/vecadd"
+exe="$T/cb/vecadd"
 
 note "CUDA_COMPUTE_CAP=89 ninja"
 CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n1.log" 2>&1 || fail "ninja: $(cat "$T/n1.log")"
 [ "$(sm_of "$k.sm_89.cubin")" = 89 ] || fail "first build is not sm_89"
+
+note "the program built for 89, on a (fake) compute capability 9.0 GPU: refused with the fix"
+expect_out 4 "vecadd: no image for GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0): the bundle has sm_89 and no PTX" env CUBINCACHE_LIBCUDA="$fake" FAKE_CUDA_CC=90 "$exe"
+grep -q "rebuild with cubincache build --arch 90" "$T/last.out" || fail "no remedy: $(cat "$T/last.out")"
+expect_out 1 "WILL-NOT-RUN sm_90     vecadd: will not run on compute capability 9.0: has sm_89 and no PTX" cubincache check --arch 90 "$exe"
 
 note "CUDA_COMPUTE_CAP=90 ninja, no reconfigure: an sm_90 cubin whose ELF says 90"
 CUDA_COMPUTE_CAP=90 ninja -C "$T/cb" > "$T/n2.log" 2>&1 || fail "ninja: $(cat "$T/n2.log")"
@@ -30,6 +49,9 @@ CUDA_COMPUTE_CAP=90 ninja -C "$T/cb" > "$T/n2.log" 2>&1 || fail "ninja: $(cat "$
 [ ! -e "$k.sm_89.cubin" ] || fail "the sm_89 cubin was left beside the sm_90 one"
 grep -q '"target":	"sm_90"' "$k.manifest.json" || fail "manifest does not say sm_90"
 grep -q '"CUDA_COMPUTE_CAP":	"90"' "$k.manifest.json" || fail "manifest does not record CUDA_COMPUTE_CAP=90"
+expect_out 0 "RUNS         sm_90     vecadd: runs (sm_90 SASS)" cubincache check --arch 90 "$exe"
+# the fake driver runs nothing, so the sums stay wrong; the choice is what counts
+expect_out 1 "vecadd: ran sm_90 on GPU 0" env CUBINCACHE_LIBCUDA="$fake" FAKE_CUDA_CC=90 "$exe"
 
 note "CUDA_COMPUTE_CAP=89 again: a pure cache hit"
 reset_nvcc_log
@@ -37,10 +59,13 @@ CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n3.log" 2>&1 || fail "ninja: $(cat "$
 [ "$(nvcc_runs)" = 0 ] || fail "nvcc ran $(nvcc_runs) times on a cache hit: $(cat "$T/nvcc.log")"
 [ "$(sm_of "$k.sm_89.cubin")" = 89 ] || fail "back to 89"
 
-note "an unchanged build rewrites nothing"
+note "an unchanged build rewrites, recompiles and relinks nothing"
 before=$(mtime_of "$k.manifest.json")
+exe_before=$(mtime_of "$exe")
 sleep 0.05
 CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n4.log" 2>&1 || fail "ninja: $(cat "$T/n4.log")"
 [ "$before" = "$(mtime_of "$k.manifest.json")" ] || fail "a hit rewrote the manifest"
+[ "$exe_before" = "$(mtime_of "$exe")" ] || fail "a hit relinked the program: $(cat "$T/n4.log")"
+grep -qE "Linking|Compiling" "$T/n4.log" && fail "a hit compiled or linked: $(cat "$T/n4.log")"
 [ "$(nvcc_runs)" = 0 ] || fail "nvcc ran on a no-op build"
 echo ok

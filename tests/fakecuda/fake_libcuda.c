@@ -332,6 +332,10 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int ver, cuuint64_t fl
         *pfn = (void *)cuMemAlloc;
     else if (!strcmp(symbol, "cuLaunchKernel"))
         *pfn = (void *)cuLaunchKernel;
+    else if (!strcmp(symbol, "cuMemcpyHtoD"))
+        *pfn = (void *)cuMemcpyHtoD;
+    else if (!strcmp(symbol, "cuMemcpyDtoH"))
+        *pfn = (void *)cuMemcpyDtoH;
     if (status)
         *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
