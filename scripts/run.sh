@@ -38,8 +38,19 @@ if [ "$mode" = test ]; then
 fi
 
 ninja -C "$build"
+cbc="$build/tools/cubincache"
 echo
 echo "== what was built, for which GPUs (arch rule and targets from the manifest)"
 m="$build/kernels/ig_kernels.manifest.json"
 grep -E '"(rule|detail)":' "$m" | sed 's/^[[:space:]]*/  /'
-grep -E '"target":' "$m" | sed 's/^[[:space:]]*/  /'
+"$cbc" check "$build/kernels"
+echo
+echo "== will igrun (which carries those kernels) run on these GPUs?"
+"$cbc" check --arch 75,80,86,89,90,100,120,121 "$build/tools/igrun/igrun" || true
+echo
+echo "== the GPUs of this machine"
+"$cbc" devices "$m" || true
+echo
+echo "== igrun --demo"
+"$build/tools/igrun/igrun" --demo --plot "$build/demo-attributions.svg"
+echo "(bar chart of the attributions: $build/demo-attributions.svg)"

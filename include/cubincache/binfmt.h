@@ -77,6 +77,9 @@ struct cbc_ptx_info {
 
 enum cbc_status cbc_ptx_parse(const uint8_t *data, size_t len, const char *name,
                               struct cbc_ptx_info *out, struct cbc_err *err);
+/* The same, stopping at the first .version and .target: n_entries stays 0. */
+enum cbc_status cbc_ptx_header(const uint8_t *data, size_t len, const char *name,
+                               struct cbc_ptx_info *out, struct cbc_err *err);
 struct cbc_target cbc_ptx_target(const struct cbc_ptx_info *info);
 
 /* ---- fatbin -------------------------------------------------------------- */

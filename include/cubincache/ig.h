@@ -205,7 +205,13 @@ enum cbc_status cbc_ig_gpu_upload(struct cbc_ig_gpu *g, const struct cbc_mlp *m,
 void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m);
 
 /* IG of an uploaded MLP; r->gradient selects analytic, batched FD or the
- * naive seed loop (both FD modes use the model's forward as the black box). */
+ * naive seed loop (both FD modes use the model's forward as the black box).
+ * Small analytic requests (inputs up to 256 KiB on the host, or device
+ * pointers; a zero or scalar baseline) are recorded as a CUDA graph the
+ * second time the same shape comes and replayed from then on, which takes
+ * one input from a dozen launches to one; CUBINCACHE_IG_NO_GRAPHS=1 turns
+ * this off. Calls on one engine must not overlap (one stream, one
+ * workspace). */
 enum cbc_status cbc_ig_gpu_mlp(struct cbc_ig_gpu_model *m, const struct cbc_ig_request *r,
                                struct cbc_ig_output *out, struct cbc_err *err);
 

@@ -121,7 +121,7 @@ static enum cbc_status record(const uint8_t *data, size_t len, uint64_t base, ui
         e.data = r + off;
         if (e.target.kind == CBC_KIND_PTX) {
             struct cbc_ptx_info pi;
-            if (cbc_ptx_parse(e.data, (size_t)sz, NULL, &pi, NULL) == CBC_OK)
+            if (cbc_ptx_header(e.data, (size_t)sz, NULL, &pi, NULL) == CBC_OK)
                 e.ptx_isa = pi.isa;
         }
         enum cbc_status st = verify ? cbc_embedded_verify(&e, name, err) : CBC_OK;

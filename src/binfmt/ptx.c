@@ -3,7 +3,9 @@
  * (.entry) it defines.
  *
  * Only directives at the start of a line (after blanks) count; comments are
- * not parsed, which is fine for what nvcc writes. The input need not be
+ * not parsed, which is fine for what nvcc writes. cbc_ptx_header stops at
+ * the first .version and .target (the top of what nvcc writes), for callers
+ * that need no kernel count: a bundle open must not scan megabytes. The input need not be
  * NUL-terminated and may be NUL-padded, as inside fatbins.
  */
 #include "binfmt_int.h"
@@ -21,8 +23,8 @@ static bool directive(const char *line, size_t n, const char *word, size_t *afte
     return true;
 }
 
-enum cbc_status cbc_ptx_parse(const uint8_t *data, size_t len, const char *name,
-                              struct cbc_ptx_info *out, struct cbc_err *err)
+static enum cbc_status parse(const uint8_t *data, size_t len, const char *name, bool header_only,
+                             struct cbc_ptx_info *out, struct cbc_err *err)
 {
     memset(out, 0, sizeof *out);
     const char *text = (const char *)data;
@@ -32,9 +34,8 @@ enum cbc_status cbc_ptx_parse(const uint8_t *data, size_t len, const char *name,
     bool have_version = false, have_target = false;
     size_t line_start = 0;
     while (line_start < end) {
-        size_t eol = line_start;
-        while (eol < end && text[eol] != '\n')
-            eol++;
+        const char *nl = memchr(text + line_start, '\n', end - line_start);
+        size_t eol = nl ? (size_t)(nl - text) : end;
         size_t p = line_start;
         while (p < eol && (text[p] == ' ' || text[p] == '\t'))
             p++;
@@ -75,6 +76,8 @@ enum cbc_status cbc_ptx_parse(const uint8_t *data, size_t len, const char *name,
                    (n > 14 && memcmp(line, ".visible .entry", 15) == 0)) {
             out->n_entries++;
         }
+        if (header_only && have_version && have_target)
+            break;
         line_start = eol + 1;
     }
     if (!have_version)
@@ -87,4 +90,16 @@ enum cbc_status cbc_ptx_parse(const uint8_t *data, size_t len, const char *name,
 struct cbc_target cbc_ptx_target(const struct cbc_ptx_info *info)
 {
     return (struct cbc_target){CBC_KIND_PTX, info->variant, (uint16_t)info->arch};
+}
+
+enum cbc_status cbc_ptx_parse(const uint8_t *data, size_t len, const char *name,
+                              struct cbc_ptx_info *out, struct cbc_err *err)
+{
+    return parse(data, len, name, false, out, err);
+}
+
+enum cbc_status cbc_ptx_header(const uint8_t *data, size_t len, const char *name,
+                               struct cbc_ptx_info *out, struct cbc_err *err)
+{
+    return parse(data, len, name, true, out, err);
 }

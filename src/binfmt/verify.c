@@ -28,7 +28,7 @@ enum cbc_status cbc_binfmt_verify_target(const uint8_t *data, size_t len,
         cbc_cubin_info_release(&ci);
     } else {
         struct cbc_ptx_info pi;
-        enum cbc_status st = cbc_ptx_parse(data, len, name, &pi, err);
+        enum cbc_status st = cbc_ptx_header(data, len, name, &pi, err);
         if (st != CBC_OK)
             return st;
         got = cbc_ptx_target(&pi);

@@ -97,7 +97,7 @@ static void fill_image(struct slot *s, const struct cbc_target *t, const unsigne
     s->img.size = len;
     if (t->kind == CBC_KIND_PTX && ptx) {
         struct cbc_ptx_info pi;
-        if (cbc_ptx_parse(ptx, len, NULL, &pi, NULL) == CBC_OK)
+        if (cbc_ptx_header(ptx, len, NULL, &pi, NULL) == CBC_OK)
             s->img.ptx_isa = pi.isa;
     }
 }

@@ -332,6 +332,16 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int ver, cuuint64_t fl
         *pfn = (void *)cuMemAlloc;
     else if (!strcmp(symbol, "cuLaunchKernel"))
         *pfn = (void *)cuLaunchKernel;
+    else if (!strcmp(symbol, "cuModuleLoadData"))
+        *pfn = (void *)cuModuleLoadData;
+    else if (!strcmp(symbol, "cuModuleUnload"))
+        *pfn = (void *)cuModuleUnload;
+    else if (!strcmp(symbol, "cuDevicePrimaryCtxRetain"))
+        *pfn = (void *)cuDevicePrimaryCtxRetain;
+    else if (!strcmp(symbol, "cuCtxSetCurrent"))
+        *pfn = (void *)cuCtxSetCurrent;
+    else if (!strcmp(symbol, "cuCtxSynchronize"))
+        *pfn = (void *)cuCtxSynchronize;
     else if (!strcmp(symbol, "cuMemcpyHtoD"))
         *pfn = (void *)cuMemcpyHtoD;
     else if (!strcmp(symbol, "cuMemcpyDtoH"))

@@ -195,7 +195,9 @@ static enum cbc_status do_embedded(const char *file, const uint8_t *data, size_t
             cJSON_AddStringToObject(o, "section", CBC_EMBED_SECTION);
             cJSON_AddStringToObject(o, "bundle", e->bundle);
             cJSON_AddNumberToObject(o, "container", (double)e->record);
-            cJSON_AddStringToObject(o, "kind", e->target.kind == CBC_KIND_PTX ? "ptx" : "elf");
+            cJSON_AddStringToObject(o, "kind", cbc_fatbin_kind_name(e->target.kind == CBC_KIND_PTX
+                                                                        ? CBC_FATBIN_PTX
+                                                                        : CBC_FATBIN_ELF));
             cJSON_AddStringToObject(o, "target", tn);
             cJSON_AddNumberToObject(o, "offset", (double)e->offset);
             cJSON_AddNumberToObject(o, "size", (double)e->size);
