@@ -57,6 +57,10 @@ def timed(fn, warm, runs):
 def main():
     d = sys.argv[1]
     steps = 50
+    print(json.dumps({'impl': 'pytorch', 'bench': 'versions', 'torch': torch.__version__,
+                      'cuda': torch.version.cuda, 'gpu': torch.cuda.get_device_name(0)}), flush=True)
+    print(f'pytorch {torch.__version__} (CUDA {torch.version.cuda}) on {torch.cuda.get_device_name(0)}',
+          file=sys.stderr)
     nodes, w = np.polynomial.legendre.leggauss(steps)
     alphas = torch.tensor((nodes + 1) / 2, dtype=torch.float32, device='cuda')
     weights = torch.tensor(w / 2, dtype=torch.float32, device='cuda')

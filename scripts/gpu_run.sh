@@ -61,5 +61,11 @@ if [ -n "${GPU_RUN_PROFILE:-}" ] && command -v ncu >/dev/null; then
     IG_BENCH_QUICK=1 step timeout 300 ncu --clock-control none --print-summary per-kernel \
         build-gpu/bench/ig_bench /tmp/ig-prof > "$out/ncu.txt" 2>&1
     grep -E 'Duration|^  [a-zA-Z_0-9]+ \(' "$out/ncu.txt" | head -80 >> "$S"
+    say "== ncu: where the batch's tensor-core GEMM (layer 2 backward) waits"
+    IG_BENCH_QUICK=1 step timeout 200 ncu --clock-control none -k regex:gemm_tc_nn --launch-skip 5 -c 1 \
+        --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+        --section InstructionStats --section SchedulerStats \
+        build-gpu/bench/ig_bench /tmp/ig-prof > "$out/ncu-tc.txt" 2>&1
+    grep -E 'gemm_tc|Stall|stall|Issue|Eligible|Active Warps|Executed Ipc|Bank|Pipe|Warp Cycles|Shared' "$out/ncu-tc.txt" | head -60 >> "$S"
 fi
 cat "$S" | tail -40
