@@ -13,8 +13,10 @@
 //    activation derivatives, quadrature weights or (x - x');
 //  - small kernels: one output per row, the last layer's delta, the sum
 //    over steps, and gathers.
-// Arithmetic is FP32 with FP32 accumulation (no TF32), so results stay
-// within 1e-4 of the double-precision CPU reference.
+// GEMMs run on tensor cores in 3xTF32 (each operand split into a TF32 high
+// part and a TF32 residual, three products accumulated in FP32) on sm_80
+// and later, else as FP32 FMA; either way results stay within 1e-4 of the
+// double-precision CPU reference.
 #include "ig_kernels.h"
 
 // ---- activations -------------------------------------------------------
@@ -183,7 +185,34 @@ __device__ __noinline__ float epilogue(const cbc_k_gemm &p, int r, int c, float 
     return epilogue_inline(p, r, c, val);
 }
 
-__device__ __noinline__ float4 act4(int a, float4 v)
+// One output of a tile finished in place: split-K partial, or the epilogue
+// with the row's input b and step s already known.
+__device__ __forceinline__ void finish(const cbc_k_gemm &p, int r, int c, float v, int b, int s)
+{
+    if (p.epi == CBC_EPI_PARTIAL) {
+        p.P[((size_t)blockIdx.z * p.M + r) * p.N + c] = v;
+        return;
+    }
+    switch (p.epi) {
+    case CBC_EPI_DACT: v *= act_df(p.epi_act, p.Z[(size_t)r * p.ldz + c]); break;
+    case CBC_EPI_DACT_L1: {
+        size_t o = (size_t)b * p.ldu + c;
+        v *= act_df(p.epi_act, p.u[o] + p.alpha[s] * p.v[o]) * p.weight[s];
+        break;
+    }
+    case CBC_EPI_MUL_DIFF: {
+        int gr = p.row0 + r;
+        v *= p.x[(size_t)gr * p.N + c] - base_at(p.base, gr, p.N, c);
+        break;
+    }
+    default:
+        if (p.bias && r < p.bias_rows)
+            v += p.bias[c];
+    }
+    p.C[(size_t)r * p.ldc + c] = v;
+}
+
+__device__ __forceinline__ float4 act4(int a, float4 v)
 {
     return make_float4(act_f(a, v.x), act_f(a, v.y), act_f(a, v.z), act_f(a, v.w));
 }
@@ -402,10 +431,11 @@ __device__ __forceinline__ void mma8(float *d, const unsigned *a, const unsigned
 }
 #endif
 
-// 128x128 block tile, BK 16, 8 warps of 64x32, 3xTF32. Each element is split
-// into its TF32 high part and residual once, when the tile is stored to
-// shared memory (dynamic: 4 arrays x 2 stages = 69632 bytes), so the inner
-// loop is loads and MMAs only.
+// 128x128 block tile, BK 16, 8 warps of 64x32, 3xTF32, two blocks per SM
+// (at most 128 registers). Each element is split into its TF32 high part
+// and residual once, when the tile is stored to shared memory (dynamic: 4
+// arrays x 2 stages = 69632 bytes), so the inner loop is loads and MMAs
+// only.
 #define TC_BM 128
 #define TC_BK 16
 #define TC_PAD 8
@@ -518,14 +548,34 @@ __device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
             store((it + 1) & 1);
         __syncthreads();
     }
+    // The epilogue goes through shared memory (the staging buffers are free:
+    // the loop ended on a barrier). The accumulators land in a 128 x 132
+    // tile; then each thread finishes outputs along rows, so the loads the
+    // epilogue makes (u, v, Z, x) and the stores are coalesced, a row's
+    // input and step are worked out once, and the epilogue is inlined once.
+    constexpr int CS = BN + 4;
+    static_assert((BM * CS + 2 * BM) * 4 <= TC_SMEM_BYTES, "epilogue tile exceeds the staging");
+    float *Cs = reinterpret_cast<float *>(tc_smem);
+    int *rb = reinterpret_cast<int *>(Cs + BM * CS), *rs = rb + BM;
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
             for (int c = 0; c < 4; c++)
-                put(p, m0 + wm + i * 16 + g + (c >> 1) * 8, n0 + wn + j * 8 + q * 2 + (c & 1),
-                    acc[i][j][c]);
+                Cs[(wm + i * 16 + g + (c >> 1) * 8) * CS + wn + j * 8 + q * 2 + (c & 1)] = acc[i][j][c];
+    if (tid < BM) {
+        int gr = p.row0 + m0 + tid, b = p.S > 0 ? gr / p.S : 0;
+        rb[tid] = b;
+        rs[tid] = gr - b * p.S;
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int e = tid; e < BM * BN; e += 256) {
+        const int rr = e / BN, cc = e % BN, r = m0 + rr, c = n0 + cc;
+        if (r < p.M && c < p.N)
+            finish(p, r, c, Cs[rr * CS + cc], rb[rr], rs[rr]);
+    }
 #else
     __trap(); // the host launches tensor-core kernels on sm_80 and later only
 #endif
@@ -540,7 +590,7 @@ __device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
     {                                                                                              \
         gemm_simt<64, 64, 16, 4, 4, NN, PRO>(p);                                                   \
     }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(256) gemm_tc_##suffix(cbc_k_gemm p)            \
+    extern "C" __global__ void __launch_bounds__(256, 2) gemm_tc_##suffix(cbc_k_gemm p)            \
     {                                                                                              \
         gemm_tc<NN, PRO>(p);                                                                       \
     }

@@ -34,19 +34,24 @@ grep -E '^ *[0-9]+/[0-9]+ ' "$out/unit-tests.log" | tee -a "$S"
 
 say "== examples/meson-consumer on this GPU: installed cubincache, embedded bundle, real driver"
 stage=/tmp/cbc-stage
-rm -rf "$stage" /tmp/cbc-consumer
+rm -rf "$stage" /tmp/cbc-consumer /tmp/cbc-pc
 if meson install -C build-gpu --destdir "$stage" --quiet > "$out/consumer.log" 2>&1; then
+    # the staged .pc, pointed at the staging prefix
     pc=$(find "$stage" -name cubincache.pc | head -1)
+    mkdir -p /tmp/cbc-pc
+    sed "s|^prefix=.*|prefix=$stage/usr/local|" "$pc" > /tmp/cbc-pc/cubincache.pc
     lib=$(find "$stage" -name 'libcubincache.so*' | head -1)
-    export PATH="$(dirname "$(find "$stage" -path '*/bin/cubincache' | head -1)"):$PATH"
-    export PKG_CONFIG_PATH="$(dirname "$pc")" PKG_CONFIG_SYSROOT_DIR="$stage"
-    export LD_LIBRARY_PATH="$(dirname "$lib")"
-    meson setup /tmp/cbc-consumer examples/meson-consumer >> "$out/consumer.log" 2>&1 &&
-        ninja -C /tmp/cbc-consumer >> "$out/consumer.log" 2>&1
-    say "  arch auto (the driver's GPU): $(/tmp/cbc-consumer/vecadd 2>&1; echo "exit $?")"
-    CUDA_COMPUTE_CAP=89 ninja -C /tmp/cbc-consumer >> "$out/consumer.log" 2>&1
-    say "  CUDA_COMPUTE_CAP=89 ninja: $(/tmp/cbc-consumer/vecadd 2>&1 | tr '\n' ' '; echo "exit ${PIPESTATUS[0]}")"
-    unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR LD_LIBRARY_PATH
+    (
+        export PATH="$(dirname "$(find "$stage" -path '*/bin/cubincache' | head -1)"):$PATH"
+        export PKG_CONFIG_PATH="/tmp/cbc-pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+        export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        meson setup /tmp/cbc-consumer examples/meson-consumer >> "$out/consumer.log" 2>&1 &&
+            ninja -C /tmp/cbc-consumer >> "$out/consumer.log" 2>&1
+        say "  arch auto (the driver's GPU): $(/tmp/cbc-consumer/vecadd 2>&1; echo "exit $?")"
+        say "  $(cubincache check --arch 90 /tmp/cbc-consumer/vecadd 2>/dev/null)"
+        CUDA_COMPUTE_CAP=89 ninja -C /tmp/cbc-consumer >> "$out/consumer.log" 2>&1
+        say "  CUDA_COMPUTE_CAP=89 ninja: $(/tmp/cbc-consumer/vecadd 2>&1 | tr '\n' ' '; echo "exit ${PIPESTATUS[0]}")"
+    )
 else
     say "  meson install failed: $(tail -5 "$out/consumer.log")"
 fi

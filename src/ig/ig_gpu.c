@@ -300,6 +300,11 @@ enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const str
                                                 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                 TC_SMEM_BYTES),
                      "allowing the tensor-core GEMMs their shared memory", err);
+        /* two blocks of 8 warps per SM (the kernels keep to 128 registers):
+         * ask for the largest shared-memory carveout so both fit */
+        if (st == CBC_OK && is_tc(k))
+            g->cu->FuncSetAttribute((CUfunction)fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                    100);
     }
     struct cbc_device_info d;
     if (st == CBC_OK)
