@@ -156,16 +156,14 @@ extern "C" __global__ void fd_finish(float *attr, const double *acc, const float
 // and gemm_reduce adds them in a fixed order and applies the epilogue, so
 // results are the same on every run.
 
-// Inlined where a thread finishes one output (gemm_reduce, where a call
-// would copy the whole parameter block to the stack per element); called,
-// not inlined, from the tiles: inlining its every activation derivative at
-// their 64 output sites made cubins 4 MB.
-__device__ __forceinline__ float epilogue_inline(const cbc_k_gemm &p, int r, int c, float val)
+// The epilogue of output (r, c), given the path row's input b and step s
+// (used by CBC_EPI_DACT_L1 only).
+__device__ __forceinline__ float epilogue_bs(const cbc_k_gemm &p, int r, int c, float val, int b,
+                                             int s)
 {
     switch (p.epi) {
     case CBC_EPI_DACT: return val * act_df(p.epi_act, p.Z[(size_t)r * p.ldz + c]);
     case CBC_EPI_DACT_L1: {
-        int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
         size_t o = (size_t)b * p.ldu + c;
         return val * act_df(p.epi_act, p.u[o] + p.alpha[s] * p.v[o]) * p.weight[s];
     }
@@ -180,6 +178,22 @@ __device__ __forceinline__ float epilogue_inline(const cbc_k_gemm &p, int r, int
     }
 }
 
+// The epilogue working out b and s itself. Inlined where a thread finishes
+// one output (gemm_reduce: a call would copy the whole parameter block to
+// the stack per element); called, not inlined, from the SIMT tiles and the
+// skinny kernels: inlining its activation derivatives at the 64 output sites
+// of each SIMT kernel made cubins 4 MB. The tensor-core tiles finish their
+// outputs through shared memory with finish(), inlined once.
+__device__ __forceinline__ float epilogue_inline(const cbc_k_gemm &p, int r, int c, float val)
+{
+    int b = 0, s = 0;
+    if (p.epi == CBC_EPI_DACT_L1) {
+        int gr = p.row0 + r;
+        b = gr / p.S, s = gr - b * p.S;
+    }
+    return epilogue_bs(p, r, c, val, b, s);
+}
+
 __device__ __noinline__ float epilogue(const cbc_k_gemm &p, int r, int c, float val)
 {
     return epilogue_inline(p, r, c, val);
@@ -189,27 +203,10 @@ __device__ __noinline__ float epilogue(const cbc_k_gemm &p, int r, int c, float 
 // with the row's input b and step s already known.
 __device__ __forceinline__ void finish(const cbc_k_gemm &p, int r, int c, float v, int b, int s)
 {
-    if (p.epi == CBC_EPI_PARTIAL) {
+    if (p.epi == CBC_EPI_PARTIAL)
         p.P[((size_t)blockIdx.z * p.M + r) * p.N + c] = v;
-        return;
-    }
-    switch (p.epi) {
-    case CBC_EPI_DACT: v *= act_df(p.epi_act, p.Z[(size_t)r * p.ldz + c]); break;
-    case CBC_EPI_DACT_L1: {
-        size_t o = (size_t)b * p.ldu + c;
-        v *= act_df(p.epi_act, p.u[o] + p.alpha[s] * p.v[o]) * p.weight[s];
-        break;
-    }
-    case CBC_EPI_MUL_DIFF: {
-        int gr = p.row0 + r;
-        v *= p.x[(size_t)gr * p.N + c] - base_at(p.base, gr, p.N, c);
-        break;
-    }
-    default:
-        if (p.bias && r < p.bias_rows)
-            v += p.bias[c];
-    }
-    p.C[(size_t)r * p.ldc + c] = v;
+    else
+        p.C[(size_t)r * p.ldc + c] = epilogue_bs(p, r, c, v, b, s);
 }
 
 __device__ __forceinline__ float4 act4(int a, float4 v)
