@@ -195,10 +195,11 @@ static int verdict_rank(enum cbc_verdict v)
 }
 
 /* A fatbin module with no kernels (known from km) is left out of the
- * verdict, unless every module is such. */
-static bool judged(const struct cbc_image *im, const struct kernel_map *km, bool any_kernels)
+ * verdict when anything else carries kernels: a fatbin module with them,
+ * or an embedded bundle (whose kernels are the loader's business). */
+static bool judged(const struct cbc_image *im, const struct kernel_map *km, bool others)
 {
-    if (!km || !any_kernels || im->bundle || !im->section)
+    if (!km || !others || im->bundle || !im->section)
         return true;
     return im->container < km->n && km->has[im->container];
 }
@@ -222,12 +223,14 @@ static enum cbc_status judge_gpus(const char *path, const struct cbc_image *imgs
         cbc_arch_choice_release(&ch);
         return cbc_err_oom(err);
     }
-    bool any_kernels = false;
+    bool others = false;
     for (size_t i = 0; km && i < km->n; i++)
-        any_kernels |= km->has[i];
+        others |= km->has[i];
+    for (size_t i = 0; i < n; i++)
+        others |= imgs[i].bundle != NULL;
     size_t nj = 0; /* the judged images, first */
     for (size_t i = 0; i < n; i++) {
-        if (!judged(&imgs[i], km, any_kernels))
+        if (!judged(&imgs[i], km, others))
             continue;
         group[nj++] = imgs[i];
         bool seen = false;

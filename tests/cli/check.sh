@@ -107,6 +107,11 @@ expect_out 0 '"bundle":"emb"' "$C" inspect --json "$T/emb.exe"
 expect_out 0 "sm_90 (image 1 at" "$C" select --cc 9.0 "$T/emb.exe"
 expect_out 1 "WILL-NOT-RUN sm_90     both.exe: embedded bundle 'old': will not run on compute capability 9.0: has sm_86 and no PTX" "$C" check --arch 90 "$T/both.exe"
 expect_out 0 "RUNS         sm_86     both.exe: runs: all 2 modules with kernels have SASS for it" "$C" check --arch 86 "$T/both.exe"
+# linked by nvcc, the program also gets fatbin modules without kernels (a
+# host-only .cu and the device-link one, both sm_75): they do not count
+printf 'int host_only(int v) { return v + 1; }\n' > hostonly.cu
+"$NVCC_REAL" -I"$SRCDIR/include" -o "$T/mixed.exe" hostonly.cu "$T/emain.c" "$T/emb.c" || fail "nvcc mixed.exe"
+expect_out 0 "RUNS         sm_90     mixed.exe: runs (sm_90 SASS)" "$C" check --arch 90 "$T/mixed.exe"
 # corrupt one byte of the sm_90 image; relabel the sm_86 one as sm_89
 python3 - "$T/emb.exe" "$T/corrupt.exe" "$T/relabel.exe" <<'EOF_PY'
 import struct, sys
