@@ -252,14 +252,9 @@ enum cbc_status cbc_cubin_parse(const uint8_t *data, size_t len, const char *nam
                                      cbc_rd32(sym));
                     goto fail;
                 }
-                if (info.n_funcs == cap) {
-                    cap = cap ? cap * 2 : 8;
-                    struct cbc_cubin_func *f = cbc_reallocarray(info.funcs, cap, sizeof *f);
-                    if (!f) {
-                        st = cbc_err_oom(err);
-                        goto fail;
-                    }
-                    info.funcs = f;
+                if (!cbc_grow(&info.funcs, info.n_funcs, &cap, sizeof *info.funcs, 8)) {
+                    st = cbc_err_oom(err);
+                    goto fail;
                 }
                 info.funcs[info.n_funcs++] =
                     (struct cbc_cubin_func){fname, (other & STO_CUDA_ENTRY) != 0};

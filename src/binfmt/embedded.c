@@ -14,14 +14,8 @@
 static enum cbc_status push(struct cbc_embedded_list *l, size_t *cap,
                             const struct cbc_embedded_entry *e, struct cbc_err *err)
 {
-    if (l->n == *cap) {
-        size_t c = *cap ? *cap * 2 : 8;
-        struct cbc_embedded_entry *v = cbc_reallocarray(l->v, c, sizeof *v);
-        if (!v)
-            return cbc_err_oom(err);
-        l->v = v;
-        *cap = c;
-    }
+    if (!cbc_grow(&l->v, l->n, cap, sizeof *l->v, 8))
+        return cbc_err_oom(err);
     l->v[l->n++] = *e;
     return CBC_OK;
 }

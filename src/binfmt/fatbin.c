@@ -42,14 +42,8 @@ const char *cbc_compression_name(uint8_t c)
 static enum cbc_status add_entry(struct cbc_fatbin *fb, size_t *cap, const struct cbc_fatbin_entry *e,
                                  struct cbc_err *err)
 {
-    if (fb->n == *cap) {
-        size_t c = *cap ? *cap * 2 : 8;
-        struct cbc_fatbin_entry *v = cbc_reallocarray(fb->entries, c, sizeof *v);
-        if (!v)
-            return cbc_err_oom(err);
-        fb->entries = v;
-        *cap = c;
-    }
+    if (!cbc_grow(&fb->entries, fb->n, cap, sizeof *fb->entries, 8))
+        return cbc_err_oom(err);
     fb->entries[fb->n++] = *e;
     return CBC_OK;
 }

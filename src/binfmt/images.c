@@ -50,14 +50,8 @@ const char *cbc_file_type_name(enum cbc_file_type t)
 static enum cbc_status push(struct cbc_image_list *l, size_t *cap, const struct cbc_image *img,
                             struct cbc_err *err)
 {
-    if (l->n == *cap) {
-        size_t c = *cap ? *cap * 2 : 8;
-        struct cbc_image *v = cbc_reallocarray(l->v, c, sizeof *v);
-        if (!v)
-            return cbc_err_oom(err);
-        l->v = v;
-        *cap = c;
-    }
+    if (!cbc_grow(&l->v, l->n, cap, sizeof *l->v, 8))
+        return cbc_err_oom(err);
     l->v[l->n++] = *img;
     return CBC_OK;
 }

@@ -53,14 +53,8 @@ static struct cbc_check_item *add(struct cbc_check_report *r, enum cbc_verdict v
                                   const char *container, const char *file, const char *target,
                                   const char *fmt, ...)
 {
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        struct cbc_check_item *nv = cbc_reallocarray(r->v, cap, sizeof *nv);
-        if (!nv)
-            return NULL;
-        r->v = nv;
-        r->cap = cap;
-    }
+    if (!cbc_grow(&r->v, r->n, &r->cap, sizeof *r->v, 16))
+        return NULL;
     struct cbc_check_item *it = &r->v[r->n++];
     memset(it, 0, sizeof *it);
     it->verdict = v;

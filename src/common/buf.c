@@ -133,3 +133,18 @@ void *cbc_reallocarray(void *p, size_t n, size_t size)
         return NULL;
     return realloc(p, n && size ? n * size : 1);
 }
+
+bool cbc_grow(void *vp, size_t n, size_t *cap, size_t size, size_t first)
+{
+    if (n < *cap)
+        return true;
+    size_t c = *cap ? (*cap > SIZE_MAX / 2 ? SIZE_MAX : *cap * 2) : first;
+    void *old;
+    memcpy(&old, vp, sizeof old); /* vp is a T **, read through void * */
+    void *v = cbc_reallocarray(old, c, size);
+    if (!v)
+        return false;
+    memcpy(vp, &v, sizeof v);
+    *cap = c;
+    return true;
+}

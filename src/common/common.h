@@ -59,6 +59,10 @@ char *cbc_strdup(const char *s);
 char *cbc_strndup(const char *s, size_t n);
 char *cbc_asprintf(const char *fmt, ...) CBC_PRINTF(1, 2);
 void *cbc_reallocarray(void *p, size_t n, size_t size);
+/* Room for element n of a growable array: when n == *cap, the array at
+ * *(T **)vp is reallocated to twice *cap (`first` when empty). Returns
+ * false, leaving the array as it was, when memory runs out. */
+bool cbc_grow(void *vp, size_t n, size_t *cap, size_t size, size_t first);
 
 /* ---- files (fs.c) ------------------------------------------------------ */
 /* Reads a whole file. *data is malloc'd, NUL-terminated (not counted). */

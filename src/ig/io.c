@@ -539,14 +539,9 @@ static enum cbc_status load_csv(const char *path, const char *text, size_t len,
                 return cbc_err_set(err, CBC_E_FORMAT, "'%s': line %zu field %zu is not a number",
                                    path, line, c + 1);
             }
-            if (n == cap) {
-                float *nv = cbc_reallocarray(v, cap * 2, sizeof *v);
-                if (!nv) {
-                    free(v);
-                    return cbc_err_oom(err);
-                }
-                v = nv;
-                cap *= 2;
+            if (!cbc_grow(&v, n, &cap, sizeof *v, 64)) {
+                free(v);
+                return cbc_err_oom(err);
             }
             v[n++] = x;
             c++;

@@ -135,14 +135,8 @@ static bool tlist_add(struct tlist *l, struct cbc_target t)
     for (size_t i = 0; i < l->n; i++)
         if (cbc_target_eq(&l->v[i], &t))
             return true;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct cbc_target *v = cbc_reallocarray(l->v, cap, sizeof *v);
-        if (!v)
-            return false;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (!cbc_grow(&l->v, l->n, &l->cap, sizeof *l->v, 16))
+        return false;
     l->v[l->n++] = t;
     return true;
 }

@@ -80,15 +80,10 @@ enum cbc_status cbc_depfile_parse(const char *text, size_t len, const char *cwd,
             if (exclude && strcmp(abs, exclude) == 0) {
                 free(abs);
             } else {
-                if (count == cap) {
-                    cap = cap ? cap * 2 : 64;
-                    char **nv = cbc_reallocarray(v, cap, sizeof *nv);
-                    if (!nv) {
-                        free(abs);
-                        st = cbc_err_oom(err);
-                        break;
-                    }
-                    v = nv;
+                if (!cbc_grow(&v, count, &cap, sizeof *v, 64)) {
+                    free(abs);
+                    st = cbc_err_oom(err);
+                    break;
                 }
                 v[count++] = abs;
             }

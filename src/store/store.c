@@ -486,16 +486,10 @@ static enum cbc_status scan_ns(struct cbc_store *s, const char *ns, struct scan 
                 free(p);
                 continue;
             }
-            if (out->n == out->cap) {
-                size_t c = out->cap ? out->cap * 2 : 256;
-                struct scan_item *v = cbc_reallocarray(out->v, c, sizeof *v);
-                if (!v) {
-                    free(p);
-                    st = cbc_err_oom(err);
-                    break;
-                }
-                out->v = v;
-                out->cap = c;
+            if (!cbc_grow(&out->v, out->n, &out->cap, sizeof *out->v, 256)) {
+                free(p);
+                st = cbc_err_oom(err);
+                break;
             }
             out->v[out->n++] = (struct scan_item){
                 p, (uint64_t)sb.st_size,
