@@ -42,6 +42,11 @@ grep -q "cannot write to the cache" "$T/full.log" || fail "no warning: $(cat "$T
 note "cache stats, trim and clean"
 expect_exit 0 "$CUBINCACHE" build -a 75,80,86 -o "$T/o6" k.cu
 expect_out 0 '"entries":' "$CUBINCACHE" cache stats --json
+odd="$T/a \"quoted\" \\ dir"
+mkdir -p "$odd"
+"$CUBINCACHE" cache --cache-dir "$odd" stats --json > "$T/odd.json" || fail "stats in '$odd'"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["cache_dir"] == sys.argv[2] + "/v1", d' \
+    "$T/odd.json" "$odd" || fail "stats --json is not JSON for '$odd': $(cat "$T/odd.json")"
 expect_out 0 "removed" "$CUBINCACHE" cache trim --max-size 1
 [ "$(count_entries)" = 0 ] || fail "trim to 1 byte left entries"
 expect_out 0 "limit 1 B" "$CUBINCACHE" cache trim

@@ -5,6 +5,8 @@
 #include "store.h"
 #include "tool.h"
 
+#include <cjson/cJSON.h>
+
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -80,11 +82,19 @@ int cmd_cache(int argc, char **argv)
         struct cbc_store_stats ss;
         st = cbc_store_stats(s, &ss, &err);
         if (st == CBC_OK && json) {
-            printf("{\"cache_dir\":\"%s\",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
-                   ",\"stores\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"store_errors\":%" PRIu64
-                   ",\"entries\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"max_size\":%" PRIu64 "}\n",
-                   cbc_store_root(s), ss.hits, ss.misses, ss.stores, ss.dropped, ss.store_errors,
-                   ss.entries, ss.bytes, ss.max_size);
+            /* through cJSON: the directory is a path, which may need escaping */
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "cache_dir", cbc_store_root(s));
+            const struct {
+                const char *k;
+                uint64_t v;
+            } f[] = {{"hits", ss.hits},       {"misses", ss.misses},
+                     {"stores", ss.stores},   {"dropped", ss.dropped},
+                     {"store_errors", ss.store_errors}, {"entries", ss.entries},
+                     {"bytes", ss.bytes},     {"max_size", ss.max_size}};
+            for (size_t i = 0; o && i < CBC_ARRAY_LEN(f); i++)
+                cJSON_AddNumberToObject(o, f[i].k, (double)f[i].v);
+            tool_print_json(o);
         } else if (st == CBC_OK) {
             uint64_t lookups = ss.hits + ss.misses;
             printf("cache directory  %s\n", cbc_store_root(s));

@@ -60,11 +60,7 @@ static void print_item(const struct cbc_check_item *it, bool json)
         cJSON *ch = cJSON_AddArrayToObject(o, "changes");
         for (size_t i = 0; ch && i < it->n_changes; i++)
             cJSON_AddItemToArray(ch, cJSON_CreateString(it->changes[i]));
-        char *s = cJSON_PrintUnformatted(o);
-        if (s)
-            puts(s);
-        free(s);
-        cJSON_Delete(o);
+        tool_print_json(o);
         return;
     }
     char status[24];
@@ -155,11 +151,7 @@ int cmd_check(int argc, char **argv)
         }
         cJSON_AddNumberToObject(s, "problems", (double)problems);
         cJSON_AddNumberToObject(s, "exit", rc);
-        char *txt = cJSON_PrintUnformatted(o2);
-        if (txt)
-            puts(txt);
-        free(txt);
-        cJSON_Delete(o2);
+        tool_print_json(o2);
     } else if (t.verbosity >= 0) {
         size_t total = 0, problems = 0;
         for (int v = 0; v <= CBC_V_WONT_RUN; v++) {

@@ -93,11 +93,7 @@ int cmd_devices(int argc, char **argv)
                     cJSON_AddNullToObject(l, "target");
                 cJSON_AddStringToObject(l, "reason", r.reason);
             }
-            char *s = cJSON_PrintUnformatted(o);
-            if (s)
-                puts(s);
-            free(s);
-            cJSON_Delete(o);
+            tool_print_json(o);
         } else {
             printf("GPU %d: %s, compute capability %d.%d, %.1f GB, driver CUDA %d.%d (PTX ISA %u.%u)\n",
                    i, d.name, d.cc_major, d.cc_minor, (double)d.total_mem / 1e9,

@@ -345,11 +345,7 @@ static int inspect_one(struct tool *t, const char *file, bool json)
     if (root) {
         if (st != CBC_OK)
             cJSON_AddStringToObject(root, "error", err.msg);
-        char *s = cJSON_PrintUnformatted(root);
-        if (s)
-            puts(s);
-        free(s);
-        cJSON_Delete(root);
+        tool_print_json(root);
     }
     if (st != CBC_OK) {
         tool_error(t, &err);

@@ -53,11 +53,7 @@ static int report(const struct sel *s, const char *path, const struct cbc_image 
             cJSON_AddNullToObject(o, "target");
         }
         cJSON_AddStringToObject(o, "reason", r.reason);
-        char *t = cJSON_PrintUnformatted(o);
-        if (t)
-            puts(t);
-        free(t);
-        cJSON_Delete(o);
+        tool_print_json(o);
     } else if (i >= 0) {
         if (files && files[i])
             printf("%s: %s (%s): %s\n", path, name, cbc_path_base(files[i]), r.reason);

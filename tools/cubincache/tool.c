@@ -5,6 +5,8 @@
  */
 #include "tool.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -94,4 +96,13 @@ int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, .
     va_end(ap);
     fprintf(stderr, "%s", usage);
     return EXIT_USAGE;
+}
+
+void tool_print_json(struct cJSON *o)
+{
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    if (s)
+        puts(s);
+    free(s);
+    cJSON_Delete(o);
 }

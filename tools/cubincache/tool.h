@@ -32,6 +32,10 @@ void tool_errorf(const struct tool *t, const char *fmt, ...) CBC_PRINTF(2, 3);
 void tool_warn(const struct tool *t, const char *fmt, ...) CBC_PRINTF(2, 3);
 void tool_note(const struct tool *t, const char *fmt, ...) CBC_PRINTF(2, 3);
 int tool_exit_code(enum cbc_status st);
+/* Prints a JSON object as one line on stdout (the --json outputs are JSON
+ * Lines, docs/json.md) and deletes it. */
+struct cJSON;
+void tool_print_json(struct cJSON *o);
 /* Prints "usage: ..." to stderr and returns EXIT_USAGE. */
 int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, ...) CBC_PRINTF(3, 4);
 
