@@ -34,6 +34,27 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* What a load does before the driver: open the embedded bundle, select the
+ * image for the device, verify it. The pick, or -1 after saying why. */
+static long open_select_verify(const struct cbc_device_info *d, struct cbc_bundle **b,
+                               const unsigned char **data, size_t *size)
+{
+    struct cbc_err err = {0};
+    if (cbc_bundle_open_embedded(&cbc_bundle_ig_kernels, b, &err) != CBC_OK) {
+        fprintf(stderr, "loader_bench: %s\n", err.msg);
+        return -1;
+    }
+    struct cbc_select_query q = {(unsigned)(d->cc_major * 10 + d->cc_minor), d->ptx_isa, false};
+    struct cbc_select_result r;
+    long pick = cbc_bundle_select(*b, &q, &r);
+    if (pick < 0 || cbc_bundle_image_bytes(*b, (size_t)pick, data, size, &err) != CBC_OK) {
+        fprintf(stderr, "loader_bench: %s\n", pick < 0 ? r.reason : err.msg);
+        cbc_bundle_close(*b);
+        return -1;
+    }
+    return pick;
+}
+
 int main(void)
 {
     struct cbc_err err = {0};
@@ -89,20 +110,11 @@ int main(void)
     }
     struct cbc_bundle *b0;
     struct cbc_module *m0;
-    double f0 = now_us();
-    if (cbc_bundle_open_embedded(&cbc_bundle_ig_kernels, &b0, &err) != CBC_OK) {
-        fprintf(stderr, "loader_bench: %s\n", err.msg);
-        return 1;
-    }
-    struct cbc_select_query q0 = {(unsigned)(d.cc_major * 10 + d.cc_minor), d.ptx_isa, false};
-    struct cbc_select_result r0;
-    long pick0 = cbc_bundle_select(b0, &q0, &r0);
     const unsigned char *d0;
     size_t s0;
-    if (pick0 < 0 || cbc_bundle_image_bytes(b0, (size_t)pick0, &d0, &s0, &err) != CBC_OK) {
-        fprintf(stderr, "loader_bench: %s\n", pick0 < 0 ? r0.reason : err.msg);
+    double f0 = now_us();
+    if (open_select_verify(&d, &b0, &d0, &s0) < 0)
         return 1;
-    }
     double first_verify = now_us() - f0;
     if (cbc_module_load(b0, 0, NULL, &m0, &err) != CBC_OK) {
         fprintf(stderr, "loader_bench: %s\n", err.msg);
@@ -115,16 +127,11 @@ int main(void)
     for (int i = 0; i < ROUNDS + 10; i++) {
         double t0 = now_us();
         struct cbc_bundle *b;
-        cbc_bundle_open_embedded(&cbc_bundle_ig_kernels, &b, &err);
-        struct cbc_select_query q = {(unsigned)(d.cc_major * 10 + d.cc_minor), d.ptx_isa, false};
-        struct cbc_select_result r;
-        long pick = cbc_bundle_select(b, &q, &r);
         const unsigned char *data;
         size_t size;
-        if (pick < 0 || cbc_bundle_image_bytes(b, (size_t)pick, &data, &size, &err) != CBC_OK) {
-            fprintf(stderr, "loader_bench: %s\n", pick < 0 ? r.reason : err.msg);
+        long pick = open_select_verify(&d, &b, &data, &size);
+        if (pick < 0)
             return 1;
-        }
         double t1 = now_us();
         CUmodule mod;
         if (load(&mod, data) != CUDA_SUCCESS) {
