@@ -208,10 +208,13 @@ static enum cbc_status judge_gpus(const char *path, const struct cbc_image *imgs
     enum cbc_status st = cbc_arch_resolve(o->arch, &env, &ch, err);
     if (st != CBC_OK)
         return st;
-    /* modules: the first image of each, and the images regrouped by module */
+    /* the judged images (pool), the first image of each module, and one
+     * module's images at a time (group) */
+    struct cbc_image *pool = malloc(sizeof *pool * (n ? n : 1));
     struct cbc_image *group = malloc(sizeof *group * (n ? n : 1));
     size_t *first = malloc(sizeof *first * (n ? n : 1)), nmod = 0;
-    if (!group || !first) {
+    if (!pool || !group || !first) {
+        free(pool);
         free(group);
         free(first);
         cbc_arch_choice_release(&ch);
@@ -226,16 +229,13 @@ static enum cbc_status judge_gpus(const char *path, const struct cbc_image *imgs
     for (size_t i = 0; i < n; i++) {
         if (!judged(&imgs[i], km, others))
             continue;
-        group[nj++] = imgs[i];
+        pool[nj++] = imgs[i];
         bool seen = false;
         for (size_t k = 0; k < nmod && !seen; k++)
             seen = same_module(&imgs[first[k]], &imgs[i]);
         if (!seen)
             first[nmod++] = i;
     }
-    struct cbc_image *pool = malloc(sizeof *pool * (nj ? nj : 1));
-    if (pool)
-        memcpy(pool, group, sizeof *pool * nj);
     unsigned done[64];
     size_t nd = 0;
     for (size_t i = 0; i < ch.n && nd < CBC_ARRAY_LEN(done); i++) {
@@ -249,9 +249,8 @@ static enum cbc_status judge_gpus(const char *path, const struct cbc_image *imgs
         char gpu[24], msg[600] = "", worst_msg[700] = "";
         snprintf(gpu, sizeof gpu, "sm_%u", cc);
         enum cbc_verdict worst = CBC_V_RUNS;
-        if (nmod <= 1 || !pool) {
-            worst = pool ? judge_module(pool, nj, cc, o, worst_msg, sizeof worst_msg)
-                         : judge_module(imgs, n, cc, o, worst_msg, sizeof worst_msg);
+        if (nmod <= 1) {
+            worst = judge_module(pool, nj, cc, o, worst_msg, sizeof worst_msg);
         } else {
             int worst_rank = -1;
             for (size_t m = 0; m < nmod; m++) {
