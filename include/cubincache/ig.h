@@ -209,9 +209,9 @@ void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m);
  * Small analytic requests (inputs up to 256 KiB on the host, or device
  * pointers; a zero or scalar baseline) are recorded as a CUDA graph the
  * second time the same shape comes and replayed from then on, which takes
- * one input from a dozen launches to one; CUBINCACHE_IG_NO_GRAPHS=1 turns
- * this off. Calls on one engine must not overlap (one stream, one
- * workspace). */
+ * one input from a dozen launches to one; CUBINCACHE_IG_NO_GRAPHS set when
+ * the engine opens turns this off. Calls on one engine must not overlap
+ * (one stream, one workspace). */
 enum cbc_status cbc_ig_gpu_mlp(struct cbc_ig_gpu_model *m, const struct cbc_ig_request *r,
                                struct cbc_ig_output *out, struct cbc_err *err);
 

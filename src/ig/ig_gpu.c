@@ -113,7 +113,7 @@ struct cbc_ig_gpu {
     bool have_gkey;
     CUgraphExec gexec;
     unsigned ggen;
-    bool graphs_off; /* the driver refused to record once */
+    bool graphs_off; /* CUBINCACHE_IG_NO_GRAPHS, or the driver refused to record once */
 };
 
 #define MAX_LAYERS 16
@@ -278,6 +278,7 @@ enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const str
     if (!g)
         return cbc_err_oom(err);
     g->rule_steps = -1;
+    g->graphs_off = getenv("CUBINCACHE_IG_NO_GRAPHS") != NULL;
     enum cbc_status st = cbc_cuda_get(&g->cu, err);
     if (st == CBC_OK && !bundle) {
         st = cbc_bundle_open_default(&cbc_bundle_ig_kernels, &g->own_bundle, err);
@@ -787,7 +788,7 @@ static int graph_mode(struct cbc_ig_gpu *g, const struct cbc_ig_gpu_model *md,
     const struct cbc_cuda *cu = g->cu;
     if (!cu->StreamBeginCapture || !cu->StreamEndCapture || !cu->GraphInstantiateWithFlags ||
         !cu->GraphLaunch || !cu->GraphDestroy || !cu->GraphExecDestroy || g->graphs_off ||
-        getenv("CUBINCACHE_IG_NO_GRAPHS") || !h->staged ||
+        !h->staged ||
         (!r->device_pointers && !h->attr_staged) ||
         (r->baseline.kind != CBC_IG_BASELINE_ZEROS && r->baseline.kind != CBC_IG_BASELINE_SCALAR))
         return G_PLAIN;
