@@ -39,7 +39,7 @@ if meson install -C build-gpu --destdir "$stage" --quiet > "$out/consumer.log" 2
     # the staged .pc, pointed at the staging prefix
     pc=$(find "$stage" -name cubincache.pc | head -1)
     mkdir -p /tmp/cbc-pc
-    sed "s|^prefix=.*|prefix=$stage/usr/local|" "$pc" > /tmp/cbc-pc/cubincache.pc
+    sed "s|^prefix=.*|prefix=$stage$(sed -n 's/^prefix=//p' "$pc")|" "$pc" > /tmp/cbc-pc/cubincache.pc
     lib=$(find "$stage" -name 'libcubincache.so*' | head -1)
     (
         export PATH="$(dirname "$(find "$stage" -path '*/bin/cubincache' | head -1)"):$PATH"

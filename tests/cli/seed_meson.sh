@@ -20,7 +20,11 @@ export PATH="$(dirname "$bin"):$PATH"
 # the consumer finds the staged library through pkg-config
 pc=$(find "$T/stage" -name cubincache.pc | head -1)
 [ -n "$pc" ] || fail "no cubincache.pc installed"
-export PKG_CONFIG_PATH="$(dirname "$pc")" PKG_CONFIG_SYSROOT_DIR="$T/stage"
+# its prefix pointed at the staging tree (a sysroot would also be prefixed
+# to the paths of the packages it requires, such as libxxhash's)
+mkdir -p "$T/pc"
+sed "s|^prefix=.*|prefix=$T/stage$(sed -n 's/^prefix=//p' "$pc")|" "$pc" > "$T/pc/cubincache.pc"
+export PKG_CONFIG_PATH="$T/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 lib=$(find "$T/stage" -name 'libcubincache.so*' | head -1)
 export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fake="$BUILDDIR/tests/libfakecuda.so"
