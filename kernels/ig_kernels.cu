@@ -171,6 +171,11 @@ __device__ __forceinline__ float epilogue_bs(const cbc_k_gemm &p, int r, int c, 
         int gr = p.row0 + r;
         return val * (p.x[(size_t)gr * p.N + c] - base_at(p.base, gr, p.N, c));
     }
+    case CBC_EPI_Z_DELTA: {
+        float z = r < p.bias_rows ? val + p.bias[c] : val;
+        p.D[(size_t)r * p.ldd + c] = p.dwt[c] * act_df(p.epi_act, z);
+        return z;
+    }
     default:
         if (p.bias && r < p.bias_rows)
             val += p.bias[c];
@@ -203,10 +208,14 @@ __device__ __noinline__ float epilogue(const cbc_k_gemm &p, int r, int c, float 
 // with the row's input b and step s already known.
 __device__ __forceinline__ void finish(const cbc_k_gemm &p, int r, int c, float v, int b, int s)
 {
-    if (p.epi == CBC_EPI_PARTIAL)
+    if (p.epi == CBC_EPI_PARTIAL) {
         p.P[((size_t)blockIdx.z * p.M + r) * p.N + c] = v;
-    else
-        p.C[(size_t)r * p.ldc + c] = epilogue_bs(p, r, c, v, b, s);
+    } else {
+        float out = epilogue_bs(p, r, c, v, b, s);
+        // Z_DELTA with S: only the endpoint rows' z is read later
+        if (p.epi != CBC_EPI_Z_DELTA || p.S == 0 || s >= p.S - 2)
+            p.C[(size_t)r * p.ldc + c] = out;
+    }
 }
 
 __device__ __forceinline__ float4 act4(int a, float4 v)
@@ -230,20 +239,19 @@ struct Tiles {
     static constexpr int NT = 256, KQ = BK / 4;
     static constexpr int A4 = BM * BK / 4 / NT, B4 = BN * BK / 4 / NT;
     float4 ra[A4], rb[B4];
-    const float *pu[A4], *pv[A4];
+    unsigned po[A4]; // the path row's offset into u and v (b * ldu): 32 bits, registers are tight
     float pal[A4];
 
     __device__ __forceinline__ void init(const cbc_k_gemm &p, int m0, int tid)
     {
 #pragma unroll
         for (int i = 0; i < A4; i++) {
-            pu[i] = pv[i] = nullptr;
+            po[i] = 0;
             pal[i] = 0.0f;
             if (PRO == CBC_PRO_INTERP) {
                 int r = m0 + (tid + i * NT) / KQ;
                 int gr = p.row0 + (r < p.M ? r : 0), b = gr / p.S, s = gr - b * p.S;
-                pu[i] = p.u + (size_t)b * p.ldu;
-                pv[i] = p.v + (size_t)b * p.ldu;
+                po[i] = (unsigned)b * (unsigned)p.ldu;
                 pal[i] = p.alpha[s];
             }
         }
@@ -258,8 +266,8 @@ struct Tiles {
             if (r < p.M) {
                 if (p.vec && k + 3 < kend) {
                     if (PRO == CBC_PRO_INTERP) {
-                        float4 uu = *reinterpret_cast<const float4 *>(pu[i] + k);
-                        float4 vv = *reinterpret_cast<const float4 *>(pv[i] + k);
+                        float4 uu = *reinterpret_cast<const float4 *>(p.u + po[i] + k);
+                        float4 vv = *reinterpret_cast<const float4 *>(p.v + po[i] + k);
                         v = act4(p.pro_act, make_float4(uu.x + pal[i] * vv.x, uu.y + pal[i] * vv.y,
                                                         uu.z + pal[i] * vv.z, uu.w + pal[i] * vv.w));
                     } else {
@@ -271,7 +279,7 @@ struct Tiles {
                     float t[4];
 #pragma unroll
                     for (int j = 0; j < 4; j++)
-                        t[j] = k + j < kend ? a_scalar<PRO>(p, r, k + j, pu[i], pv[i], pal[i]) : 0.0f;
+                        t[j] = k + j < kend ? a_scalar<PRO>(p, r, k + j, p.u + po[i], p.v + po[i], pal[i]) : 0.0f;
                     v = make_float4(t[0], t[1], t[2], t[3]);
                 }
             }
@@ -459,6 +467,12 @@ __device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
         hi[idx] = h;
         lo[idx] = tf32(x - __uint_as_float(h));
     };
+    // Element (row or column x, k) of a stage lives at k * S + swz(x, k).
+    // The XOR spreads the four k-quads a warp stores for one x over four
+    // bank groups (without it every transposed store is a 4-way conflict);
+    // the fragment loads read one k-quad per instruction, so for them it is
+    // a compile-time offset and they stay conflict-free.
+    auto swz = [](int x, int k) { return x ^ (((k >> 2) & 3) << 3); };
     auto store = [&](int buf) {
         const int base = buf * BK * S;
 #pragma unroll
@@ -467,22 +481,28 @@ __device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
             float v[4] = {t.ra[i].x, t.ra[i].y, t.ra[i].z, t.ra[i].w};
 #pragma unroll
             for (int j = 0; j < 4; j++)
-                put_split(Ah, Al, base + (k + j) * S + r, v[j]);
+                put_split(Ah, Al, base + (k + j) * S + swz(r, k), v[j]);
         }
 #pragma unroll
         for (int i = 0; i < t.B4; i++) {
             int e = tid + i * 256;
             float v[4] = {t.rb[i].x, t.rb[i].y, t.rb[i].z, t.rb[i].w};
-            if (NN) {
+            if (NN) { // four consecutive n of one k: one 16-byte store each for hi and lo
                 int k = e / (BN / 4), n = (e % (BN / 4)) * 4;
+                unsigned h[4], l[4];
 #pragma unroll
-                for (int j = 0; j < 4; j++)
-                    put_split(Bh, Bl, base + k * S + n + j, v[j]);
+                for (int j = 0; j < 4; j++) {
+                    h[j] = tf32(v[j]);
+                    l[j] = tf32(v[j] - __uint_as_float(h[j]));
+                }
+                const int at = base + k * S + swz(n, k);
+                *reinterpret_cast<uint4 *>(Bh + at) = make_uint4(h[0], h[1], h[2], h[3]);
+                *reinterpret_cast<uint4 *>(Bl + at) = make_uint4(l[0], l[1], l[2], l[3]);
             } else {
                 int n = e / (BK / 4), k = (e % (BK / 4)) * 4;
 #pragma unroll
                 for (int j = 0; j < 4; j++)
-                    put_split(Bh, Bl, base + (k + j) * S + n, v[j]);
+                    put_split(Bh, Bl, base + (k + j) * S + swz(n, k), v[j]);
             }
         }
     };
@@ -504,42 +524,44 @@ __device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
             t.load(p, m0, n0, k0 + BK, kend, tid);
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 8) {
+            // k1 rows (kk + q) share one k-quad, k2 rows (kk + 4 + q) the next
             const int k1 = cur + (kk + q) * S, k2 = k1 + 4 * S;
-            unsigned bh[4][2], bl[4][2];
+            unsigned a[4][4], b[4][2];
+            auto frag_a = [&](const unsigned *As) {
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                int n = wn + j * 8 + g;
-                bh[j][0] = Bh[k1 + n], bh[j][1] = Bh[k2 + n];
-                bl[j][0] = Bl[k1 + n], bl[j][1] = Bl[k2 + n];
-            }
-            unsigned ah[4][4], al[4][4];
+                for (int i = 0; i < 4; i++) {
+                    const int r = wm + g;
+                    a[i][0] = As[k1 + r + swz(i * 16, kk)];
+                    a[i][1] = As[k1 + r + swz(i * 16 + 8, kk)];
+                    a[i][2] = As[k2 + r + swz(i * 16, kk + 4)];
+                    a[i][3] = As[k2 + r + swz(i * 16 + 8, kk + 4)];
+                }
+            };
+            auto frag_b = [&](const unsigned *Bs) {
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                int r = wm + i * 16 + g;
-                ah[i][0] = Ah[k1 + r], ah[i][1] = Ah[k1 + r + 8];
-                ah[i][2] = Ah[k2 + r], ah[i][3] = Ah[k2 + r + 8];
-                al[i][0] = Al[k1 + r], al[i][1] = Al[k1 + r + 8];
-                al[i][2] = Al[k2 + r], al[i][3] = Al[k2 + r + 8];
-            }
-            // Three passes of 16 independent MMAs: issued per accumulator,
-            // the three products would wait on each other. Every
-            // accumulator still takes its terms in the same order (the
-            // small cross terms first).
+                for (int j = 0; j < 4; j++) {
+                    b[j][0] = Bs[k1 + wn + g + swz(j * 8, kk)];
+                    b[j][1] = Bs[k2 + wn + g + swz(j * 8, kk + 4)];
+                }
+            };
+            auto pass = [&]() {
 #pragma unroll
-            for (int i = 0; i < 4; i++)
+                for (int i = 0; i < 4; i++)
 #pragma unroll
-                for (int j = 0; j < 4; j++)
-                    mma8(acc[i][j], al[i], bh[j]);
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    mma8(acc[i][j], ah[i], bl[j]);
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    mma8(acc[i][j], ah[i], bh[j]);
+                    for (int j = 0; j < 4; j++)
+                        mma8(acc[i][j], a[i], b[j]);
+            };
+            // Three passes of 16 independent MMAs (issued per accumulator,
+            // the three products would wait on each other), with one set of
+            // fragment registers: lo.hi, hi.hi, then hi.lo. Every
+            // accumulator takes its terms in the same order.
+            frag_a(Al);
+            frag_b(Bh);
+            pass();
+            frag_a(Ah);
+            pass();
+            frag_b(Bl);
+            pass();
         }
         if (more)
             store((it + 1) & 1);
@@ -567,11 +589,33 @@ __device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
         rs[tid] = gr - b * p.S;
     }
     __syncthreads();
+    if (NN && p.sum_steps) { // only the layer-1 backward (NN) sums steps
+        // finish in place, then each thread sums one column over the rows
+        // of every other input of the tile, in row order
 #pragma unroll 4
-    for (int e = tid; e < BM * BN; e += 256) {
-        const int rr = e / BN, cc = e % BN, r = m0 + rr, c = n0 + cc;
-        if (r < p.M && c < p.N)
-            finish(p, r, c, Cs[rr * CS + cc], rb[rr], rs[rr]);
+        for (int e = tid; e < BM * BN; e += 256) {
+            const int rr = e / BN, cc = e % BN, r = m0 + rr, c = n0 + cc;
+            if (r < p.M && c < p.N)
+                Cs[rr * CS + cc] = epilogue_bs(p, r, c, Cs[rr * CS + cc], rb[rr], rs[rr]);
+        }
+        __syncthreads();
+        const int cc = tid % BN, c = n0 + cc, rows = min(BM, p.M - m0);
+        const int bfirst = m0 / p.S, blast = (m0 + rows - 1) / p.S; // chunk-local inputs
+        for (int b = bfirst + tid / BN; c < p.N && b <= blast; b += 256 / BN) {
+            const int lo = max(b * p.S - m0, 0), hi = min((b + 1) * p.S - m0, rows);
+            float sum = 0.0f;
+            for (int rr = lo; rr < hi; rr++)
+                sum += Cs[rr * CS + cc];
+            const int slot = blockIdx.y - (b * p.S) / BM;
+            p.Q[((size_t)b * p.sum_slots + slot) * p.N + c] = sum;
+        }
+    } else {
+#pragma unroll 4
+        for (int e = tid; e < BM * BN; e += 256) {
+            const int rr = e / BN, cc = e % BN, r = m0 + rr, c = n0 + cc;
+            if (r < p.M && c < p.N)
+                finish(p, r, c, Cs[rr * CS + cc], rb[rr], rs[rr]);
+        }
     }
 #else
     __trap(); // the host launches tensor-core kernels on sm_80 and later only
@@ -714,64 +758,113 @@ extern "C" __global__ void __launch_bounds__(256) gemm_skinny_nn(cbc_k_gemm p)
 
 // ---- the last layer, one output ------------------------------------------
 
-// A warp per row: zo = wt . a(r) + bt; fo = act(zo); dfo = act'(zo).
-extern "C" __global__ void mlp_output(cbc_k_output p)
+// act'(z) given f = act(z) as well: tanh and sigmoid from f, no second
+// transcendental.
+__device__ __forceinline__ float act_df_given(int a, float z, float f)
 {
-    int r = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
-    if (r >= p.R)
-        return;
+    switch (a) {
+    case 2: return 1.0f - f * f;
+    case 3: return f * (1.0f - f);
+    default: return act_df(a, z);
+    }
+}
+
+// The hidden pre-activation z(r, k) of the last hidden layer: Z, or the
+// path u + alpha v when that layer is layer 1.
+__device__ __forceinline__ float out_z(const cbc_k_output &p, int r, int k, int b, int s)
+{
+    if (p.pro == CBC_PRO_INTERP) {
+        size_t o = (size_t)b * p.ldu + k;
+        return p.u[o] + p.alpha[s] * p.v[o];
+    }
+    return p.A[(size_t)r * p.lda + k];
+}
+
+// A warp per row: zo = wt . a(r) + bt; fo = act(zo); dfo = act'(zo); with
+// p.delta, also the last hidden layer's delta of the row (see the struct).
+// Up to OUT_KEEP * 32 hidden values stay in registers between the two; a
+// wider layer reads the rest again (from L1: the warp just read them). The
+// hidden activation PA is a template parameter: with a runtime switch in
+// the unrolled loops the kernel outgrew the instruction cache.
+#define OUT_KEEP 8
+template <int PA>
+__device__ __forceinline__ void output_row(const cbc_k_output &p, int r, int lane)
+{
     int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
     float z;
+    float kz[OUT_KEEP], ka[OUT_KEEP];
     if (p.pro < 0) { // one-layer model: the output is layer 1 itself
         size_t o = (size_t)b * p.ldu + p.target;
         z = p.u[o] + p.alpha[s] * p.v[o];
     } else {
         float acc = 0.0f;
-        for (int k = lane; k < p.K; k += 32) {
-            float a;
-            if (p.pro == CBC_PRO_INTERP) {
-                size_t o = (size_t)b * p.ldu + k;
-                a = act_f(p.pro_act, p.u[o] + p.alpha[s] * p.v[o]);
-            } else {
-                a = p.A[(size_t)r * p.lda + k];
-                if (p.pro == CBC_PRO_ACT)
-                    a = act_f(p.pro_act, a);
+#pragma unroll
+        for (int j = 0; j < OUT_KEEP; j++) {
+            int k = lane + 32 * j;
+            kz[j] = ka[j] = 0.0f;
+            if (k < p.K) {
+                kz[j] = out_z(p, r, k, b, s);
+                ka[j] = act_f(PA, kz[j]);
+                acc = fmaf(p.wt[k], ka[j], acc);
             }
-            acc = fmaf(p.wt[k], a, acc);
         }
+        for (int k = lane + 32 * OUT_KEEP; k < p.K; k += 32)
+            acc = fmaf(p.wt[k], act_f(PA, out_z(p, r, k, b, s)), acc);
         for (int o = 16; o > 0; o >>= 1)
             acc += __shfl_xor_sync(0xffffffffu, acc, o);
         z = acc + p.bt;
     }
+    float dfo = act_df(p.act, z);
     if (lane == 0) {
         p.fo[r] = act_f(p.act, z);
         if (p.dfo)
-            p.dfo[r] = act_df(p.act, z);
+            p.dfo[r] = dfo;
+    }
+    if (!p.delta || p.pro < 0)
+        return;
+    const float scale = dfo * (p.pro == CBC_PRO_INTERP ? p.weight[s] : 1.0f);
+    float *drow = p.delta + (size_t)r * p.K;
+#pragma unroll
+    for (int j = 0; j < OUT_KEEP; j++) {
+        int k = lane + 32 * j;
+        if (k < p.K)
+            drow[k] = p.wt[k] * scale * act_df_given(PA, kz[j], ka[j]);
+    }
+    for (int k = lane + 32 * OUT_KEEP; k < p.K; k += 32)
+        drow[k] = p.wt[k] * scale * act_df(PA, out_z(p, r, k, b, s));
+}
+
+extern "C" __global__ void mlp_output(cbc_k_output p)
+{
+    int r = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (r >= p.R)
+        return;
+    if (p.ends_only)
+        r = (r >> 1) * p.S + p.S - 2 + (r & 1);
+    // PRO_PLAIN reads the values as they are: the identity
+    switch (p.pro == CBC_PRO_PLAIN ? 0 : p.pro_act) {
+    case 1: output_row<1>(p, r, lane); break;
+    case 2: output_row<2>(p, r, lane); break;
+    case 3: output_row<3>(p, r, lane); break;
+    case 4: output_row<4>(p, r, lane); break;
+    default: output_row<0>(p, r, lane); break;
     }
 }
 
-// The last hidden layer's delta, all rows:
-//   delta[r][k] = wt[k] * dfo[r] * act'(z(r, k)) [* w[s] when it is layer 1]
-// with z from Z (mode 0) or the path u + alpha v (mode 1, layer 1).
-extern "C" __global__ void mlp_delta_last(float *delta, const float *dfo, const float *wt,
-                                          const float *Z, int ldz, int act, int mode,
-                                          const float *u, const float *v, int ldu,
-                                          const float *alpha, const float *weight, int S, int row0,
-                                          int R, int K)
+// D[b0 + b][k] = the sum of input b's per-tile partial sums (see
+// cbc_k_gemm.sum_steps), in tile order: the same result on every run.
+extern "C" __global__ void reduce_step_partials(float *D, const float *Q, int nb, int S, int K,
+                                                int slots, int b0)
 {
     size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= (size_t)R * K)
+    if (e >= (size_t)nb * K)
         return;
-    int r = (int)(e / K), k = (int)(e % K);
-    float d = wt[k] * dfo[r];
-    if (mode == 1) {
-        int gr = row0 + r, b = gr / S, s = gr - b * S;
-        size_t o = (size_t)b * ldu + k;
-        d *= act_df(act, u[o] + alpha[s] * v[o]) * weight[s];
-    } else {
-        d *= act_df(act, Z[(size_t)r * ldz + k]);
-    }
-    delta[e] = d;
+    int b = (int)(e / K), k = (int)(e % K);
+    int n = ((b + 1) * S - 1) / TC_BM - (b * S) / TC_BM + 1;
+    float acc = 0.0f;
+    for (int j = 0; j < n; j++)
+        acc += Q[((size_t)b * slots + j) * K + k];
+    D[(size_t)(b0 + b) * K + k] = acc;
 }
 
 // D[b0 + b][k] = sum over the S rows of input b of E[row][k].
@@ -803,20 +896,32 @@ extern "C" __global__ void reduce_output(float *D, const float *dfo, const float
     D[(size_t)(b0 + b) * K + k] = acc;
 }
 
-// The path's inputs for layer 1, stacked: rows [0, n) the baselines,
-// rows [n, 2n) the differences x - x'.
-extern "C" __global__ void build_uv_input(float *out, const float *x, cbc_k_base base, int n, int F)
+// The path's inputs for layer 1, stacked: rows [0, nu) the baselines (nu
+// is 1 when every input shares one baseline: zeros, a scalar or one
+// array), rows [nu, nu + n) the differences x - x'.
+extern "C" __global__ void build_uv_input(float *out, const float *x, cbc_k_base base, int n, int nu,
+                                          int F)
 {
     size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= (size_t)2 * n * F)
+    if (e >= (size_t)(nu + n) * F)
         return;
     int row = (int)(e / F), i = (int)(e % F);
-    if (row < n) {
+    if (row < nu) {
         out[e] = base_at(base, row, F, i);
     } else {
-        int b = row - n;
+        int b = row - nu;
         out[e] = x[(size_t)b * F + i] - base_at(base, b, F, i);
     }
+}
+
+// rows[i][k] = rows[n - 1][k] for every i < n - 1: layer 1 of one shared
+// baseline, given to every input.
+extern "C" __global__ void copy_last_row(float *rows, int n, int K)
+{
+    size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= (size_t)(n - 1) * K)
+        return;
+    rows[e] = rows[(size_t)(n - 1) * K + e % K];
 }
 
 // sums[b] = sum_i attr[b][i], a warp per row, in double (as the CPU does).

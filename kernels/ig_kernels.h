@@ -29,7 +29,11 @@ enum {
     CBC_EPI_DACT = 1,     /* C = (A.B) * act'(Z[r][col]) : backprop through a hidden layer */
     CBC_EPI_DACT_L1 = 2,  /* C = (A.B) * act'(u[b][col] + alpha[s] v[b][col]) * w[s] */
     CBC_EPI_MUL_DIFF = 3, /* C = (A.B) * (x[r][col] - base(r, col)) : attributions */
-    CBC_EPI_PARTIAL = 4   /* split K: P[z][r][col] = the partial A.B; gemm_reduce applies `epi` */
+    CBC_EPI_PARTIAL = 4,  /* split K: P[z][r][col] = the partial A.B; gemm_reduce applies `epi` */
+    CBC_EPI_Z_DELTA = 5   /* the last hidden layer before an identity output: C = z = A.B + bias,
+                             and its delta D[r][col] = dwt[col] * act'(z) on the side; with
+                             S set, the tensor-core tile stores z of the endpoint rows only
+                             (steps S-2 and S-1), the only ones read later */
 };
 
 /* Baseline as the kernels see it (enum cbc_ig_baseline_kind). */
@@ -70,6 +74,18 @@ struct cbc_k_gemm {
     int ldz;
     CBC_DPTR(const float) x;
     struct cbc_k_base base;
+    /* Z_DELTA: the delta's destination and the target row of the output layer */
+    CBC_DPTR(float) D;
+    int ldd;
+    CBC_DPTR(const float) dwt;
+    /* DACT_L1 on the tensor-core tile without split K may sum the rows of
+     * each input in the epilogue instead of storing C: the sum of input b's
+     * rows inside M-block m goes to Q[(b * sum_slots + m - first(b)) * N + col],
+     * first(b) = (b * S) / 128 (rows of this chunk); reduce_step_partials
+     * adds the slots. The host sets sum_steps; gemm() clears it where the
+     * kernel it picks does not do this. */
+    int sum_steps, sum_slots;
+    CBC_DPTR(float) Q;
 };
 
 /* One output per row: zo[r] = W_t . a(r) + b_t, with a(r) formed by `pro`
@@ -90,6 +106,14 @@ struct cbc_k_output {
     int act;
     CBC_DPTR(float) fo;
     CBC_DPTR(float) dfo;
+    /* when set, also the last hidden layer's delta of every row:
+     *   delta[r][k] = wt[k] * dfo[r] * act'(z(r, k)) [* weight[s] for the path (pro INTERP)]
+     * from the z already read for the output (no second pass over Z) */
+    CBC_DPTR(float) delta;
+    CBC_DPTR(const float) weight;
+    /* when set, only the two endpoint rows of each input (alpha 0 and 1:
+     * rows b*S + S-2 and b*S + S-1), R = 2 * inputs */
+    int ends_only;
 };
 
 #endif

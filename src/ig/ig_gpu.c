@@ -51,10 +51,11 @@ enum {
     K_SKINNY_NN,
     K_REDUCE_GEMM,
     K_OUTPUT,
-    K_DELTA_LAST,
     K_REDUCE_STEPS,
+    K_REDUCE_STEP_PARTIALS,
     K_REDUCE_OUTPUT,
     K_UV_INPUT,
+    K_COPY_LAST_ROW,
     K_ENDPOINTS,
     K_CHECK_FINITE,
     K_ROW_SUMS,
@@ -65,8 +66,8 @@ enum {
 static const char *const kernel_names[K_GEMM0] = {
     "interpolate_input", "perturb_dimension", "interpolate_input_batched",
     "perturb_dimension_batched", "fd_accumulate", "fd_finish", "gemm_skinny_nt",
-    "gemm_skinny_nn", "gemm_reduce", "mlp_output", "mlp_delta_last", "reduce_steps",
-    "reduce_output", "build_uv_input", "gather_endpoints", "check_finite", "row_sums",
+    "gemm_skinny_nn", "gemm_reduce", "mlp_output", "reduce_steps", "reduce_step_partials",
+    "reduce_output", "build_uv_input", "copy_last_row", "gather_endpoints", "check_finite", "row_sums",
 };
 static const char *const family_names[F_COUNT] = {"nt_plain", "nt_act", "nt_interp", "nn"};
 static const char *const variant_names[V_COUNT] = {"s128", "s64", "tc"};
@@ -74,7 +75,7 @@ static const char *const variant_names[V_COUNT] = {"s128", "s64", "tc"};
 /* Device buffers kept between calls (grow-only). */
 enum {
     WS_AL, WS_WT, WS_X, WS_BASE, WS_UVIN, WS_UV, WS_D, WS_ATTR, WS_ENDS, WS_WORK, WS_SPLIT,
-    WS_FLAG, WS_SUMS, WS_FD_H, WS_FD_ROWS, WS_FD_VALS, WS_FD_POINTS, WS_FD_DENOM, WS_FD_ACC, WS_COUNT
+    WS_FLAG, WS_SUMS, WS_STEPQ, WS_FD_H, WS_FD_ROWS, WS_FD_VALS, WS_FD_POINTS, WS_FD_DENOM, WS_FD_ACC, WS_COUNT
 };
 
 #define STAGE_MAX (256u << 10) /* transfers up to this size go through pinned memory */
@@ -243,13 +244,17 @@ static enum cbc_status gemm(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, struct c
     unsigned gx = blocks((size_t)p->N, bm), gy = blocks((size_t)p->M, bm);
     size_t tiles = (size_t)gx * gy;
     int splits = 1;
-    if (tiles < (size_t)g->sms) { /* few tiles: split K so the GPU fills */
-        splits = (int)((2 * (size_t)g->sms + tiles - 1) / tiles);
+    if (tiles < (size_t)g->sms) { /* few tiles: split K so the GPU fills, in one wave of
+                                     two blocks per SM (a second, nearly empty wave would
+                                     cost as much as the first) */
+        splits = (int)(2 * (size_t)g->sms / tiles);
         int max_splits = p->K / (int)(4 * bk);
         if (splits > max_splits)
             splits = max_splits > 1 ? max_splits : 1;
     }
     int k = K_GEMM0 + fam * V_COUNT + var;
+    if (var != V_TC || splits > 1)
+        p->sum_steps = 0; /* only the tensor-core tile sums steps in its epilogue */
     if (splits <= 1)
         return launch(g, k, gx, gy, 1, 256, args, err);
     int chunk = (p->K + splits - 1) / splits;
@@ -610,6 +615,12 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
     CUdeviceptr d_x = 0, d_base = 0, d_uvin = 0, d_uv = 0, d_D = 0, d_attr = 0, d_ends = 0,
                 d_work = 0;
     const size_t nF = (size_t)n * F;
+    /* the GEMM tiles address layer 1 on the path (u, v: n x H1) with 32-bit offsets */
+    if ((size_t)n * (size_t)H1 > UINT32_MAX)
+        return cbc_err_set(err, CBC_E_USAGE,
+                           "%d inputs x %d units of layer 1 exceed the GPU engine's 2^32 elements "
+                           "per call; pass the inputs in batches of at most %zu",
+                           n, H1, (size_t)UINT32_MAX / (size_t)H1);
     enum cbc_status st = CBC_OK;
 #define TRY(expr)                                                                                  \
     do {                                                                                           \
@@ -627,18 +638,27 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
         TRY(ws(g, WS_ATTR, sizeof(float) * nF, &d_attr, "attributions", err));
     struct cbc_k_base kb = kbase(&r->baseline, d_base);
 
-    /* 1. u and v */
+    /* 1. u and v. With one baseline for all inputs, u is computed once
+     * (into the last of the n rows, so v follows it in the same GEMM) and
+     * copied to the others. */
+    const int nu = r->baseline.kind == CBC_IG_BASELINE_PER_INPUT ? n : 1;
     if (st == CBC_OK) {
-        int nn = n, FF = F;
-        void *args[] = {&d_uvin, &d_x, &kb, &nn, &FF};
-        st = launch(g, K_UV_INPUT, blocks(2 * nF, 256), 1, 1, 256, args, err);
+        int nn = n, nnu = nu, FF = F;
+        void *args[] = {&d_uvin, &d_x, &kb, &nn, &nnu, &FF};
+        st = launch(g, K_UV_INPUT, blocks((size_t)(nu + n) * F, 256), 1, 1, 256, args, err);
     }
     if (st == CBC_OK) {
         struct cbc_k_gemm p = {0};
-        p.M = 2 * n, p.N = H1, p.K = F, p.nn = 0;
-        p.A = d_uvin, p.lda = F, p.W = md->w[0], p.ldw = F, p.C = d_uv, p.ldc = H1;
-        p.bias = md->b[0], p.bias_rows = n;
+        p.M = nu + n, p.N = H1, p.K = F, p.nn = 0;
+        p.A = d_uvin, p.lda = F, p.W = md->w[0], p.ldw = F, p.ldc = H1;
+        p.C = d_uv + sizeof(float) * (size_t)(n - nu) * H1;
+        p.bias = md->b[0], p.bias_rows = nu;
         st = gemm(g, &p, err);
+    }
+    if (st == CBC_OK && nu < n) {
+        int nn = n, K = H1;
+        void *args[] = {&d_uv, &nn, &K};
+        st = launch(g, K_COPY_LAST_ROW, blocks((size_t)(n - 1) * H1, 256), 1, 1, 256, args, err);
     }
     CUdeviceptr d_u = d_uv, d_v = d_uv + sizeof(float) * (size_t)n * H1;
 
@@ -663,7 +683,18 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
         cur += sizeof(float) * rows_max * md->size[l];
     }
     CUdeviceptr d_pa = cur, d_pb = cur + sizeof(float) * rows_max * (size_t)hmax;
+    /* per-tile sums over the steps of each input, when the layer-1 backward
+     * GEMM makes them (an input's rows span at most this many 128-row tiles) */
+    const int q_slots = (S + 127) / 128 + 1;
+    CUdeviceptr d_Q = 0;
+    if (L >= 3)
+        TRY(ws(g, WS_STEPQ, sizeof(float) * nb * (size_t)q_slots * H1, &d_Q, "per-tile step sums",
+               err));
 
+    /* Before an identity output, act'(zo) is 1, so the last hidden layer's
+     * delta is elementwise: its forward GEMM writes it on the side, and the
+     * output itself is needed only at the endpoints (F(x), F(x')). */
+    const bool delta_in_gemm = L >= 3 && md->act[L - 1] == CBC_ACT_IDENTITY;
     for (size_t b0 = 0; st == CBC_OK && b0 < (size_t)n; b0 += nb) {
         int cb = (int)(b0 + nb <= (size_t)n ? nb : (size_t)n - b0);
         int R = cb * S, row0 = (int)b0 * S;
@@ -681,16 +712,26 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
                 p.pro = CBC_PRO_ACT, p.pro_act = md->act[l - 2];
                 p.A = d_Z[l - 1], p.lda = md->size[l - 1];
             }
+            if (l == L - 1 && delta_in_gemm) {
+                p.epi = CBC_EPI_Z_DELTA, p.epi_act = md->act[l - 1];
+                p.D = pa, p.ldd = md->size[l], p.S = S, p.row0 = row0;
+                p.dwt = md->w[L - 1] + sizeof(float) * (size_t)t * md->size[L - 1];
+            }
             st = gemm(g, &p, err);
         }
-        /* the target output of every row */
+        /* the target output of every row (of the endpoints only when the
+         * GEMM gave the delta) and, from the same read of the last hidden
+         * layer, that layer's delta (into pa) */
         if (st == CBC_OK) {
             struct cbc_k_output o = {0};
-            o.R = R, o.K = md->size[L - 1], o.S = S, o.row0 = row0, o.target = t;
+            o.R = delta_in_gemm ? 2 * cb : R, o.ends_only = delta_in_gemm;
+            o.K = md->size[L - 1], o.S = S, o.row0 = row0, o.target = t;
             o.u = d_u, o.v = d_v, o.ldu = H1, o.alpha = d_al;
             o.wt = md->w[L - 1] + sizeof(float) * (size_t)t * md->size[L - 1];
             o.bt = md->last_bias[t], o.act = md->act[L - 1];
             o.fo = d_fo, o.dfo = d_dfo;
+            if (L > 1 && !delta_in_gemm)
+                o.delta = pa, o.weight = d_wt;
             if (L == 1) {
                 o.pro = -1;
             } else if (L == 2) {
@@ -700,7 +741,7 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
                 o.A = d_Z[L - 1], o.lda = md->size[L - 1];
             }
             void *args[] = {&o};
-            st = launch(g, K_OUTPUT, blocks((size_t)R * 32, 256), 1, 1, 256, args, err);
+            st = launch(g, K_OUTPUT, blocks((size_t)o.R * 32, 256), 1, 1, 256, args, err);
         }
         if (st == CBC_OK) {
             int nbb = cb, SS = S, bb = (int)b0;
@@ -714,14 +755,7 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
             st = launch(g, K_REDUCE_OUTPUT, blocks((size_t)cb * H1, 256), 1, 1, 256, args, err);
             continue;
         }
-        if (st == CBC_OK) {
-            int K = md->size[L - 1], act = md->act[L - 2], mode = L == 2 ? 1 : 0, ldz = K, ldu = H1;
-            int SS = S, rr = row0, RR = R;
-            CUdeviceptr wtp = md->w[L - 1] + sizeof(float) * (size_t)t * K, Z = d_Z[L - 1];
-            void *args[] = {&pa, &d_dfo, &wtp, &Z, &ldz, &act, &mode, &d_u, &d_v,
-                            &ldu, &d_al, &d_wt, &SS, &rr, &RR, &K};
-            st = launch(g, K_DELTA_LAST, blocks((size_t)R * K, 256), 1, 1, 256, args, err);
-        }
+        bool summed = false;
         for (int l = L - 1; st == CBC_OK && l >= 2; l--) {
             struct cbc_k_gemm p = {0};
             p.M = R, p.N = md->size[l - 1], p.K = md->size[l], p.nn = 1;
@@ -734,13 +768,20 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
                 p.epi = CBC_EPI_DACT_L1, p.epi_act = md->act[0];
                 p.u = d_u, p.v = d_v, p.ldu = H1, p.alpha = d_al, p.weight = d_wt, p.S = S,
                 p.row0 = row0;
+                p.sum_steps = 1, p.sum_slots = q_slots, p.Q = d_Q;
             }
             st = gemm(g, &p, err);
+            summed = p.sum_steps;
             CUdeviceptr tmp = pa;
             pa = pb;
             pb = tmp;
         }
-        if (st == CBC_OK) {
+        if (st == CBC_OK && summed) {
+            int nbb = cb, SS = S, K = H1, slots = q_slots, bb = (int)b0;
+            void *args[] = {&d_D, &d_Q, &nbb, &SS, &K, &slots, &bb};
+            st = launch(g, K_REDUCE_STEP_PARTIALS, blocks((size_t)cb * H1, 256), 1, 1, 256, args,
+                        err);
+        } else if (st == CBC_OK) {
             int nbb = cb, SS = S, K = H1, bb = (int)b0;
             void *args[] = {&d_D, &pa, &nbb, &SS, &K, &bb};
             st = launch(g, K_REDUCE_STEPS, blocks((size_t)cb * H1, 256), 1, 1, 256, args, err);
