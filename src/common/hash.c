@@ -1,5 +1,8 @@
 /* hash.c: XXH3-128 over bytes, files and typed fields, in canonical form.
  *
+ * Where libxxhash has its x86 dispatcher, the widest vector unit of the CPU
+ * at hand computes the same XXH3.
+ *
  * The canonical form (XXH128_canonicalFromHash, big-endian) is what goes on
  * disk and into hex, so a key written on one host reads the same on any
  * other. Fields are fed as {u32 tag, u64 length, bytes} in little-endian,
@@ -10,6 +13,9 @@
 
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
+#ifdef CBC_XXH_DISPATCH
+#include <xxh_x86dispatch.h> /* XXH3_* become their run-time dispatched forms */
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
