@@ -37,20 +37,28 @@ static int cmp(const void *a, const void *b)
 /* What a load does before the driver: open the embedded bundle, select the
  * image for the device, verify it. The pick, or -1 after saying why. */
 static long open_select_verify(const struct cbc_device_info *d, struct cbc_bundle **b,
-                               const unsigned char **data, size_t *size)
+                               const unsigned char **data, size_t *size, double split_us[3])
 {
     struct cbc_err err = {0};
+    double t0 = now_us();
     if (cbc_bundle_open_embedded(&cbc_bundle_ig_kernels, b, &err) != CBC_OK) {
         fprintf(stderr, "loader_bench: %s\n", err.msg);
         return -1;
     }
+    double t1 = now_us();
     struct cbc_select_query q = {(unsigned)(d->cc_major * 10 + d->cc_minor), d->ptx_isa, false};
     struct cbc_select_result r;
     long pick = cbc_bundle_select(*b, &q, &r);
+    double t2 = now_us();
     if (pick < 0 || cbc_bundle_image_bytes(*b, (size_t)pick, data, size, &err) != CBC_OK) {
         fprintf(stderr, "loader_bench: %s\n", pick < 0 ? r.reason : err.msg);
         cbc_bundle_close(*b);
         return -1;
+    }
+    if (split_us) { /* open, select, verify */
+        split_us[0] = t1 - t0;
+        split_us[1] = t2 - t1;
+        split_us[2] = now_us() - t2;
     }
     return pick;
 }
@@ -112,8 +120,8 @@ int main(void)
     struct cbc_module *m0;
     const unsigned char *d0;
     size_t s0;
-    double f0 = now_us();
-    if (open_select_verify(&d, &b0, &d0, &s0) < 0)
+    double f0 = now_us(), first_split[3];
+    if (open_select_verify(&d, &b0, &d0, &s0, first_split) < 0)
         return 1;
     double first_verify = now_us() - f0;
     if (cbc_module_load(b0, 0, NULL, &m0, &err) != CBC_OK) {
@@ -129,7 +137,7 @@ int main(void)
         struct cbc_bundle *b;
         const unsigned char *data;
         size_t size;
-        long pick = open_select_verify(&d, &b, &data, &size);
+        long pick = open_select_verify(&d, &b, &data, &size, NULL);
         if (pick < 0)
             return 1;
         double t1 = now_us();
@@ -168,9 +176,12 @@ int main(void)
            "\"rounds\":%d,\"first_cuModuleLoadData_us\":%.2f,\"first_select_verify_us\":%.2f,"
            "\"select_verify_median_us\":%.2f,\"cuModuleLoadData_median_us\":%.2f,"
            "\"hash_warm_us\":%.2f,\"label_check_warm_us\":%.2f,"
+           "\"first_open_us\":%.2f,\"first_select_us\":%.2f,\"first_verify_us\":%.2f,"
            "\"first_overhead_percent\":%.3f,\"overhead_percent\":%.3f}\n",
            d.name, cbc_module_target(m0), bytes, ROUNDS, first_raw, first_verify, s, l, hash_us,
-           label_us, 100 * first_verify / (first_raw > 0 ? first_raw : l), 100 * s / l);
+           label_us, first_split[0], first_split[1], first_split[2], 100 * first_verify / (first_raw > 0 ? first_raw : l), 100 * s / l);
+    fprintf(stderr, "loader: first in the process: open %.2f us, select %.2f us, verify %.2f us\n",
+            first_split[0], first_split[1], first_split[2]);
     fprintf(stderr, "loader: first in the process: select+verify %.2f us (XXH3-128 of the image "
             "%.2f us and its ELF label %.2f us, warm) against the first cuModuleLoadData %.2f us: "
             "+%.1f%%; later loads: %.2f us against %.2f us (%s, %zu bytes): +%.2f%%\n",

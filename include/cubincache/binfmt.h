@@ -62,6 +62,10 @@ struct cbc_cubin_info {
 /* Parses a cubin. On success release `out` with cbc_cubin_info_release. */
 enum cbc_status cbc_cubin_parse(const uint8_t *data, size_t len, const char *name,
                                 struct cbc_cubin_info *out, struct cbc_err *err);
+/* The same checks and fields without the function list (funcs stays NULL):
+ * what deciding the cubin's target needs, without walking its symbols. */
+enum cbc_status cbc_cubin_parse_target(const uint8_t *data, size_t len, const char *name,
+                                       struct cbc_cubin_info *out, struct cbc_err *err);
 void cbc_cubin_info_release(struct cbc_cubin_info *info);
 /* The target a cubin is for: SASS, its SM and variant. */
 struct cbc_target cbc_cubin_target(const struct cbc_cubin_info *info);

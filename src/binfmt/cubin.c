@@ -171,8 +171,8 @@ static int compat_attr9(const uint8_t *data, const struct shdr *sh)
     return result;
 }
 
-enum cbc_status cbc_cubin_parse(const uint8_t *data, size_t len, const char *name,
-                                struct cbc_cubin_info *out, struct cbc_err *err)
+static enum cbc_status parse(const uint8_t *data, size_t len, const char *name, bool want_funcs,
+                             struct cbc_cubin_info *out, struct cbc_err *err)
 {
     memset(out, 0, sizeof *out);
     struct elf_sections s;
@@ -227,7 +227,7 @@ enum cbc_status cbc_cubin_parse(const uint8_t *data, size_t len, const char *nam
                 goto fail;
         } else if (sh.type == SHT_CUDA_COMPAT) {
             attr9 = compat_attr9(data, &sh);
-        } else if (sh.type == SHT_SYMTAB) {
+        } else if (sh.type == SHT_SYMTAB && want_funcs) {
             if (sh.entsize != 24 || sh.link == 0 || sh.link >= s.shnum) {
                 st = cbc_fmt_err(err, CBC_E_FORMAT, name, hoff,
                                  "symbol table %u has entry size %llu and string table %u; expected "
@@ -278,6 +278,18 @@ enum cbc_status cbc_cubin_parse(const uint8_t *data, size_t len, const char *nam
 fail:
     free(info.funcs);
     return st;
+}
+
+enum cbc_status cbc_cubin_parse(const uint8_t *data, size_t len, const char *name,
+                                struct cbc_cubin_info *out, struct cbc_err *err)
+{
+    return parse(data, len, name, true, out, err);
+}
+
+enum cbc_status cbc_cubin_parse_target(const uint8_t *data, size_t len, const char *name,
+                                       struct cbc_cubin_info *out, struct cbc_err *err)
+{
+    return parse(data, len, name, false, out, err);
 }
 
 void cbc_cubin_info_release(struct cbc_cubin_info *info)

@@ -18,7 +18,7 @@ enum cbc_status cbc_binfmt_verify_target(const uint8_t *data, size_t len,
     cbc_target_name(want, wn);
     if (want->kind == CBC_KIND_SASS) {
         struct cbc_cubin_info ci;
-        enum cbc_status st = cbc_cubin_parse(data, len, name, &ci, err);
+        enum cbc_status st = cbc_cubin_parse_target(data, len, name, &ci, err);
         if (st != CBC_OK)
             return st;
         got = cbc_cubin_target(&ci);
