@@ -11,19 +11,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Rendering runs on every build, hits included, so the document borrows
+ * what it can: keys are literals (cJSON_AddItemToObjectCS) and string
+ * values are references to m's strings, which outlive it. */
+static void add_str(cJSON *o, const char *k, const char *v)
+{
+    if (v) /* as cJSON_AddStringToObject: no value, no field */
+        cJSON_AddItemToObjectCS(o, k, cJSON_CreateStringReference(v));
+}
+
+static void add_num(cJSON *o, const char *k, double v)
+{
+    cJSON_AddItemToObjectCS(o, k, cJSON_CreateNumber(v));
+}
+
 static void add_hash(cJSON *o, const char *k, const struct cbc_hash *h)
 {
     char hex[CBC_HASH_HEX_LEN + 1];
     cbc_hash_hex(h, hex);
-    cJSON_AddStringToObject(o, k, hex);
+    cJSON_AddItemToObjectCS(o, k, cJSON_CreateString(hex));
 }
 
 static void add_str_or_null(cJSON *o, const char *k, const char *v)
 {
     if (v)
-        cJSON_AddStringToObject(o, k, v);
+        add_str(o, k, v);
     else
-        cJSON_AddNullToObject(o, k);
+        cJSON_AddItemToObjectCS(o, k, cJSON_CreateNull());
+}
+
+static cJSON *add_obj(cJSON *o, const char *k, cJSON *child)
+{
+    cJSON_AddItemToObjectCS(o, k, child);
+    return child;
 }
 
 char *cbc_manifest_render(const struct cbc_manifest *m)
@@ -31,66 +51,66 @@ char *cbc_manifest_render(const struct cbc_manifest *m)
     cJSON *root = cJSON_CreateObject();
     if (!root)
         return NULL;
-    cJSON_AddStringToObject(root, "format", CBC_MANIFEST_FORMAT);
-    cJSON_AddNumberToObject(root, "version", CBC_MANIFEST_VERSION);
-    cJSON_AddStringToObject(root, "name", m->name);
-    cJSON *src = cJSON_AddObjectToObject(root, "source");
+    add_str(root, "format", CBC_MANIFEST_FORMAT);
+    add_num(root, "version", CBC_MANIFEST_VERSION);
+    add_str(root, "name", m->name);
+    cJSON *src = add_obj(root, "source", cJSON_CreateObject());
     if (src) {
-        cJSON_AddStringToObject(src, "path", m->source);
+        add_str(src, "path", m->source);
         add_hash(src, "xxh3", &m->source_hash);
     }
-    cJSON *deps = cJSON_AddArrayToObject(root, "dependencies");
+    cJSON *deps = add_obj(root, "dependencies", cJSON_CreateArray());
     for (size_t i = 0; deps && i < m->n_deps; i++) {
         cJSON *d = cJSON_CreateObject();
         if (!d)
             break;
-        cJSON_AddStringToObject(d, "path", m->deps[i].path);
+        add_str(d, "path", m->deps[i].path);
         add_hash(d, "xxh3", &m->deps[i].hash);
         cJSON_AddItemToArray(deps, d);
     }
-    cJSON *nv = cJSON_AddObjectToObject(root, "nvcc");
+    cJSON *nv = add_obj(root, "nvcc", cJSON_CreateObject());
     if (nv) {
-        cJSON_AddStringToObject(nv, "path", m->nvcc);
-        cJSON_AddStringToObject(nv, "version", m->nvcc_version);
+        add_str(nv, "path", m->nvcc);
+        add_str(nv, "version", m->nvcc_version);
         add_hash(nv, "id", &m->nvcc_id);
-        cJSON_AddStringToObject(nv, "host_compiler", m->host_cc);
+        add_str(nv, "host_compiler", m->host_cc);
         add_hash(nv, "host_id", &m->host_id);
     }
-    cJSON *flags = cJSON_AddArrayToObject(root, "flags");
+    cJSON *flags = add_obj(root, "flags", cJSON_CreateArray());
     for (size_t i = 0; flags && i < m->n_flags; i++)
-        cJSON_AddItemToArray(flags, cJSON_CreateString(m->flags[i]));
-    cJSON *env = cJSON_AddObjectToObject(root, "environment");
+        cJSON_AddItemToArray(flags, cJSON_CreateStringReference(m->flags[i]));
+    cJSON *env = add_obj(root, "environment", cJSON_CreateObject());
     for (size_t i = 0; env && i < CBC_KEY_ENV_COUNT; i++)
         add_str_or_null(env, cbc_key_env_names[i], m->env[i]);
-    cJSON_AddStringToObject(root, "cwd", m->cwd);
-    cJSON *arch = cJSON_AddObjectToObject(root, "arch");
+    add_str(root, "cwd", m->cwd);
+    cJSON *arch = add_obj(root, "arch", cJSON_CreateObject());
     if (arch) {
-        cJSON_AddStringToObject(arch, "spec", m->arch_spec);
-        cJSON_AddStringToObject(arch, "rule", m->arch_rule);
-        cJSON_AddStringToObject(arch, "detail", m->arch_detail);
+        add_str(arch, "spec", m->arch_spec);
+        add_str(arch, "rule", m->arch_rule);
+        add_str(arch, "detail", m->arch_detail);
         add_str_or_null(arch, "CUDA_COMPUTE_CAP", m->compute_cap);
     }
-    cJSON *ents = cJSON_AddArrayToObject(root, "entries");
+    cJSON *ents = add_obj(root, "entries", cJSON_CreateArray());
     for (size_t i = 0; ents && i < m->n; i++) {
         const struct cbc_manifest_entry *e = &m->entries[i];
         char name[CBC_TARGET_NAME_MAX];
         cJSON *o = cJSON_CreateObject();
         if (!o)
             break;
-        cJSON_AddStringToObject(o, "target", cbc_target_name(&e->target, name));
-        cJSON_AddStringToObject(o, "kind", e->target.kind == CBC_KIND_PTX ? "ptx" : "cubin");
-        cJSON_AddStringToObject(o, "file", e->file);
+        cJSON_AddItemToObjectCS(o, "target", cJSON_CreateString(cbc_target_name(&e->target, name)));
+        add_str(o, "kind", e->target.kind == CBC_KIND_PTX ? "ptx" : "cubin");
+        add_str(o, "file", e->file);
         add_hash(o, "key", &e->key);
         add_hash(o, "xxh3", &e->hash);
-        cJSON_AddNumberToObject(o, "size", (double)e->size);
+        add_num(o, "size", (double)e->size);
         if (e->deps) {
-            cJSON *dv = cJSON_AddArrayToObject(o, "deps");
+            cJSON *dv = add_obj(o, "deps", cJSON_CreateArray());
             for (size_t k = 0; dv && k < e->n_deps; k++)
                 cJSON_AddItemToArray(dv, cJSON_CreateNumber((double)e->deps[k]));
         }
         cJSON_AddItemToArray(ents, o);
     }
-    char *text = cJSON_Print(root);
+    char *text = cJSON_PrintBuffered(root, 32768, 1); /* a project's manifest, unrealloc'd */
     cJSON_Delete(root);
     if (!text)
         return NULL;
