@@ -171,6 +171,9 @@ enum cbc_status cbc_file_update(const char *path, const void *data, size_t len, 
 
 enum cbc_status cbc_mkdir_p(const char *path, mode_t mode, struct cbc_err *err)
 {
+    /* the common case, a directory that exists: one stat, no walk */
+    if (cbc_is_dir(path))
+        return CBC_OK;
     char *p = cbc_strdup(path);
     if (!p)
         return cbc_err_oom(err);
