@@ -41,8 +41,7 @@ struct tstate {
     char *file; /* NAME.<target>.cubin|ptx */
     struct cbc_hash direct_key, result_key;
     struct cbc_direct_rec rec;
-    bool refresh_rec;
-    long matched;
+    long list; /* the matched dependency list: an index into ctx.lists, or -1 */
     enum tstate_kind state;
     char dropped_why[CBC_ERR_MSG_MAX];
     bool dropped;
@@ -50,6 +49,7 @@ struct tstate {
     size_t len;
     struct cbc_dep *deps;
     size_t n_deps;
+    bool deps_borrowed; /* paths owned by a list in ctx.lists (a hit), else by deps */
     /* compile */
     pid_t pid;
     char *tmp_out, *tmp_dep, *tmp_log;
@@ -70,17 +70,32 @@ struct ctx {
     char *cwd, *out_dir, *name, *nvcc, *tmpdir, *ccbin;
     const char *env[CBC_KEY_ENV_COUNT];
     const char *compute_cap;
+    /* the previous build's manifest in the out dir, read only when needed
+     * (a miss to explain, outputs to retire); see previous() */
     struct cbc_manifest prev;
-    bool have_prev;
+    bool have_prev, prev_tried;
+    char *manifest_path;
     struct tstate *ts;
     size_t n;
     bool warned_store;
+    /* dependency lists met in this run, each fetched, decoded and matched
+     * once however many targets share it */
+    struct list_slot *lists;
+    size_t n_lists, cap_lists;
+};
+
+struct list_slot {
+    struct cbc_dep_list l;
+    bool present;  /* fetched and decoded (or made by a compile here) */
+    bool matches;  /* every file still holds its recorded content */
+    bool stale;    /* matching needed hashing: store fresh stamps */
+    bool in_store; /* the store has it with stamps as good as these */
 };
 
 CBC_PRINTF(3, 4)
 static void say(struct ctx *c, enum cbc_msg_kind kind, const char *fmt, ...)
 {
-    if (!c->o->msg)
+    if (!c->o->msg || (kind == CBC_MSG_EXPLAIN && !c->o->explain))
         return;
     char buf[4096];
     va_list ap;
@@ -149,6 +164,28 @@ static void key_inputs(const struct ctx *c, const struct tstate *t, struct cbc_k
 
 /* ---- explain ----------------------------------------------------------- */
 
+/* Loads the previous manifest on first use: from `text` when the caller
+ * already read the file, else from disk. False when there is none or it
+ * does not parse (said once, as a note). */
+static bool previous(struct ctx *c, const char *text, size_t len)
+{
+    if (c->prev_tried)
+        return c->have_prev;
+    c->prev_tried = true;
+    struct cbc_err pe = {0};
+    enum cbc_status st;
+    if (text)
+        st = cbc_manifest_parse(text, len, c->manifest_path, &c->prev, &pe);
+    else if (cbc_is_file(c->manifest_path))
+        st = cbc_manifest_load(c->manifest_path, &c->prev, &pe);
+    else
+        return false;
+    c->have_prev = st == CBC_OK;
+    if (!c->have_prev)
+        say(c, CBC_MSG_NOTE, "ignoring the previous manifest: %s", pe.msg);
+    return c->have_prev;
+}
+
 static const struct cbc_manifest_entry *prev_entry(const struct ctx *c, const struct cbc_target *t)
 {
     for (size_t i = 0; c->have_prev && i < c->prev.n; i++)
@@ -164,7 +201,7 @@ static void explain_miss(struct ctx *c, const struct tstate *t, char *buf, size_
         cbc_fmt(buf, len, "the cached entry was bad (%s) and was dropped", t->dropped_why);
         return;
     }
-    if (!c->have_prev) {
+    if (!previous(c, NULL, 0)) {
         cbc_fmt(buf, len, "no previous build of '%s' in '%s'", c->name, c->out_dir);
         return;
     }
@@ -196,25 +233,71 @@ static void explain_miss(struct ctx *c, const struct tstate *t, char *buf, size_
 
 /* ---- lookup ------------------------------------------------------------ */
 
-static enum cbc_status copy_deps_from_cand(struct tstate *t, const struct cbc_direct_cand *cand,
-                                           struct cbc_err *err)
+/* A hit's dependency list, its paths borrowed from the list (which lives
+ * until cleanup). */
+static enum cbc_status deps_from_list(struct tstate *t, const struct cbc_dep_list *l,
+                                      struct cbc_err *err)
 {
-    t->deps = calloc(cand->n ? cand->n : 1, sizeof *t->deps);
+    t->deps = calloc(l->n ? l->n : 1, sizeof *t->deps);
     if (!t->deps)
         return cbc_err_oom(err);
-    for (size_t i = 0; i < cand->n; i++) {
-        t->deps[i].path = cbc_strdup(cand->deps[i].path);
-        if (!t->deps[i].path)
-            return cbc_err_oom(err);
-        t->deps[i].hash = cand->deps[i].hash;
-        t->n_deps++;
-    }
+    for (size_t i = 0; i < l->n; i++)
+        t->deps[i] = (struct cbc_dep){l->deps[i].path, l->deps[i].hash};
+    t->n_deps = l->n;
+    t->deps_borrowed = true;
     return CBC_OK;
+}
+
+static long find_list(const struct ctx *c, const struct cbc_hash *id)
+{
+    for (size_t i = 0; i < c->n_lists; i++)
+        if (cbc_hash_eq(&c->lists[i].l.id, id))
+            return (long)i;
+    return -1;
+}
+
+/* A new slot taking `l` (its id set), or -1 when out of memory. */
+static long add_list(struct ctx *c, struct cbc_dep_list *l)
+{
+    if (!cbc_grow(&c->lists, c->n_lists, &c->cap_lists, sizeof *c->lists, 8))
+        return -1;
+    c->lists[c->n_lists] = (struct list_slot){*l, false, false, false, false};
+    memset(l, 0, sizeof *l);
+    return (long)c->n_lists++;
+}
+
+/* The list with this id: fetched from the store and matched against the
+ * files on the first ask, remembered for the other targets. -1 when out
+ * of memory. */
+static long list_for(struct ctx *c, const struct cbc_hash *id)
+{
+    long i = find_list(c, id);
+    if (i >= 0)
+        return i;
+    struct cbc_dep_list l = {.id = *id};
+    uint8_t *raw;
+    size_t len;
+    bool present = false;
+    if (cbc_store_blob_get(c->store, "deps", id, &raw, &len, NULL) == CBC_OK) {
+        present = cbc_dep_list_decode(raw, len, id, &l, NULL) == CBC_OK;
+        free(raw);
+        if (!present)
+            l = (struct cbc_dep_list){.id = *id};
+    }
+    i = add_list(c, &l);
+    if (i < 0) {
+        cbc_dep_list_release(&l);
+        return -1;
+    }
+    struct list_slot *s = &c->lists[i];
+    s->present = s->in_store = present;
+    s->matches = present && cbc_dep_list_match(&s->l, c->memo, &s->stale);
+    return i;
 }
 
 static void free_deps(struct tstate *t)
 {
-    for (size_t i = 0; i < t->n_deps; i++)
+    for (size_t i = 0; i < t->n_deps && !t->deps_borrowed; i++)
         free(t->deps[i].path);
     free(t->deps);
     t->deps = NULL;
@@ -226,22 +309,29 @@ static enum cbc_status lookup(struct ctx *c, struct tstate *t)
     struct cbc_key_inputs in;
     key_inputs(c, t, &in);
     cbc_key_direct(&in, &t->direct_key);
-    t->matched = -1;
+    t->list = -1;
     t->state = T_MISS;
     if (!c->store)
         return CBC_OK;
     uint8_t *raw;
     size_t len;
     if (cbc_store_blob_get(c->store, "direct", &t->direct_key, &raw, &len, NULL) == CBC_OK) {
+        /* an older format, or a damaged record: a miss that rewrites it */
         if (cbc_direct_decode(raw, len, &t->rec, NULL) != CBC_OK)
-            say(c, CBC_MSG_NOTE, "%s: unreadable dependency record; it will be rewritten", t->name);
+            t->rec.n = 0;
         free(raw);
     }
-    t->matched = cbc_direct_match(&t->rec, c->memo, &t->refresh_rec);
-    if (t->matched < 0)
+    long matched = -1;
+    for (size_t i = 0; i < t->rec.n && matched < 0; i++) {
+        long k = list_for(c, &t->rec.c[i].list);
+        if (k < 0)
+            return cbc_err_oom(c->err);
+        if (c->lists[k].matches)
+            matched = (long)i, t->list = k;
+    }
+    if (matched < 0)
         return CBC_OK;
-    const struct cbc_direct_cand *cand = &t->rec.c[t->matched];
-    t->result_key = cand->result;
+    t->result_key = t->rec.c[matched].result;
     enum cbc_lookup r;
     struct cbc_err e = {0};
     if (cbc_store_get(c->store, &t->result_key, &t->t, &t->data, &t->len, &r, t->dropped_why,
@@ -257,7 +347,7 @@ static enum cbc_status lookup(struct ctx *c, struct tstate *t)
     }
     if (r == CBC_LOOKUP_HIT) {
         t->state = T_HIT;
-        return copy_deps_from_cand(t, cand, c->err);
+        return deps_from_list(t, &c->lists[t->list].l, c->err);
     }
     return CBC_OK;
 }
@@ -408,8 +498,8 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
         return cbc_err_oom(c->err);
     }
     t->cacheable = !changed_since(c->source, started_ns);
-    struct cbc_direct_cand cand = {0};
-    cand.deps = calloc(np ? np : 1, sizeof *cand.deps);
+    /* the list this compile read, with stamps, for the next hit */
+    struct cbc_dep_list l = {.deps = calloc(np ? np : 1, sizeof *l.deps)};
     for (size_t i = 0; i < np && st == CBC_OK; i++) {
         struct cbc_stamp stamp;
         st = cbc_filememo_hash(c->memo, paths[i], NULL, NULL, 0, &t->deps[i].hash, &stamp, c->err);
@@ -420,16 +510,17 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
         t->n_deps++;
         if (stamp.mtime_ns >= started_ns || stamp.ctime_ns >= started_ns)
             t->cacheable = false;
-        if (cand.deps) {
-            cand.deps[cand.n].path = cbc_strdup(t->deps[i].path);
-            cand.deps[cand.n].hash = t->deps[i].hash;
-            cand.deps[cand.n].stamp = stamp;
-            cand.n++;
+        if (l.deps) {
+            l.deps[l.n].path = cbc_strdup(t->deps[i].path);
+            l.deps[l.n].hash = t->deps[i].hash;
+            l.deps[l.n].stamp = stamp;
+            if (!l.deps[l.n++].path)
+                st = cbc_err_oom(c->err);
         }
     }
     cbc_paths_free(paths, np);
     if (st != CBC_OK) {
-        cbc_direct_cand_release(&cand);
+        cbc_dep_list_release(&l);
         return st;
     }
     struct cbc_key_inputs in;
@@ -441,12 +532,30 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
     } else if (c->store) {
         struct cbc_err e2 = {0};
         bool ok = cbc_store_put(c->store, &t->result_key, &t->t, t->data, t->len, &e2) == CBC_OK;
-        if (ok && cand.deps) {
-            cand.result = t->result_key;
-            cand.recorded_ns = cbc_now_ns();
-            ok = cbc_direct_push(&t->rec, &cand, &e2) == CBC_OK;
+        /* the list first, then the record that names it */
+        ok = ok && l.deps && cbc_dep_list_id(&l, &l.id);
+        long k = ok ? find_list(c, &l.id) : -1;
+        if (ok && (k < 0 || !c->lists[k].in_store || c->lists[k].stale)) {
+            l.recorded_ns = cbc_now_ns();
+            size_t ll = 0;
+            uint8_t *lb = cbc_dep_list_encode(&l, &ll);
+            ok = lb && cbc_store_blob_put(c->store, "deps", &l.id, lb, ll, &e2) == CBC_OK;
+            free(lb);
+            if (ok && k >= 0) {
+                cbc_dep_list_release(&c->lists[k].l);
+                c->lists[k].l = l;
+                memset(&l, 0, sizeof l);
+            } else if (ok) {
+                k = add_list(c, &l);
+            }
+            if (k >= 0)
+                c->lists[k] = (struct list_slot){c->lists[k].l, true, true, false, true};
+        }
+        if (ok) {
+            struct cbc_direct_cand cand = {t->result_key, k >= 0 ? c->lists[k].l.id : l.id};
+            cbc_direct_push(&t->rec, &cand);
             size_t rl = 0;
-            uint8_t *rec = ok ? cbc_direct_encode(&t->rec, &rl) : NULL;
+            uint8_t *rec = cbc_direct_encode(&t->rec, &rl);
             ok = rec && cbc_store_blob_put(c->store, "direct", &t->direct_key, rec, rl, &e2) ==
                             CBC_OK;
             free(rec);
@@ -457,26 +566,27 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
                 "caching", cbc_store_root(c->store), e2.msg[0] ? e2.msg : "out of memory");
         }
     }
-    cbc_direct_cand_release(&cand);
+    cbc_dep_list_release(&l);
     return CBC_OK;
 }
 
 /* After a hit whose stamps had to be re-checked by hashing (a touched
- * file), store fresh stamps so the next hit reads no file contents. */
-static void refresh_record(struct ctx *c, struct tstate *t)
+ * file), store the list again with fresh stamps, once for all the targets
+ * that share it, so the next hit reads no file contents. */
+static void refresh_list(struct ctx *c, struct list_slot *s)
 {
-    struct cbc_direct_cand *cand = &t->rec.c[t->matched];
-    for (size_t i = 0; i < cand->n; i++) {
+    for (size_t i = 0; i < s->l.n; i++) {
         struct cbc_hash h;
-        cbc_filememo_hash(c->memo, cand->deps[i].path, NULL, NULL, 0, &h, &cand->deps[i].stamp,
+        cbc_filememo_hash(c->memo, s->l.deps[i].path, NULL, NULL, 0, &h, &s->l.deps[i].stamp,
                           NULL);
     }
-    cand->recorded_ns = cbc_now_ns();
+    s->l.recorded_ns = cbc_now_ns();
     size_t len = 0;
-    uint8_t *rec = cbc_direct_encode(&t->rec, &len);
-    if (rec)
-        cbc_store_blob_put(c->store, "direct", &t->direct_key, rec, len, NULL);
-    free(rec);
+    uint8_t *b = cbc_dep_list_encode(&s->l, &len);
+    if (b)
+        cbc_store_blob_put(c->store, "deps", &s->l.id, b, len, NULL);
+    free(b);
+    s->stale = false;
 }
 
 /* ---- outputs ------------------------------------------------------------- */
@@ -484,6 +594,17 @@ static void refresh_record(struct ctx *c, struct tstate *t)
 static int cmp_dep(const void *a, const void *b)
 {
     return strcmp(((const struct cbc_dep *)a)->path, ((const struct cbc_dep *)b)->path);
+}
+
+static bool same_deps(const struct tstate *a, const struct tstate *b)
+{
+    if (a->n_deps != b->n_deps)
+        return false;
+    for (size_t k = 0; k < a->n_deps; k++)
+        if (!cbc_hash_eq(&a->deps[k].hash, &b->deps[k].hash) ||
+            (a->deps[k].path != b->deps[k].path && strcmp(a->deps[k].path, b->deps[k].path) != 0))
+            return false;
+    return true;
 }
 
 /* The manifest for this build. Borrows strings from c; free only the arrays. */
@@ -500,9 +621,15 @@ static enum cbc_status make_manifest(struct ctx *c, struct cbc_manifest *m)
     m->entries = calloc(c->n ? c->n : 1, sizeof *m->entries);
     if (!m->deps || !m->entries)
         return cbc_err_oom(c->err);
-    for (size_t i = 0; i < c->n; i++)
-        for (size_t k = 0; k < c->ts[i].n_deps; k++)
+    /* Targets usually read the same files: a list equal to an earlier
+     * target's adds nothing, so only distinct lists are merged and sorted. */
+    for (size_t i = 0; i < c->n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = same_deps(&c->ts[i], &c->ts[j]);
+        for (size_t k = 0; k < c->ts[i].n_deps && !seen; k++)
             m->deps[m->n_deps++] = c->ts[i].deps[k];
+    }
     qsort(m->deps, m->n_deps, sizeof *m->deps, cmp_dep);
     size_t w = 0;
     for (size_t r = 0; r < m->n_deps; r++)
@@ -559,21 +686,33 @@ static enum cbc_status write_outputs(struct ctx *c, struct cbc_build_result *res
     enum cbc_status st = cbc_mkdir_p(c->out_dir, 0755, err);
     if (st != CBC_OK)
         return st;
-    for (size_t i = 0; i < c->n; i++) {
+    /* The new manifest, and the old one's bytes: when they are equal, so are
+     * the outputs it lists, and the old one need not even be parsed. */
+    struct cbc_manifest m;
+    st = make_manifest(c, &m);
+    char *text = st == CBC_OK ? cbc_manifest_render(&m) : NULL;
+    if (st == CBC_OK && !text)
+        st = cbc_err_oom(err);
+    uint8_t *old = NULL;
+    size_t old_len = 0;
+    if (st == CBC_OK && cbc_file_read(res->manifest_path, &old, &old_len, NULL) != CBC_OK)
+        old = NULL;
+    const bool same = old && old_len == strlen(text) && memcmp(old, text, old_len) == 0;
+    for (size_t i = 0; st == CBC_OK && i < c->n; i++) {
         struct tstate *t = &c->ts[i];
         char *path = cbc_path_join(c->out_dir, t->file);
         bool changed = false;
         st = path ? cbc_file_update(path, t->data, t->len, &changed, err) : cbc_err_oom(err);
         free(path);
-        if (st != CBC_OK)
-            return st;
         res->written += changed;
         if (changed && t->state == T_HIT)
             say(c, CBC_MSG_EXPLAIN, "%s: rewrote %s (it was missing or differed from the cache)",
                 t->name, t->file);
     }
     /* outputs of the previous build that this one no longer produces */
-    for (size_t i = 0; c->have_prev && i < c->prev.n; i++) {
+    for (size_t i = 0; st == CBC_OK && !same && previous(c, (const char *)old, old_len) &&
+                       i < c->prev.n;
+         i++) {
         const struct cbc_manifest_entry *pe = &c->prev.entries[i];
         bool kept = false;
         for (size_t k = 0; k < c->n && !kept; k++)
@@ -586,13 +725,10 @@ static enum cbc_status write_outputs(struct ctx *c, struct cbc_build_result *res
             say(c, CBC_MSG_EXPLAIN, "removed %s: the target is no longer asked for", pe->file);
         free(path);
     }
-    struct cbc_manifest m;
-    st = make_manifest(c, &m);
-    char *text = st == CBC_OK ? cbc_manifest_render(&m) : NULL;
-    if (st == CBC_OK && !text)
-        st = cbc_err_oom(err);
-    if (st == CBC_OK)
-        st = cbc_file_update(res->manifest_path, text, strlen(text), &res->manifest_changed, err);
+    free(old);
+    res->manifest_changed = !same;
+    if (st == CBC_OK && !same)
+        st = cbc_file_write_atomic(res->manifest_path, text, strlen(text), 0644, err);
     free(text);
     if (st == CBC_OK && c->o->depfile) {
         struct cbc_buf b = {0};
@@ -701,7 +837,9 @@ static void explain_arch(struct ctx *c)
         off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", i ? " " : "", c->ts[i].name);
     say(c, CBC_MSG_EXPLAIN, "arch '%s' -> %s (rule: %s; %s)", c->arch.spec, list,
         cbc_arch_rule_name(c->arch.rule), c->arch.detail ? c->arch.detail : "as written");
-    if (c->have_prev && c->prev.arch_detail &&
+    if (!c->o->explain)
+        return;
+    if (previous(c, NULL, 0) && c->prev.arch_detail &&
         (!c->arch.detail || strcmp(c->prev.arch_detail, c->arch.detail) != 0)) {
         char plist[512] = "";
         off = 0;
@@ -735,8 +873,10 @@ static void cleanup(struct ctx *c)
         free(t->file);
         free(t->data);
         free_deps(t);
-        cbc_direct_release(&t->rec);
     }
+    for (size_t i = 0; i < c->n_lists; i++)
+        cbc_dep_list_release(&c->lists[i].l);
+    free(c->lists);
     free(c->ts);
     if (c->tmpdir)
         rmdir(c->tmpdir);
@@ -769,12 +909,7 @@ enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_r
         st = cbc_err_oom(err);
         goto out;
     }
-    struct cbc_err pe = {0};
-    if (cbc_is_file(res->manifest_path)) {
-        c.have_prev = cbc_manifest_load(res->manifest_path, &c.prev, &pe) == CBC_OK;
-        if (!c.have_prev)
-            say(&c, CBC_MSG_NOTE, "ignoring the previous manifest: %s", pe.msg);
-    }
+    c.manifest_path = res->manifest_path;
     explain_arch(&c);
 
     for (size_t i = 0; i < c.n && st == CBC_OK; i++)
@@ -789,9 +924,11 @@ enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_r
             res->hits++;
             say(&c, CBC_MSG_EXPLAIN, "%s: hit", t->name);
         } else {
-            char why[1024];
-            explain_miss(&c, t, why, sizeof why);
-            say(&c, CBC_MSG_EXPLAIN, "%s: miss: %s", t->name, why);
+            if (o->explain) {
+                char why[1024];
+                explain_miss(&c, t, why, sizeof why);
+                say(&c, CBC_MSG_EXPLAIN, "%s: miss: %s", t->name, why);
+            }
             misses++;
         }
         res->dropped += t->dropped;
@@ -838,8 +975,8 @@ enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_r
             goto out;
     }
     for (size_t i = 0; c.store && i < c.n; i++)
-        if (c.ts[i].state == T_HIT && c.ts[i].refresh_rec)
-            refresh_record(&c, &c.ts[i]);
+        if (c.ts[i].state == T_HIT && c.lists[c.ts[i].list].stale)
+            refresh_list(&c, &c.lists[c.ts[i].list]);
     st = write_outputs(&c, res);
 out:
     if (c.store)

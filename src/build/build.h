@@ -42,6 +42,7 @@ struct cbc_build_opts {
     size_t n_flags;
     void (*msg)(void *ctx, enum cbc_msg_kind kind, const char *text);
     void *msg_ctx;
+    bool explain; /* deliver CBC_MSG_EXPLAIN; without it their work is skipped */
 };
 
 struct cbc_build_result {

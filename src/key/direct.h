@@ -1,23 +1,29 @@
 /* direct.h: dependency records, the map from a direct key to the result key
  * that lets a hit skip the preprocessor (ccache's "direct mode").
  *
- * A record holds up to CBC_DIRECT_MAX candidates, most recent first; each
- * is the full list of files one compile read, with their content hashes and
- * stat stamps, and the result key that list produced. A candidate matches
- * when every listed file still has the recorded content; stamps only spare
- * the reading (key.h, cbc_filememo_hash).
+ * Two kinds of blobs in the store:
+ *  - a dependency list ("deps" namespace): every file one compile read, with
+ *    its content hash and stat stamp. Its id is the XXH3-128 of the paths
+ *    and content hashes only, so the compiles of one source for every
+ *    target, which read the same files, share one list; the stamps (which
+ *    only spare re-reading files, see cbc_filememo_hash) may be refreshed
+ *    in place under the same id.
+ *  - a record ("direct" namespace, one per direct key, so per target): up to
+ *    CBC_DIRECT_MAX candidates, most recent first, each a result key and the
+ *    id of the list that produced it. A candidate matches when every file
+ *    of its list still has the recorded content.
+ * A hit of N targets of one source reads N small records and one list.
  *
- * On-disk format (little-endian):
- *   0  8   magic "CBCDEP1\n"
- *   8  4   candidate count C
- *   then C times:
- *      16  result key
- *      8   recorded_ns (wall clock when the stamps were taken)
- *      4   file count N
- *      N times: u16 path length L, L bytes of path, 16 content hash,
- *               8 size, 8 mtime_ns, 8 ctime_ns, 8 inode, 8 device
- * Decoding is bounds-checked; a record that does not decode is treated as
- * absent (and rewritten by the next miss), never as an error.
+ * On-disk formats (little-endian):
+ *   record:  0 8 magic "CBCDEP2\n"; 8 4 candidate count C;
+ *            then C times: 16 result key, 16 list id
+ *   list:    0 8 magic "CBCDLS1\n"; 8 8 recorded_ns (wall clock when the
+ *            stamps were taken); 16 4 file count N;
+ *            then N times: u16 path length L, L bytes of path, 16 content
+ *            hash, 8 size, 8 mtime_ns, 8 ctime_ns, 8 inode, 8 device
+ * Decoding is bounds-checked and a list must hash to the id it was fetched
+ * by; a blob that does not decode (or an older format) is treated as
+ * absent and rewritten by the next miss, never as an error.
  *
  * Internal and unstable.
  */
@@ -34,35 +40,46 @@ struct cbc_direct_dep {
     struct cbc_stamp stamp;
 };
 
-struct cbc_direct_cand {
-    struct cbc_hash result;
+struct cbc_dep_list {
+    struct cbc_hash id;
     uint64_t recorded_ns;
     struct cbc_direct_dep *deps;
     size_t n;
+    char *arena; /* decoded: every path, NUL-terminated, in one allocation;
+                    NULL: each path is malloc'd */
+};
+
+struct cbc_direct_cand {
+    struct cbc_hash result, list;
 };
 
 struct cbc_direct_rec {
-    struct cbc_direct_cand *c;
+    struct cbc_direct_cand c[CBC_DIRECT_MAX];
     size_t n;
 };
+
+/* The id of a list: its paths and content hashes, in order. False when out
+ * of memory. */
+bool cbc_dep_list_id(const struct cbc_dep_list *l, struct cbc_hash *id);
+/* Decodes a list and checks it against `want` (its id). */
+enum cbc_status cbc_dep_list_decode(const uint8_t *data, size_t len, const struct cbc_hash *want,
+                                    struct cbc_dep_list *out, struct cbc_err *err);
+/* malloc'd bytes; NULL on out of memory or a path longer than 65535. */
+uint8_t *cbc_dep_list_encode(const struct cbc_dep_list *l, size_t *len);
+void cbc_dep_list_release(struct cbc_dep_list *l);
+/* Whether every file of the list still holds its recorded content.
+ * *stale_stamps is set when that needed hashing because stamps changed or
+ * were too fresh to trust: the caller then stores fresh stamps so the next
+ * hit is stat-only. */
+bool cbc_dep_list_match(const struct cbc_dep_list *l, struct cbc_filememo *memo,
+                        bool *stale_stamps);
 
 enum cbc_status cbc_direct_decode(const uint8_t *data, size_t len, struct cbc_direct_rec *out,
                                   struct cbc_err *err);
 /* malloc'd bytes; NULL on out of memory. */
 uint8_t *cbc_direct_encode(const struct cbc_direct_rec *rec, size_t *len);
-void cbc_direct_cand_release(struct cbc_direct_cand *c);
-void cbc_direct_release(struct cbc_direct_rec *rec);
-
-/* Finds the first candidate whose files still hold the recorded content.
- * Returns its index or -1. *stale_stamps is set when the match needed
- * hashing because stamps changed or were too fresh to trust: the caller
- * then refreshes the record so the next hit is stat-only. */
-long cbc_direct_match(const struct cbc_direct_rec *rec, struct cbc_filememo *memo,
-                      bool *stale_stamps);
-
-/* Puts `fresh` first (taking ownership), drops older candidates with the
- * same result key and keeps at most CBC_DIRECT_MAX. */
-enum cbc_status cbc_direct_push(struct cbc_direct_rec *rec, struct cbc_direct_cand *fresh,
-                                struct cbc_err *err);
+/* Puts `fresh` first, drops older candidates with the same result key and
+ * keeps at most CBC_DIRECT_MAX. */
+void cbc_direct_push(struct cbc_direct_rec *rec, const struct cbc_direct_cand *fresh);
 
 #endif

@@ -565,9 +565,13 @@ enum cbc_status cbc_store_trim(struct cbc_store *s, uint64_t max_size, uint64_t 
                 b += sc.v[i].size;
             }
         }
-        struct scan dsc = {0};
-        scan_ns(s, "direct", &dsc, NULL); /* sweeps stale temporaries there too */
-        scan_release(&dsc);
+        /* sweeps stale temporaries of the dependency records and lists too */
+        static const char *const small[] = {"direct", "deps"};
+        for (size_t i = 0; i < CBC_ARRAY_LEN(small); i++) {
+            struct scan dsc = {0};
+            scan_ns(s, small[i], &dsc, NULL);
+            scan_release(&dsc);
+        }
         s->bytes_added = 0;
         with_counters(s, set_bytes, &total, true, NULL);
     }
@@ -616,6 +620,7 @@ enum cbc_status cbc_store_clean(struct cbc_store *s, uint64_t *removed, struct c
     (void)err;
     uint64_t n = remove_all(s, "objects");
     remove_all(s, "direct");
+    remove_all(s, "deps");
     uint64_t zero = 0;
     s->bytes_added = 0;
     with_counters(s, set_bytes, &zero, true, NULL);

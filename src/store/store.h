@@ -4,6 +4,7 @@
  * so an incompatible format starts afresh instead of misreading):
  *   v1/objects/ab/<30 hex>.cbc   one entry per result key (format below)
  *   v1/direct/ab/<30 hex>.dep    dependency records, opaque to the store
+ *   v1/deps/ab/<30 hex>.dep      dependency lists they name, opaque too
  *   v1/tools/<hex>.json          toolchain identities (see key/toolid.c)
  *   v1/stats                     counters, "name value" lines, under flock
  *   v1/config                    "max_size = 5G"
@@ -67,7 +68,7 @@ enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
                               const struct cbc_target *target, const uint8_t *data, size_t len,
                               struct cbc_err *err);
 
-/* Opaque records by key in a namespace ("direct"): whole-file get/put with
+/* Opaque records by key in a namespace ("direct", "deps"): whole-file get/put with
  * atomic publish. get gives CBC_E_NOT_FOUND when absent. */
 enum cbc_status cbc_store_blob_get(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
                                    uint8_t **data, size_t *len, struct cbc_err *err);

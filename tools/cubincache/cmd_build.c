@@ -92,7 +92,7 @@ int cmd_build(int argc, char **argv)
             o.jobs = (int)j;
             break;
         }
-        case O_EXPLAIN: pr.explain = true; break;
+        case O_EXPLAIN: pr.explain = o.explain = true; break;
         case 'q': t.verbosity = -1; break;
         case 'v': t.verbosity = 1; break;
         case O_HELP: fputs(usage, stdout); return EXIT_OK;
