@@ -808,13 +808,19 @@ __device__ __forceinline__ float out_z(const cbc_k_output &p, int r, int k, int 
 // A warp per row: zo = wt . a(r) + bt; fo = act(zo); dfo = act'(zo); with
 // p.delta, also the last hidden layer's delta of the row (see the struct).
 // Up to OUT_KEEP * 32 hidden values stay in registers between the two; a
-// wider layer reads the rest again (from L1: the warp just read them). The
-// hidden activation PA is a template parameter: with a runtime switch in
-// the unrolled loops the kernel outgrew the instruction cache.
+// wider layer reads the rest again (from L1: the warp just read them).
+// The hidden activation is a template parameter for tanh (with a runtime
+// switch in the unrolled loops a kernel over every path row outgrew the
+// instruction cache) and read at run time (PA < 0) for the others, which
+// keeps the image small: every byte of it is hashed before it is loaded.
 #define OUT_KEEP 8
-template <int PA>
+template <int PA_>
 __device__ __forceinline__ void output_row(const cbc_k_output &p, int r, int lane)
 {
+    // KEEP = the first OUT_KEEP * 32 hidden values are held in registers
+    constexpr bool KEEP = PA_ >= 0;
+    constexpr int NK = KEEP ? OUT_KEEP : 0;
+    const int PA = KEEP ? PA_ : p.pro == CBC_PRO_PLAIN ? 0 : p.pro_act;
     int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
     float z;
     float kz[OUT_KEEP], ka[OUT_KEEP];
@@ -824,7 +830,7 @@ __device__ __forceinline__ void output_row(const cbc_k_output &p, int r, int lan
     } else {
         float acc = 0.0f;
 #pragma unroll
-        for (int j = 0; j < OUT_KEEP; j++) {
+        for (int j = 0; j < NK; j++) {
             int k = lane + 32 * j;
             kz[j] = ka[j] = 0.0f;
             if (k < p.K) {
@@ -833,7 +839,7 @@ __device__ __forceinline__ void output_row(const cbc_k_output &p, int r, int lan
                 acc = fmaf(p.wt[k], ka[j], acc);
             }
         }
-        for (int k = lane + 32 * OUT_KEEP; k < p.K; k += 32)
+        for (int k = lane + 32 * NK; k < p.K; k += 32)
             acc = fmaf(p.wt[k], act_f(PA, out_z(p, r, k, b, s)), acc);
         for (int o = 16; o > 0; o >>= 1)
             acc += __shfl_xor_sync(0xffffffffu, acc, o);
@@ -850,12 +856,12 @@ __device__ __forceinline__ void output_row(const cbc_k_output &p, int r, int lan
     const float scale = dfo * (p.pro == CBC_PRO_INTERP ? p.weight[s] : 1.0f);
     float *drow = p.delta + (size_t)r * p.K;
 #pragma unroll
-    for (int j = 0; j < OUT_KEEP; j++) {
+    for (int j = 0; j < NK; j++) {
         int k = lane + 32 * j;
         if (k < p.K)
             drow[k] = p.wt[k] * scale * act_df_given(PA, kz[j], ka[j]);
     }
-    for (int k = lane + 32 * OUT_KEEP; k < p.K; k += 32)
+    for (int k = lane + 32 * NK; k < p.K; k += 32)
         drow[k] = p.wt[k] * scale * act_df(PA, out_z(p, r, k, b, s));
 }
 
@@ -867,13 +873,10 @@ extern "C" __global__ void mlp_output(cbc_k_output p)
     if (p.ends_only)
         r = (r >> 1) * p.S + p.S - 2 + (r & 1);
     // PRO_PLAIN reads the values as they are: the identity
-    switch (p.pro == CBC_PRO_PLAIN ? 0 : p.pro_act) {
-    case 1: output_row<1>(p, r, lane); break;
-    case 2: output_row<2>(p, r, lane); break;
-    case 3: output_row<3>(p, r, lane); break;
-    case 4: output_row<4>(p, r, lane); break;
-    default: output_row<0>(p, r, lane); break;
-    }
+    if (p.pro != CBC_PRO_PLAIN && p.pro_act == 2)
+        output_row<2>(p, r, lane);
+    else
+        output_row<-1>(p, r, lane);
 }
 
 // D[b0 + b][k] = the sum of input b's per-tile partial sums (see
