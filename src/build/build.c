@@ -536,19 +536,28 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
         ok = ok && l.deps && cbc_dep_list_id(&l, &l.id);
         long k = ok ? find_list(c, &l.id) : -1;
         if (ok && (k < 0 || !c->lists[k].in_store || c->lists[k].stale)) {
-            l.recorded_ns = cbc_now_ns();
-            size_t ll = 0;
-            uint8_t *lb = cbc_dep_list_encode(&l, &ll);
-            ok = lb && cbc_store_blob_put(c->store, "deps", &l.id, lb, ll, &e2) == CBC_OK;
-            free(lb);
-            if (ok && k >= 0) {
+            /* A list met here already (same id: the same files in the same
+             * order) takes the fresh stamps in place, as hits may borrow its
+             * paths; one fetched but unreadable is replaced. */
+            struct cbc_dep_list *put = &l;
+            if (k >= 0 && c->lists[k].present && c->lists[k].l.n == l.n) {
+                for (size_t i = 0; i < l.n; i++)
+                    c->lists[k].l.deps[i].stamp = l.deps[i].stamp;
+                put = &c->lists[k].l;
+            } else if (k >= 0 && !c->lists[k].present) {
                 cbc_dep_list_release(&c->lists[k].l);
                 c->lists[k].l = l;
                 memset(&l, 0, sizeof l);
-            } else if (ok) {
-                k = add_list(c, &l);
+                put = &c->lists[k].l;
             }
-            if (k >= 0)
+            put->recorded_ns = cbc_now_ns();
+            size_t ll = 0;
+            uint8_t *lb = cbc_dep_list_encode(put, &ll);
+            ok = lb && cbc_store_blob_put(c->store, "deps", &put->id, lb, ll, &e2) == CBC_OK;
+            free(lb);
+            if (ok && k < 0)
+                k = add_list(c, &l);
+            if (ok && k >= 0)
                 c->lists[k] = (struct list_slot){c->lists[k].l, true, true, false, true};
         }
         if (ok) {
