@@ -245,7 +245,8 @@ __device__ __forceinline__ void finish(const cbc_k_gemm &p, int r, int c, float 
 
 __device__ __forceinline__ float4 act4(int a, float4 v)
 {
-    return make_float4(act_f_gemm(a, v.x), act_f_gemm(a, v.y), act_f_gemm(a, v.z), act_f_gemm(a, v.w));
+    return make_float4(act_f_gemm(a, v.x), act_f_gemm(a, v.y), act_f_gemm(a, v.z),
+                       act_f_gemm(a, v.w));
 }
 
 // Scalar A element, for rows/columns at the edges and unaligned shapes.
@@ -304,7 +305,9 @@ struct Tiles {
                     float t[4];
 #pragma unroll
                     for (int j = 0; j < 4; j++)
-                        t[j] = k + j < kend ? a_scalar<PRO>(p, r, k + j, p.u + po[i], p.v + po[i], pal[i]) : 0.0f;
+                        t[j] = k + j < kend ? a_scalar<PRO>(p, r, k + j, p.u + po[i],
+                                                            p.v + po[i], pal[i])
+                                            : 0.0f;
                     v = make_float4(t[0], t[1], t[2], t[3]);
                 }
             }
@@ -927,8 +930,8 @@ extern "C" __global__ void reduce_output(float *D, const float *dfo, const float
 // The path's inputs for layer 1, stacked: rows [0, nu) the baselines (nu
 // is 1 when every input shares one baseline: zeros, a scalar or one
 // array), rows [nu, nu + n) the differences x - x'.
-extern "C" __global__ void build_uv_input(float *out, const float *x, cbc_k_base base, int n, int nu,
-                                          int F)
+extern "C" __global__ void build_uv_input(float *out, const float *x, cbc_k_base base, int n,
+                                          int nu, int F)
 {
     size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= (size_t)(nu + n) * F)

@@ -67,7 +67,8 @@ static const char *const kernel_names[K_GEMM0] = {
     "interpolate_input", "perturb_dimension", "interpolate_input_batched",
     "perturb_dimension_batched", "fd_accumulate", "fd_finish", "gemm_skinny_nt",
     "gemm_skinny_nn", "gemm_reduce", "mlp_output", "reduce_steps", "reduce_step_partials",
-    "reduce_output", "build_uv_input", "copy_last_row", "gather_endpoints", "check_finite", "row_sums",
+    "reduce_output", "build_uv_input", "copy_last_row", "gather_endpoints", "check_finite",
+    "row_sums",
 };
 static const char *const family_names[F_COUNT] = {"nt_plain", "nt_act", "nt_interp", "nn"};
 static const char *const variant_names[V_COUNT] = {"s128", "s64", "tc"};
@@ -75,7 +76,8 @@ static const char *const variant_names[V_COUNT] = {"s128", "s64", "tc"};
 /* Device buffers kept between calls (grow-only). */
 enum {
     WS_AL, WS_WT, WS_X, WS_BASE, WS_UVIN, WS_UV, WS_D, WS_ATTR, WS_ENDS, WS_WORK, WS_SPLIT,
-    WS_FLAG, WS_SUMS, WS_STEPQ, WS_FD_H, WS_FD_ROWS, WS_FD_VALS, WS_FD_POINTS, WS_FD_DENOM, WS_FD_ACC, WS_COUNT
+    WS_FLAG, WS_SUMS, WS_STEPQ, WS_FD_H, WS_FD_ROWS, WS_FD_VALS, WS_FD_POINTS, WS_FD_DENOM,
+    WS_FD_ACC, WS_COUNT
 };
 
 #define STAGE_MAX (256u << 10) /* transfers up to this size go through pinned memory */

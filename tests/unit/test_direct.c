@@ -62,8 +62,8 @@ Test(direct, lists_refuse_truncation_garbage_and_the_wrong_id)
     size_t len;
     uint8_t *bytes = cbc_dep_list_encode(&l, &len);
     for (size_t cut = 0; cut < len; cut++)
-        cr_assert_eq(cbc_dep_list_decode(bytes, cut, &l.id, &back, NULL), CBC_E_FORMAT, "cut at %zu",
-                     cut);
+        cr_assert_eq(cbc_dep_list_decode(bytes, cut, &l.id, &back, NULL), CBC_E_FORMAT,
+                     "cut at %zu", cut);
     uint8_t *more = malloc(len + 1);
     memcpy(more, bytes, len);
     more[len] = 0;
