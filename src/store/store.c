@@ -556,7 +556,8 @@ enum cbc_status cbc_store_trim(struct cbc_store *s, uint64_t max_size, uint64_t 
     enum cbc_status st = scan_ns(s, "objects", &sc, err);
     uint64_t n = 0, b = 0;
     if (st == CBC_OK) {
-        qsort(sc.v, sc.n, sizeof *sc.v, cmp_mtime);
+        if (sc.n) /* qsort must not see the NULL of an empty scan */
+            qsort(sc.v, sc.n, sizeof *sc.v, cmp_mtime);
         uint64_t total = sc.total;
         for (size_t i = 0; i < sc.n && total > max_size; i++) {
             if (unlink(sc.v[i].path) == 0) {
