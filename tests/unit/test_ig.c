@@ -237,6 +237,14 @@ static void make_mlp(struct rnd_mlp *r, const int *sizes, int layers, enum cbc_a
     r->m = (struct cbc_mlp){layers, r->L};
 }
 
+static void free_mlp(struct rnd_mlp *r)
+{
+    for (int l = 0; l < r->m.n_layers; l++) {
+        free(r->w[l]);
+        free(r->b[l]);
+    }
+}
+
 Test(ig_cpu, completeness_within_one_percent_at_50_steps_on_a_smooth_mlp)
 {
     const int sizes[4] = {16, 32, 24, 1};
@@ -252,6 +260,7 @@ Test(ig_cpu, completeness_within_one_percent_at_50_steps_on_a_smooth_mlp)
         cr_assert(fabs(o.delta[b]) <= 0.01 * fabs(diff) + 1e-9, "input %d: delta %g for F(x)-F(x') %g",
                   b, o.delta[b], diff);
     }
+    free_mlp(&r);
 }
 
 Test(ig_cpu, central_differences_agree_with_backpropagation)
@@ -271,6 +280,7 @@ Test(ig_cpu, central_differences_agree_with_backpropagation)
         den += a.attr[i] * a.attr[i];
     }
     cr_assert(sqrt(num / den) < 1e-5, "relative difference %g", sqrt(num / den));
+    free_mlp(&r);
 }
 
 Test(ig_cpu, bad_inputs_and_models_are_refused_naming_the_tensor)
