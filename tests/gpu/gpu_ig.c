@@ -200,6 +200,35 @@ static void analytic_matches_cpu(void)
         free(x);
         unmake(&md);
     }
+    /* Batches big enough for whole-wave tensor-core tiles without split K:
+     * the last hidden layer's delta and the step sums come from the GEMM
+     * epilogues; with 200 steps an input's rows span three 128-row tiles. */
+    {
+        const int s[] = {64, 512, 256, 1};
+        const enum cbc_act a[] = {CBC_ACT_TANH, CBC_ACT_TANH, CBC_ACT_IDENTITY};
+        struct model md;
+        make(&md, s, 3, a, true);
+        float *x = random_inputs(200, 64, 1);
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = 200;
+        compare("64-512-256-1 tanh, 200 inputs, epilogue step sums", &md.m, &r, 1e-4);
+        r.n = 44, r.steps = 200, r.method = CBC_IG_RIEMANN_MIDDLE;
+        compare("64-512-256-1 tanh, 44 inputs, 200 steps (3 tiles each)", &md.m, &r, 1e-4);
+        free(x);
+        unmake(&md);
+    }
+    {
+        const int s[] = {30, 40, 50, 20, 2};
+        const enum cbc_act a[] = {CBC_ACT_TANH, CBC_ACT_RELU, CBC_ACT_SIGMOID, CBC_ACT_IDENTITY};
+        struct model md;
+        make(&md, s, 4, a, true);
+        float *x = random_inputs(400, 30, 2);
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = 400, r.target = 1;
+        compare("30-40-50-20-2 tanh/relu/sigmoid, 400 inputs, delta from layer 3", &md.m, &r, 1e-4);
+        free(x);
+        unmake(&md);
+    }
 }
 
 /* The same small request again and again: from the second call on, the
