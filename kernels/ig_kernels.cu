@@ -10,9 +10,10 @@
 //    results per thread) whose A-operand prologue can build the path point
 //    act(u + alpha*v) on the fly (layer 1 is linear in alpha, so it is
 //    never materialised per step) and whose epilogue applies bias,
-//    activation derivatives, quadrature weights or (x - x');
-//  - small kernels: one output per row, the last layer's delta, the sum
-//    over steps, and gathers.
+//    activation derivatives, quadrature weights or (x - x'), and can write
+//    the last hidden layer's delta on the side or sum each input's steps;
+//  - small kernels: one output per row (and the last hidden layer's delta
+//    from the same read), the sum over steps, and gathers.
 // GEMMs run on tensor cores in 3xTF32 (each operand split into a TF32 high
 // part and a TF32 residual, three products accumulated in FP32) on sm_80
 // and later, else as FP32 FMA; either way results stay within 1e-4 of the
