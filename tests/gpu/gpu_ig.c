@@ -229,6 +229,21 @@ static void analytic_matches_cpu(void)
         free(x);
         unmake(&md);
     }
+    /* host arrays of 3.3 MB each way (beyond the pinned staging) */
+    {
+        const int s[] = {4096, 32, 16, 1};
+        const enum cbc_act a[] = {CBC_ACT_RELU, CBC_ACT_TANH, CBC_ACT_IDENTITY};
+        struct model md;
+        make(&md, s, 3, a, true);
+        float *x = random_inputs(200, 4096, 1), *base = random_inputs(200, 4096, 0.2f);
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = 200, r.steps = 20;
+        r.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_PER_INPUT, 0, base};
+        compare("4096-32-16-1, 200 inputs and baselines, 3.3 MB host arrays", &md.m, &r, 1e-4);
+        free(x);
+        free(base);
+        unmake(&md);
+    }
 }
 
 /* The same small request again and again: from the second call on, the
