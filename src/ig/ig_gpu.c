@@ -241,7 +241,9 @@ static enum cbc_status gemm(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, struct c
         return launch(g, K_SKINNY_NT, blocks((size_t)p->N, 8), 1, 1, 256, args, err);
     }
     size_t t128 = (size_t)blocks((size_t)p->M, 128) * blocks((size_t)p->N, 128);
-    int var = g->tensor_cores && p->M >= 64 ? V_TC : t128 >= (size_t)g->sms ? V_S128 : V_S64;
+    /* sm_80+ images carry no 128-row SIMT tiles (see GEMM_S128) */
+    int var = g->tensor_cores ? (p->M >= 64 ? V_TC : V_S64)
+                              : t128 >= (size_t)g->sms ? V_S128 : V_S64;
     unsigned bm = var == V_S64 ? 64 : 128, bk = var == V_S128 ? 8 : 16;
     unsigned gx = blocks((size_t)p->N, bm), gy = blocks((size_t)p->M, bm);
     size_t tiles = (size_t)gx * gy;
