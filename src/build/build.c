@@ -86,10 +86,9 @@ struct ctx {
 
 struct list_slot {
     struct cbc_dep_list l;
-    bool present;  /* fetched and decoded (or made by a compile here) */
+    bool present;  /* in the store: fetched and decoded, or stored by a compile here */
     bool matches;  /* every file still holds its recorded content */
     bool stale;    /* matching needed hashing: store fresh stamps */
-    bool in_store; /* the store has it with stamps as good as these */
 };
 
 CBC_PRINTF(3, 4)
@@ -261,7 +260,7 @@ static long add_list(struct ctx *c, struct cbc_dep_list *l)
 {
     if (!cbc_grow(&c->lists, c->n_lists, &c->cap_lists, sizeof *c->lists, 8))
         return -1;
-    c->lists[c->n_lists] = (struct list_slot){*l, false, false, false, false};
+    c->lists[c->n_lists] = (struct list_slot){*l, false, false, false};
     memset(l, 0, sizeof *l);
     return (long)c->n_lists++;
 }
@@ -290,7 +289,7 @@ static long list_for(struct ctx *c, const struct cbc_hash *id)
         return -1;
     }
     struct list_slot *s = &c->lists[i];
-    s->present = s->in_store = present;
+    s->present = present;
     s->matches = present && cbc_dep_list_match(&s->l, c->memo, &s->stale);
     return i;
 }
@@ -535,7 +534,7 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
         /* the list first, then the record that names it */
         ok = ok && l.deps && cbc_dep_list_id(&l, &l.id);
         long k = ok ? find_list(c, &l.id) : -1;
-        if (ok && (k < 0 || !c->lists[k].in_store || c->lists[k].stale)) {
+        if (ok && (k < 0 || !c->lists[k].present || c->lists[k].stale)) {
             /* A list met here already (same id: the same files in the same
              * order) takes the fresh stamps in place, as hits may borrow its
              * paths; one fetched but unreadable is replaced. */
@@ -558,7 +557,7 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
             if (ok && k < 0)
                 k = add_list(c, &l);
             if (ok && k >= 0)
-                c->lists[k] = (struct list_slot){c->lists[k].l, true, true, false, true};
+                c->lists[k] = (struct list_slot){c->lists[k].l, true, true, false};
         }
         if (ok) {
             struct cbc_direct_cand cand = {t->result_key, k >= 0 ? c->lists[k].l.id : l.id};
