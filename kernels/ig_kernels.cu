@@ -470,7 +470,7 @@ __device__ __forceinline__ void mma8(float *d, const unsigned *a, const unsigned
 // and residual once, when the tile is stored to shared memory (dynamic: 4
 // arrays x 2 stages = 69632 bytes), so the inner loop is loads and MMAs
 // only.
-#define TC_BM 128
+#define TC_BM CBC_K_TC_ROWS
 #define TC_BK 16
 #define TC_PAD 8
 #define TC_STRIDE (TC_BM + TC_PAD)

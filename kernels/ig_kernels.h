@@ -43,6 +43,9 @@ struct cbc_k_base {
     CBC_DPTR(const float) data;
 };
 
+/* Rows of the tensor-core tile: the host sizes the per-tile step sums by it. */
+#define CBC_K_TC_ROWS 128
+
 struct cbc_k_gemm {
     int M, N, K;
     int nn;     /* 0: C = A . W^T with W [N][K]; 1: C = A . W with W [K][N] */
@@ -81,7 +84,7 @@ struct cbc_k_gemm {
     /* DACT_L1 on the tensor-core tile without split K may sum the rows of
      * each input in the epilogue instead of storing C: the sum of input b's
      * rows inside M-block m goes to Q[(b * sum_slots + m - first(b)) * N + col],
-     * first(b) = (b * S) / 128 (rows of this chunk); reduce_step_partials
+     * first(b) = (b * S) / CBC_K_TC_ROWS (rows of this chunk); reduce_step_partials
      * adds the slots. The host sets sum_steps; gemm() clears it where the
      * kernel it picks does not do this. */
     int sum_steps, sum_slots;

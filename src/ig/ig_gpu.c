@@ -688,8 +688,8 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
     }
     CUdeviceptr d_pa = cur, d_pb = cur + sizeof(float) * rows_max * (size_t)hmax;
     /* per-tile sums over the steps of each input, when the layer-1 backward
-     * GEMM makes them (an input's rows span at most this many 128-row tiles) */
-    const int q_slots = (S + 127) / 128 + 1;
+     * GEMM makes them (an input's rows span at most this many tiles) */
+    const int q_slots = (S + CBC_K_TC_ROWS - 1) / CBC_K_TC_ROWS + 1;
     CUdeviceptr d_Q = 0;
     if (L >= 3)
         TRY(ws(g, WS_STEPQ, sizeof(float) * nb * (size_t)q_slots * H1, &d_Q, "per-tile step sums",
