@@ -67,6 +67,26 @@ static long open_select_verify(const struct cbc_device_info *d, struct cbc_bundl
     return pick;
 }
 
+/* Touches every page of every embedded image, so neither side is charged
+ * for the first reader's page faults, and returns the device's own SASS
+ * image (sm_XY for its compute capability), or NULL. */
+static const struct cbc_embedded_image *fault_in(const struct cbc_device_info *d)
+{
+    char want[16];
+    snprintf(want, sizeof want, "sm_%d%d", d->cc_major, d->cc_minor);
+    const struct cbc_embedded_image *raw = NULL;
+    volatile unsigned char sink = 0;
+    for (size_t i = 0; i < cbc_bundle_ig_kernels.n; i++) {
+        const struct cbc_embedded_image *im = &cbc_bundle_ig_kernels.images[i];
+        if (!strcmp(im->target, want))
+            raw = im;
+        for (size_t k = 0; k < im->size; k += 4096)
+            sink ^= im->data[k];
+    }
+    (void)sink;
+    return raw;
+}
+
 /* The first load of a fresh process, end to end, as a program meets it:
  * in a child that has made the context current and faulted the image's
  * pages in, either cuModuleLoadData of the right image alone (raw) or our
@@ -97,21 +117,10 @@ static double fresh_first_load(bool ours)
             cbc_driver_symbol("cuDevicePrimaryCtxRetain", 7000, (void **)&retain, &err) == CBC_OK &&
             cbc_driver_symbol("cuCtxSetCurrent", 4000, (void **)&set_current, &err) == CBC_OK &&
             retain(&ctx, 0) == CUDA_SUCCESS && set_current(ctx) == CUDA_SUCCESS) {
-            char want[16];
-            snprintf(want, sizeof want, "sm_%d%d", d.cc_major, d.cc_minor);
-            const unsigned char *raw = NULL;
-            volatile unsigned char sink = 0;
-            for (size_t i = 0; i < cbc_bundle_ig_kernels.n; i++) {
-                const struct cbc_embedded_image *im = &cbc_bundle_ig_kernels.images[i];
-                if (!strcmp(im->target, want))
-                    raw = im->data;
-                for (size_t k = 0; k < im->size; k += 4096)
-                    sink ^= im->data[k];
-            }
-            (void)sink;
+            const struct cbc_embedded_image *raw = fault_in(&d);
             CUmodule mod;
             struct cbc_bundle *b = NULL;
-            const unsigned char *data = raw;
+            const unsigned char *data = raw ? raw->data : NULL;
             size_t size;
             double t0 = now_us();
             if ((!ours || open_select_verify(&d, &b, &data, &size, NULL) >= 0) && data &&
@@ -175,19 +184,7 @@ int main(void)
         fprintf(stderr, "loader_bench: cannot make GPU 0's context current\n");
         return 1;
     }
-    const struct cbc_embedded_image *raw = NULL;
-    for (size_t i = 0; i < cbc_bundle_ig_kernels.n; i++) {
-        const struct cbc_embedded_image *im = &cbc_bundle_ig_kernels.images[i];
-        char want[16];
-        snprintf(want, sizeof want, "sm_%d%d", d.cc_major, d.cc_minor);
-        if (!strcmp(im->target, want))
-            raw = im;
-    }
-    volatile unsigned char sink = 0;
-    for (size_t i = 0; i < cbc_bundle_ig_kernels.n; i++)
-        for (size_t k = 0; k < cbc_bundle_ig_kernels.images[i].size; k += 4096)
-            sink ^= cbc_bundle_ig_kernels.images[i].data[k];
-    (void)sink;
+    const struct cbc_embedded_image *raw = fault_in(&d);
     double first_raw = 0;
     if (raw) {
         CUmodule mod;
