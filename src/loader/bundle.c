@@ -269,6 +269,11 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
             s->data = d;
             s->size = len;
         }
+        /* The hash reads every byte from memory, once; the label check
+         * after it then finds the ELF header, section table and notes in
+         * cache. A mislabeled image is still reported as mislabeled. */
+        struct cbc_hash h;
+        cbc_hash_bytes(s->data, s->size, &h);
         enum cbc_status st = cbc_binfmt_verify_target(s->data, s->size, &s->img.target, label, NULL,
                                                       err);
         if (st != CBC_OK) {
@@ -279,8 +284,6 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
             return cbc_err_hint(err, "rebuild the bundle with 'cubincache build', or run "
                                      "'cubincache check' on it");
         }
-        struct cbc_hash h;
-        cbc_hash_bytes(s->data, s->size, &h);
         if (!cbc_hash_eq(&h, &s->hash)) {
             cbc_err_set(err, CBC_E_VERIFY,
                         "bundle '%s': %s image '%s' does not match the hash its manifest recorded "
