@@ -8,7 +8,8 @@
  * cuModuleLoadData of the same bytes and unload. Medians over many rounds,
  * one JSON line; then kernel launch latency. Before all that, the first
  * load of fresh (forked) processes end to end, ours against the driver's
- * alone (fresh_first_load). */
+ * alone (fresh_first_load), with CUDA's default lazy loading and again
+ * with CUDA_MODULE_LOADING=EAGER. */
 #include <cubincache/loader.h>
 
 #include "common.h"
@@ -93,19 +94,28 @@ static const struct cbc_embedded_image *fault_in(const struct cbc_device_info *d
  * open, select and verify followed by the same cuModuleLoadData. Unlike
  * the split figures below, this charges each side for the cache misses it
  * really takes: our hash reads the image from memory, and the driver then
- * reads it from cache. Microseconds, or a negative number on failure. The
- * parent must not have touched CUDA (a forked child cannot inherit it). */
-static double fresh_first_load(bool ours)
+ * reads it from cache. `eager` sets CUDA_MODULE_LOADING=EAGER in the child
+ * (every kernel goes to the GPU inside cuModuleLoadData) instead of the
+ * default lazy loading. The parent must not have touched CUDA (a forked
+ * child cannot inherit it). False on failure. */
+struct fresh_load {
+    double before_us; /* our open + select + verify; 0 for raw */
+    double load_us;   /* cuModuleLoadData */
+};
+
+static bool fresh_first_load(bool ours, bool eager, struct fresh_load *out)
 {
     int fds[2];
     if (pipe(fds) != 0)
-        return -1;
+        return false;
     pid_t pid = fork();
     if (pid < 0)
-        return -1;
+        return false;
     if (pid == 0) {
         close(fds[0]);
-        double us = -1;
+        if (eager)
+            setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+        struct fresh_load r = {-1, -1};
         struct cbc_err err = {0};
         struct cbc_device_info d;
         PFN_cuModuleLoadData_v2000 load;
@@ -123,32 +133,51 @@ static double fresh_first_load(bool ours)
             const unsigned char *data = raw ? raw->data : NULL;
             size_t size;
             double t0 = now_us();
-            if ((!ours || open_select_verify(&d, &b, &data, &size, NULL) >= 0) && data &&
-                load(&mod, data) == CUDA_SUCCESS)
-                us = now_us() - t0;
+            if ((!ours || open_select_verify(&d, &b, &data, &size, NULL) >= 0) && data) {
+                double t1 = now_us();
+                if (load(&mod, data) == CUDA_SUCCESS) {
+                    r.load_us = now_us() - t1;
+                    r.before_us = t1 - t0;
+                }
+            }
         }
-        ssize_t w = write(fds[1], &us, sizeof us);
-        _exit(w == (ssize_t)sizeof us ? 0 : 1);
+        ssize_t w = write(fds[1], &r, sizeof r);
+        _exit(w == (ssize_t)sizeof r ? 0 : 1);
     }
     close(fds[1]);
-    double us = -1;
-    if (read(fds[0], &us, sizeof us) != (ssize_t)sizeof us)
-        us = -1;
+    bool ok = read(fds[0], out, sizeof *out) == (ssize_t)sizeof *out && out->load_us > 0;
     close(fds[0]);
     waitpid(pid, NULL, 0);
-    return us;
+    return ok;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return v[n / 2];
 }
 
 int main(void)
 {
-    /* fresh processes first, while this one has not touched CUDA */
-    enum { FRESH = 41 };
-    double fresh_raw[FRESH], fresh_ours[FRESH];
+    /* fresh processes first, while this one has not touched CUDA: raw and
+     * ours in turn, lazy loading (the default) then eager */
+    enum { FRESH = 41, FRESH_EAGER = 15 };
+    double raw_load[FRESH], ours_before[FRESH], ours_load[FRESH], ours_total[FRESH];
+    double eager_raw[FRESH_EAGER], eager_ours[FRESH_EAGER];
     bool fresh_ok = true;
     for (int i = 0; i < FRESH && fresh_ok; i++) {
-        fresh_raw[i] = fresh_first_load(false);
-        fresh_ours[i] = fresh_first_load(true);
-        fresh_ok = fresh_raw[i] > 0 && fresh_ours[i] > 0;
+        struct fresh_load r, o;
+        fresh_ok = fresh_first_load(false, false, &r) && fresh_first_load(true, false, &o);
+        raw_load[i] = r.load_us;
+        ours_before[i] = o.before_us;
+        ours_load[i] = o.load_us;
+        ours_total[i] = o.before_us + o.load_us;
+    }
+    for (int i = 0; i < FRESH_EAGER && fresh_ok; i++) {
+        struct fresh_load r, o;
+        fresh_ok = fresh_first_load(false, true, &r) && fresh_first_load(true, true, &o);
+        eager_raw[i] = r.load_us;
+        eager_ours[i] = o.before_us + o.load_us;
     }
     struct cbc_err err = {0};
     struct cbc_device_info d;
@@ -160,9 +189,9 @@ int main(void)
         fprintf(stderr, "loader_bench: the fresh-process first loads failed\n");
         return 1;
     }
-    qsort(fresh_raw, FRESH, sizeof *fresh_raw, cmp);
-    qsort(fresh_ours, FRESH, sizeof *fresh_ours, cmp);
-    const double fr = fresh_raw[FRESH / 2], fo = fresh_ours[FRESH / 2];
+    const double fr = median(raw_load, FRESH), fo = median(ours_total, FRESH);
+    const double fo_before = median(ours_before, FRESH), fo_load = median(ours_load, FRESH);
+    const double er = median(eager_raw, FRESH_EAGER), eo = median(eager_ours, FRESH_EAGER);
     PFN_cuModuleLoadData_v2000 load;
     PFN_cuModuleUnload_v2000 unload;
     PFN_cuDevicePrimaryCtxRetain_v7000 retain;
@@ -259,15 +288,23 @@ int main(void)
            "\"first_open_us\":%.2f,\"first_select_us\":%.2f,\"first_verify_us\":%.2f,"
            "\"fresh_process_runs\":%d,\"fresh_first_load_raw_us\":%.2f,"
            "\"fresh_first_load_ours_us\":%.2f,\"fresh_first_overhead_percent\":%.3f,"
+           "\"fresh_ours_before_load_us\":%.2f,\"fresh_ours_cuModuleLoadData_us\":%.2f,"
+           "\"fresh_eager_runs\":%d,\"fresh_eager_raw_us\":%.2f,\"fresh_eager_ours_us\":%.2f,"
+           "\"fresh_eager_overhead_percent\":%.3f,"
            "\"first_overhead_percent\":%.3f,\"overhead_percent\":%.3f}\n",
            d.name, cbc_module_target(m0), bytes, ROUNDS, first_raw, first_verify, s, l, hash_us,
            label_us, first_split[0], first_split[1], first_split[2], FRESH, fr, fo,
-           100 * (fo - fr) / fr, 100 * first_verify / (first_raw > 0 ? first_raw : l), 100 * s / l);
+           100 * (fo - fr) / fr, fo_before, fo_load, FRESH_EAGER, er, eo, 100 * (eo - er) / er,
+           100 * first_verify / (first_raw > 0 ? first_raw : l), 100 * s / l);
     fprintf(stderr, "loader: first in the process: open %.2f us, select %.2f us, verify %.2f us\n",
             first_split[0], first_split[1], first_split[2]);
     fprintf(stderr, "loader: first load of a fresh process, end to end (median of %d each): "
             "cuModuleLoadData alone %.2f us, ours (select + verify + cuModuleLoadData) %.2f us: "
-            "%+.1f%%\n", FRESH, fr, fo, 100 * (fo - fr) / fr);
+            "%+.1f%%; ours is open + select + verify %.2f us, then cuModuleLoadData %.2f us "
+            "(medians apart); with CUDA_MODULE_LOADING=EAGER (median of %d each): %.2f us, "
+            "ours %.2f us: %+.1f%%\n",
+            FRESH, fr, fo, 100 * (fo - fr) / fr, fo_before, fo_load, FRESH_EAGER, er, eo,
+            100 * (eo - er) / er);
     fprintf(stderr, "loader: first in the process: select+verify %.2f us (XXH3-128 of the image "
             "%.2f us and its ELF label %.2f us, warm) against the first cuModuleLoadData %.2f us: "
             "+%.1f%%; later loads: %.2f us against %.2f us (%s, %zu bytes): +%.2f%%\n",
