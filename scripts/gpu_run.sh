@@ -59,6 +59,7 @@ fi
 say "== benchmarks"
 : > "$out/bench.jsonl"
 step timeout 300 build-gpu/bench/loader_bench >> "$out/bench.jsonl" 2>> "$S"
+step timeout 300 build-gpu/bench/first_load_floor >> "$out/bench.jsonl" 2>> "$S"
 step timeout 900 build-gpu/bench/ig_bench /tmp/ig-bench-data >> "$out/bench.jsonl" 2>> "$S"
 step timeout 900 python3 bench/torch_ig.py /tmp/ig-bench-data >> "$out/bench.jsonl" 2>> "$S"
 if [ -n "${GPU_RUN_PROFILE:-}" ] && command -v ncu >/dev/null; then
