@@ -59,7 +59,12 @@ struct cbc_bundle; /* opaque */
 enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct cbc_bundle **out,
                                      struct cbc_err *err);
 
-/* Opens an embedded bundle. No copy is made: `eb` must outlive the bundle. */
+/* Opens an embedded bundle. No copy is made: `eb` must outlive the bundle.
+ * An image's bytes are verified the first time they are loaded and then
+ * trusted for the rest of the process under the same address, size, hash
+ * and label, so they must not change while the process runs (as generated
+ * code's read-only data cannot); bytes that may change belong in a bundle
+ * on disk. */
 enum cbc_status cbc_bundle_open_embedded(const struct cbc_embedded_bundle *eb,
                                          struct cbc_bundle **out, struct cbc_err *err);
 

@@ -296,6 +296,63 @@ Test(loader, embedded_bundles_round_trip)
     cbc_bundle_close(p);
 }
 
+/* An embedded image is verified once per process and then trusted; what
+ * is remembered is the bytes' address, size and hash together, so neither
+ * a refused image nor another bundle's claim about the same bytes is ever
+ * taken for verified. */
+Test(loader, corrupt_or_mislabeled_embedded_images_are_refused_every_time)
+{
+    fake_gpu(90, "NVIDIA H200", 13000);
+    char *path = cbc_asprintf("%s/which_b90.sm_90.cubin", getenv("CBC_BUNDLES"));
+    uint8_t *good, *bad;
+    size_t n, nb;
+    cr_assert_eq(cbc_file_read(path, &good, &n, NULL), CBC_OK, "%s", path);
+    cr_assert_eq(cbc_file_read(path, &bad, &nb, NULL), CBC_OK, "%s", path);
+    bad[1500] ^= 0x5a; /* deep inside the code: only the hash can tell */
+    struct cbc_hash h;
+    char hex[33], other[33];
+    cbc_hash_bytes(good, n, &h);
+    cbc_hash_hex(&h, hex);
+    cbc_hash_bytes((const unsigned char *)"something else", 14, &h);
+    cbc_hash_hex(&h, other);
+    const struct cbc_embedded_image images[] = {
+        {"sm_90", good, n, hex},   /* 0: as built */
+        {"sm_90", good, n, other}, /* 1: the same bytes, another hash */
+        {"sm_90", bad, nb, hex},   /* 2: a flipped byte */
+        {"sm_89", good, n, hex},   /* 3: sm_90 code labelled sm_89 */
+    };
+    struct cbc_err err = {0};
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < 4; i++) {
+            struct cbc_embedded_bundle eb = {"emb", 1, &images[i], NULL};
+            struct cbc_bundle *b = NULL;
+            cr_assert_eq(cbc_bundle_open_embedded(&eb, &b, &err), CBC_OK, "%s", err.msg);
+            struct cbc_module *m = NULL;
+            enum cbc_status st = i == 3 ? CBC_E_NO_IMAGE : cbc_module_load(b, 0, NULL, &m, &err);
+            const unsigned char *data;
+            size_t size;
+            if (i == 0) {
+                cr_assert_eq(st, CBC_OK, "round %d: %s", round, err.msg);
+                cbc_module_unload(m);
+            } else {
+                /* image 3 is not even selected for this GPU; its bytes are
+                 * still refused when asked for */
+                cr_assert_eq(st, i == 3 ? CBC_E_NO_IMAGE : CBC_E_VERIFY, "round %d, image %zu", round, i);
+                cr_assert_eq(cbc_bundle_image_bytes(b, 0, &data, &size, &err), CBC_E_VERIFY,
+                             "round %d, image %zu", round, i);
+                cr_assert(strstr(err.msg, i == 3 ? "labelled sm_89 but holds sm_90"
+                                                 : "does not match the hash"),
+                          "round %d, image %zu: %s", round, i, err.msg);
+            }
+            cbc_bundle_close(b);
+        }
+    }
+    cr_assert_eq(driver_calls("cuModuleLoadData"), 2, "only the good image, once per round");
+    free(good);
+    free(bad);
+    free(path);
+}
+
 Test(loader, a_bundle_path_in_the_environment_overrides_the_embedded_one)
 {
     struct cbc_bundle *b = NULL;
