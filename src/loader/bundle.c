@@ -18,7 +18,7 @@
 /* Embedded images live in the program's read-only data and cannot change
  * while it runs, so each is verified once per process: the first load pays
  * for the XXH3-128 of its bytes (about 0.1 ms for a 661 KB image read from
- * memory on the H200 host, 11-17% of the driver's first cuModuleLoadData
+ * memory on the H200 host, 11-19% of the driver's first cuModuleLoadData
  * there), later loads of the same image under the same label, on any device
  * or from any reopened bundle, do not. Images read from disk are verified
  * per bundle object. */
