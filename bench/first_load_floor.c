@@ -15,33 +15,18 @@
  */
 #include <cubincache/loader.h>
 
+#include "bench_util.h"
 #include "common.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 #include <x86intrin.h>
 
 extern const struct cbc_embedded_bundle cbc_bundle_ig_kernels;
 
 static const struct cbc_embedded_image *img;
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void flush_image(void)
 {
@@ -54,7 +39,7 @@ static volatile double g_started;
 
 static void *note_start(void *arg)
 {
-    g_started = now_us();
+    g_started = bench_now_us();
     return arg;
 }
 
@@ -73,10 +58,10 @@ static double measure(enum what w)
         if (cbc_device_query(0, &d, NULL) != CBC_OK)
             return -1;
         pthread_t t;
-        double t0 = now_us();
+        double t0 = bench_now_us();
         if (pthread_create(&t, NULL, note_start, NULL) != 0)
             return -1;
-        double call = now_us() - t0;
+        double call = bench_now_us() - t0;
         pthread_join(t, NULL);
         return w == THREAD_CALL ? call : g_started - t0;
     }
@@ -84,34 +69,17 @@ static double measure(enum what w)
         cbc_hash_bytes(img->data, img->size, &h);
     else
         flush_image();
-    double t0 = now_us();
+    double t0 = bench_now_us();
     if (w == HASH_PREFETCHED)
         for (size_t i = 0; i < img->size; i += 64)
             __builtin_prefetch(img->data + i, 0, 3);
     cbc_hash_bytes(img->data, img->size, &h);
-    return now_us() - t0;
+    return bench_now_us() - t0;
 }
 
-static double fresh(enum what w)
+static void measure_child(const void *arg, void *out)
 {
-    int fds[2];
-    if (pipe(fds) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        close(fds[0]);
-        double us = measure(w);
-        _exit(write(fds[1], &us, sizeof us) == (ssize_t)sizeof us ? 0 : 1);
-    }
-    close(fds[1]);
-    double us = -1;
-    if (read(fds[0], &us, sizeof us) != (ssize_t)sizeof us)
-        us = -1;
-    close(fds[0]);
-    waitpid(pid, NULL, 0);
-    return us;
+    *(double *)out = measure(*(const enum what *)arg);
 }
 
 int main(void)
@@ -138,17 +106,14 @@ int main(void)
     double med[N_WHAT];
     for (int w = 0; w < N_WHAT; w++) {
         double v[RUNS];
-        int n = 0;
+        size_t n = 0;
         for (int r = 0; r < RUNS; r++) {
-            double us = fresh((enum what)w);
-            if (us >= 0)
+            const enum what what = (enum what)w;
+            double us;
+            if (bench_in_child(measure_child, &what, &us, sizeof us) && us >= 0)
                 v[n++] = us;
         }
-        med[w] = -1;
-        if (n) {
-            qsort(v, (size_t)n, sizeof *v, cmp);
-            med[w] = v[n / 2];
-        }
+        med[w] = n ? bench_median(v, n) : -1;
     }
     printf("{\"bench\":\"first_load_floor\",\"image\":\"%s\",\"image_bytes\":%zu,\"runs\":%d",
            img->target, img->size, RUNS);

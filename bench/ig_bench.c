@@ -16,13 +16,13 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include "bench_util.h"
 #include "common.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static uint64_t lcg = 42;
 static float urand01(void)
@@ -33,15 +33,7 @@ static float urand01(void)
 
 static double now_ms(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    return bench_now_us() / 1e3;
 }
 
 struct net {
@@ -108,8 +100,7 @@ static void emit(const char *name, int F, size_t n, int steps, const double *t, 
 {
     double *s = malloc(sizeof *s * runs);
     memcpy(s, t, sizeof *s * runs);
-    qsort(s, runs, sizeof *s, cmp_double);
-    double med = s[runs / 2], lo = s[0], hi = s[runs - 1];
+    double med = bench_median(s, runs), lo = s[0], hi = s[runs - 1];
     printf("{\"impl\":\"cubincache\",\"bench\":\"%s\",\"features\":%d,\"inputs\":%zu,\"steps\":%d,"
            "\"runs\":%zu,\"median_ms\":%.6f,\"min_ms\":%.6f,\"max_ms\":%.6f,"
            "\"explanations_per_s\":%.1f,\"gflops_per_s\":%.1f}\n",

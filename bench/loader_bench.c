@@ -12,6 +12,7 @@
  * with CUDA_MODULE_LOADING=EAGER. */
 #include <cubincache/loader.h>
 
+#include "bench_util.h"
 #include "common.h"
 
 #include <cuda.h>
@@ -20,24 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 extern const struct cbc_embedded_bundle cbc_bundle_ig_kernels;
 
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* What a load does before the driver: open the embedded bundle, select the
  * image for the device, verify it. The pick, or -1 after saying why. */
@@ -45,16 +31,16 @@ static long open_select_verify(const struct cbc_device_info *d, struct cbc_bundl
                                const unsigned char **data, size_t *size, double split_us[3])
 {
     struct cbc_err err = {0};
-    double t0 = now_us();
+    double t0 = bench_now_us();
     if (cbc_bundle_open_embedded(&cbc_bundle_ig_kernels, b, &err) != CBC_OK) {
         fprintf(stderr, "loader_bench: %s\n", err.msg);
         return -1;
     }
-    double t1 = now_us();
+    double t1 = bench_now_us();
     struct cbc_select_query q = {(unsigned)(d->cc_major * 10 + d->cc_minor), d->ptx_isa, false};
     struct cbc_select_result r;
     long pick = cbc_bundle_select(*b, &q, &r);
-    double t2 = now_us();
+    double t2 = bench_now_us();
     if (pick < 0 || cbc_bundle_image_bytes(*b, (size_t)pick, data, size, &err) != CBC_OK) {
         fprintf(stderr, "loader_bench: %s\n", pick < 0 ? r.reason : err.msg);
         cbc_bundle_close(*b);
@@ -63,7 +49,7 @@ static long open_select_verify(const struct cbc_device_info *d, struct cbc_bundl
     if (split_us) { /* open, select, verify */
         split_us[0] = t1 - t0;
         split_us[1] = t2 - t1;
-        split_us[2] = now_us() - t2;
+        split_us[2] = bench_now_us() - t2;
     }
     return pick;
 }
@@ -103,58 +89,48 @@ struct fresh_load {
     double load_us;   /* cuModuleLoadData */
 };
 
-static bool fresh_first_load(bool ours, bool eager, struct fresh_load *out)
+struct fresh_how {
+    bool ours, eager;
+};
+
+static void fresh_child(const void *arg, void *out)
 {
-    int fds[2];
-    if (pipe(fds) != 0)
-        return false;
-    pid_t pid = fork();
-    if (pid < 0)
-        return false;
-    if (pid == 0) {
-        close(fds[0]);
-        if (eager)
-            setenv("CUDA_MODULE_LOADING", "EAGER", 1);
-        struct fresh_load r = {-1, -1};
-        struct cbc_err err = {0};
-        struct cbc_device_info d;
-        PFN_cuModuleLoadData_v2000 load;
-        PFN_cuDevicePrimaryCtxRetain_v7000 retain;
-        PFN_cuCtxSetCurrent_v4000 set_current;
-        CUcontext ctx;
-        if (cbc_device_query(0, &d, &err) == CBC_OK &&
-            cbc_driver_symbol("cuModuleLoadData", 2000, (void **)&load, &err) == CBC_OK &&
-            cbc_driver_symbol("cuDevicePrimaryCtxRetain", 7000, (void **)&retain, &err) == CBC_OK &&
-            cbc_driver_symbol("cuCtxSetCurrent", 4000, (void **)&set_current, &err) == CBC_OK &&
-            retain(&ctx, 0) == CUDA_SUCCESS && set_current(ctx) == CUDA_SUCCESS) {
-            const struct cbc_embedded_image *raw = fault_in(&d);
-            CUmodule mod;
-            struct cbc_bundle *b = NULL;
-            const unsigned char *data = raw ? raw->data : NULL;
-            size_t size;
-            double t0 = now_us();
-            if ((!ours || open_select_verify(&d, &b, &data, &size, NULL) >= 0) && data) {
-                double t1 = now_us();
-                if (load(&mod, data) == CUDA_SUCCESS) {
-                    r.load_us = now_us() - t1;
-                    r.before_us = t1 - t0;
-                }
-            }
-        }
-        ssize_t w = write(fds[1], &r, sizeof r);
-        _exit(w == (ssize_t)sizeof r ? 0 : 1);
+    const struct fresh_how *how = arg;
+    struct fresh_load *r = out;
+    *r = (struct fresh_load){-1, -1};
+    if (how->eager)
+        setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+    struct cbc_err err = {0};
+    struct cbc_device_info d;
+    PFN_cuModuleLoadData_v2000 load;
+    PFN_cuDevicePrimaryCtxRetain_v7000 retain;
+    PFN_cuCtxSetCurrent_v4000 set_current;
+    CUcontext ctx;
+    if (cbc_device_query(0, &d, &err) != CBC_OK ||
+        cbc_driver_symbol("cuModuleLoadData", 2000, (void **)&load, &err) != CBC_OK ||
+        cbc_driver_symbol("cuDevicePrimaryCtxRetain", 7000, (void **)&retain, &err) != CBC_OK ||
+        cbc_driver_symbol("cuCtxSetCurrent", 4000, (void **)&set_current, &err) != CBC_OK ||
+        retain(&ctx, 0) != CUDA_SUCCESS || set_current(ctx) != CUDA_SUCCESS)
+        return;
+    const struct cbc_embedded_image *raw = fault_in(&d);
+    CUmodule mod;
+    struct cbc_bundle *b = NULL;
+    const unsigned char *data = raw ? raw->data : NULL;
+    size_t size;
+    double t0 = bench_now_us();
+    if ((how->ours && open_select_verify(&d, &b, &data, &size, NULL) < 0) || !data)
+        return;
+    double t1 = bench_now_us();
+    if (load(&mod, data) == CUDA_SUCCESS) {
+        r->load_us = bench_now_us() - t1;
+        r->before_us = t1 - t0;
     }
-    close(fds[1]);
-    bool ok = read(fds[0], out, sizeof *out) == (ssize_t)sizeof *out && out->load_us > 0;
-    close(fds[0]);
-    waitpid(pid, NULL, 0);
-    return ok;
 }
 
-static double median(double *v, int n)
+static bool fresh_first_load(bool ours, bool eager, struct fresh_load *out)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return v[n / 2];
+    const struct fresh_how how = {ours, eager};
+    return bench_in_child(fresh_child, &how, out, sizeof *out) && out->load_us > 0;
 }
 
 int main(void)
@@ -189,9 +165,11 @@ int main(void)
         fprintf(stderr, "loader_bench: the fresh-process first loads failed\n");
         return 1;
     }
-    const double fr = median(raw_load, FRESH), fo = median(ours_total, FRESH);
-    const double fo_before = median(ours_before, FRESH), fo_load = median(ours_load, FRESH);
-    const double er = median(eager_raw, FRESH_EAGER), eo = median(eager_ours, FRESH_EAGER);
+    const double fr = bench_median(raw_load, FRESH), fo = bench_median(ours_total, FRESH);
+    const double fo_before = bench_median(ours_before, FRESH);
+    const double fo_load = bench_median(ours_load, FRESH);
+    const double er = bench_median(eager_raw, FRESH_EAGER);
+    const double eo = bench_median(eager_ours, FRESH_EAGER);
     PFN_cuModuleLoadData_v2000 load;
     PFN_cuModuleUnload_v2000 unload;
     PFN_cuDevicePrimaryCtxRetain_v7000 retain;
@@ -217,22 +195,22 @@ int main(void)
     double first_raw = 0;
     if (raw) {
         CUmodule mod;
-        double r0 = now_us();
+        double r0 = bench_now_us();
         if (load(&mod, raw->data) != CUDA_SUCCESS) {
             fprintf(stderr, "loader_bench: cuModuleLoadData failed\n");
             return 1;
         }
-        first_raw = now_us() - r0;
+        first_raw = bench_now_us() - r0;
         unload(mod);
     }
     struct cbc_bundle *b0;
     struct cbc_module *m0;
     const unsigned char *d0;
     size_t s0;
-    double f0 = now_us(), first_split[3];
+    double f0 = bench_now_us(), first_split[3];
     if (open_select_verify(&d, &b0, &d0, &s0, first_split) < 0)
         return 1;
-    double first_verify = now_us() - f0;
+    double first_verify = bench_now_us() - f0;
     if (cbc_module_load(b0, 0, NULL, &m0, &err) != CBC_OK) {
         fprintf(stderr, "loader_bench: %s\n", err.msg);
         return 1;
@@ -242,20 +220,20 @@ int main(void)
     const char *target = "";
     size_t bytes = 0;
     for (int i = 0; i < ROUNDS + 10; i++) {
-        double t0 = now_us();
+        double t0 = bench_now_us();
         struct cbc_bundle *b;
         const unsigned char *data;
         size_t size;
         long pick = open_select_verify(&d, &b, &data, &size, NULL);
         if (pick < 0)
             return 1;
-        double t1 = now_us();
+        double t1 = bench_now_us();
         CUmodule mod;
         if (load(&mod, data) != CUDA_SUCCESS) {
             fprintf(stderr, "loader_bench: cuModuleLoadData failed\n");
             return 1;
         }
-        double t2 = now_us();
+        double t2 = bench_now_us();
         unload(mod);
         size_t n;
         target = cbc_bundle_images(b, &n)[pick].target.kind == CBC_KIND_PTX ? "ptx" : "sass";
@@ -266,20 +244,18 @@ int main(void)
             drv[i - 10] = t2 - t1;
         }
     }
-    qsort(sel, ROUNDS, sizeof *sel, cmp);
-    qsort(drv, ROUNDS, sizeof *drv, cmp);
-    double s = sel[ROUNDS / 2], l = drv[ROUNDS / 2];
+    double s = bench_median(sel, ROUNDS), l = bench_median(drv, ROUNDS);
     /* the cost of the two checks alone, on the warm image */
     double hash_us = 0, label_us = 0;
     struct cbc_target want;
     if (raw && cbc_target_parse(raw->target, &want)) {
         struct cbc_hash h;
-        double v0 = now_us();
+        double v0 = bench_now_us();
         cbc_hash_bytes(raw->data, raw->size, &h);
-        double v1 = now_us();
+        double v1 = bench_now_us();
         cbc_binfmt_verify_target(raw->data, raw->size, &want, "image", NULL, &err);
         hash_us = v1 - v0;
-        label_us = now_us() - v1;
+        label_us = bench_now_us() - v1;
     }
     printf("{\"bench\":\"loader_overhead\",\"gpu\":\"%s\",\"image\":\"%s\",\"image_bytes\":%zu,"
            "\"rounds\":%d,\"first_cuModuleLoadData_us\":%.2f,\"first_select_verify_us\":%.2f,"
@@ -327,17 +303,17 @@ int main(void)
         for (int i = 0; i < 100; i++)
             launch((CUfunction)fn, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
         sync();
-        double t0 = now_us();
+        double t0 = bench_now_us();
         for (int i = 0; i < 1000; i++)
             launch((CUfunction)fn, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
-        double t1 = now_us();
+        double t1 = bench_now_us();
         sync();
-        double t2 = now_us();
+        double t2 = bench_now_us();
         for (int i = 0; i < 200; i++) {
             launch((CUfunction)fn, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
             sync();
         }
-        double t3 = now_us();
+        double t3 = bench_now_us();
         printf("{\"bench\":\"launch_latency\",\"enqueue_us\":%.2f,\"back_to_back_us\":%.2f,"
                "\"launch_and_wait_us\":%.2f}\n",
                (t1 - t0) / 1000, (t2 - t0) / 1000, (t3 - t2) / 200);
