@@ -134,9 +134,10 @@ static enum cbc_status check_flags(struct ctx *c)
             cbc_err_set(c->err, CBC_E_USAGE, "nvcc flag '%s' after '--' conflicts with what "
                         "cubincache build controls (%s)", f,
                         arch ? "the targets" : "outputs and dependency files");
-            return cbc_err_hint(c->err, arch ? "remove it and name the targets with --arch, e.g. "
-                                               "--arch 89,90"
-                                             : "remove it: use -o DIR, -n NAME and --depfile");
+            cbc_err_hint(c->err, arch ? "remove it and name the targets with --arch, e.g. "
+                         "--arch 89,90"
+                         : "remove it: use -o DIR, -n NAME and --depfile");
+            return CBC_E_USAGE;
         }
     }
     const char *ccbin = cbc_flags_ccbin(o->flags, o->n_flags);
@@ -476,9 +477,10 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
     if (st != CBC_OK) {
         cbc_err_set(c->err, st == CBC_E_VERIFY ? CBC_E_VERIFY : CBC_E_COMPILE,
                     "nvcc output for %s is not %s code: %s", t->name, t->name, e.msg);
-        return cbc_err_hint(c->err, "something overrides the target: check NVCC_PREPEND_FLAGS, "
-                                    "NVCC_APPEND_FLAGS and the flags after '--' for -arch, -code "
-                                    "or -gencode");
+        cbc_err_hint(c->err, "something overrides the target: check NVCC_PREPEND_FLAGS, "
+                     "NVCC_APPEND_FLAGS and the flags after '--' for -arch, -code "
+                     "or -gencode");
+        return st == CBC_E_VERIFY ? CBC_E_VERIFY : CBC_E_COMPILE;
     }
     uint8_t *dtext = NULL;
     size_t dlen = 0;
@@ -780,7 +782,8 @@ static enum cbc_status prepare(struct ctx *c)
     if (!cbc_is_file(c->source)) {
         cbc_err_set(err, CBC_E_NOT_FOUND, "source '%s' does not exist or is not a file",
                     o->source);
-        return cbc_err_hint(err, "check the path; it is taken relative to '%s'", c->cwd);
+        cbc_err_hint(err, "check the path; it is taken relative to '%s'", c->cwd);
+        return CBC_E_NOT_FOUND;
     }
     enum cbc_status st = check_flags(c);
     if (st != CBC_OK)

@@ -371,7 +371,8 @@ static enum cbc_status check_file(const char *path, const struct cbc_check_opts 
         free(data);
         cbc_err_set(err, CBC_E_FORMAT, "'%s': not a cubin, fatbin, PTX file, ELF file or manifest",
                     path);
-        return cbc_err_hint(err, "check takes a bundle directory, a NAME.manifest.json, or a binary");
+        cbc_err_hint(err, "check takes a bundle directory, a NAME.manifest.json, or a binary");
+        return CBC_E_FORMAT;
     }
     struct cbc_image_list l = {0};
     struct cbc_err e = {0};

@@ -28,11 +28,14 @@
 #define CBC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- errors (err.c) ---------------------------------------------------- */
-/* Each returns `status` (or err->status) so callers can `return cbc_err_set(...)`. */
+/* cbc_err_set returns `status` so callers can `return cbc_err_set(...)`.
+ * The two decorators return nothing: a status must come from where the
+ * failure was decided, never from an err that may be NULL (a NULL err once
+ * turned failures into CBC_OK here). */
 enum cbc_status cbc_err_set(struct cbc_err *err, enum cbc_status status, const char *fmt, ...)
     CBC_PRINTF(3, 4);
-enum cbc_status cbc_err_hint(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
-enum cbc_status cbc_err_prefix(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
+void cbc_err_hint(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
+void cbc_err_prefix(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
 enum cbc_status cbc_err_oom(struct cbc_err *err);
 void cbc_err_clear(struct cbc_err *err);
 

@@ -2,8 +2,9 @@
  *
  * cbc_strerror() is a switch without a default so that -Wswitch flags a new
  * status without a message. Every setter tolerates a NULL err (the caller
- * did not want details) and always returns the status it was given, so a
- * failure can be reported and returned in one statement.
+ * did not want details). cbc_err_set returns the status it was given, so a
+ * failure can be reported and returned in one statement; the hint and
+ * prefix decorators return nothing, so no status can come from them.
  */
 #include "common.h"
 
@@ -49,21 +50,20 @@ enum cbc_status cbc_err_set(struct cbc_err *err, enum cbc_status status, const c
     return status;
 }
 
-enum cbc_status cbc_err_hint(struct cbc_err *err, const char *fmt, ...)
+void cbc_err_hint(struct cbc_err *err, const char *fmt, ...)
 {
     if (!err)
-        return CBC_OK;
+        return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->remedy, sizeof err->remedy, fmt, ap);
     va_end(ap);
-    return err->status;
 }
 
-enum cbc_status cbc_err_prefix(struct cbc_err *err, const char *fmt, ...)
+void cbc_err_prefix(struct cbc_err *err, const char *fmt, ...)
 {
     if (!err)
-        return CBC_OK;
+        return;
     char head[CBC_ERR_MSG_MAX], old[CBC_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
@@ -72,7 +72,6 @@ enum cbc_status cbc_err_prefix(struct cbc_err *err, const char *fmt, ...)
     memcpy(old, err->msg, sizeof old);
     if (snprintf(err->msg, sizeof err->msg, "%s: %s", head, old) >= (int)sizeof err->msg)
         memcpy(err->msg + sizeof err->msg - 4, "...", 4); /* truncated: say so */
-    return err->status;
 }
 
 void cbc_err_clear(struct cbc_err *err)

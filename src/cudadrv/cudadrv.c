@@ -36,8 +36,9 @@ static enum cbc_status open_driver(struct cbc_cuda *cu, struct cbc_err *err)
     cu->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!cu->lib) {
         cbc_err_set(err, CBC_E_NO_DRIVER, "cannot load the CUDA driver (%s): %s", path, dlerror());
-        return cbc_err_hint(err, "install the NVIDIA driver or run on a machine with a GPU; "
-                                 "commands that need no GPU (build, check, inspect, select) still work");
+        cbc_err_hint(err, "install the NVIDIA driver or run on a machine with a GPU; "
+                     "commands that need no GPU (build, check, inspect, select) still work");
+        return CBC_E_NO_DRIVER;
     }
     LOAD(Init, "cuInit");
     LOAD(DriverGetVersion, "cuDriverGetVersion");
@@ -91,10 +92,11 @@ static enum cbc_status open_driver(struct cbc_cuda *cu, struct cbc_err *err)
     if (rc != CUDA_SUCCESS) {
         enum cbc_status st = rc == CUDA_ERROR_NO_DEVICE ? CBC_E_NO_DEVICE : CBC_E_NO_DRIVER;
         cbc_cuda_fail(cu, rc, st, err, "the CUDA driver did not initialise (cuInit)");
-        return cbc_err_hint(err, rc == CUDA_ERROR_NO_DEVICE
-                                     ? "this machine has a driver but no visible GPU; check "
-                                       "CUDA_VISIBLE_DEVICES and nvidia-smi"
-                                     : "check that the driver matches the kernel module (nvidia-smi)");
+        cbc_err_hint(err, rc == CUDA_ERROR_NO_DEVICE
+                     ? "this machine has a driver but no visible GPU; check "
+                       "CUDA_VISIBLE_DEVICES and nvidia-smi"
+                     : "check that the driver matches the kernel module (nvidia-smi)");
+        return st;
     }
     rc = cu->DriverGetVersion(&cu->driver_version);
     if (rc != CUDA_SUCCESS)

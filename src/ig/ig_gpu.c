@@ -152,7 +152,8 @@ static enum cbc_status dalloc(struct cbc_ig_gpu *g, CUdeviceptr *p, size_t bytes
     cbc_cuda_fail(g->cu, rc, CBC_E_DRIVER, &e, "cuMemAlloc");
     cbc_err_set(err, CBC_E_DRIVER, "cannot allocate %zu bytes of GPU memory for %s: %s", bytes, what,
                 e.msg);
-    return cbc_err_hint(err, "lower the memory budget (--mem-budget) or the batch size");
+    cbc_err_hint(err, "lower the memory budget (--mem-budget) or the batch size");
+    return CBC_E_DRIVER;
 }
 
 static void dfree(struct cbc_ig_gpu *g, CUdeviceptr *p)

@@ -109,7 +109,8 @@ static enum cbc_status tensor_info(const char *path, const cJSON *j, uint64_t da
     if (!es) {
         cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' has dtype '%s'", path, t->name,
                     dt->valuestring);
-        return cbc_err_hint(err, "save the model in float32, float64, float16 or bfloat16");
+        cbc_err_hint(err, "save the model in float32, float64, float16 or bfloat16");
+        return CBC_E_UNSUPPORTED;
     }
     t->ndim = cJSON_GetArraySize(sh);
     if (t->ndim < 1 || t->ndim > 2)

@@ -203,7 +203,8 @@ static enum cbc_status validate(const struct cbc_arch_env *env, const struct cbc
     supported_text(env, list, sizeof list);
     cbc_err_set(err, CBC_E_ARCH, "%s: %s cannot be built by %s%s%s", label, name,
                 nvcc_label(env), *why ? ": " : "", why);
-    return cbc_err_hint(err, "%s can build: %s", nvcc_label(env), list);
+    cbc_err_hint(err, "%s can build: %s", nvcc_label(env), list);
+    return CBC_E_ARCH;
 }
 
 static bool is_sep(char c)
@@ -245,16 +246,19 @@ static enum cbc_status parse_list(const char *spec, const char *what, const stru
             !strcasecmp(tok, "all-major")) {
             if (strncmp(what, "arch", 4) != 0) {
                 cbc_err_set(err, CBC_E_ARCH, "%s: '%s' is a keyword, not a target", what, tok);
-                return cbc_err_hint(err, "set it to targets such as 90 or 8.9,9.0, or unset it");
+                cbc_err_hint(err, "set it to targets such as 90 or 8.9,9.0, or unset it");
+                return CBC_E_ARCH;
             }
             cbc_err_set(err, CBC_E_ARCH, "%s: '%s' cannot be combined with other targets", what, tok);
-            return cbc_err_hint(err, "use '%s' alone, or list the targets", tok);
+            cbc_err_hint(err, "use '%s' alone, or list the targets", tok);
+            return CBC_E_ARCH;
         }
         struct cbc_target t[2];
         size_t n = cbc_arch_token_parse(tok, t);
         if (n == 0) {
             cbc_err_set(err, CBC_E_ARCH, "%s: '%s' is not a GPU target", what, tok);
-            return cbc_err_hint(err, "%s", token_help);
+            cbc_err_hint(err, "%s", token_help);
+            return CBC_E_ARCH;
         }
         for (size_t i = 0; i < n; i++) {
             enum cbc_status s = validate(env, &t[i], what, err);
@@ -266,7 +270,8 @@ static enum cbc_status parse_list(const char *spec, const char *what, const stru
     }
     if (ntok == 0) {
         cbc_err_set(err, CBC_E_ARCH, "%s is empty", what);
-        return cbc_err_hint(err, "%s", token_help);
+        cbc_err_hint(err, "%s", token_help);
+        return CBC_E_ARCH;
     }
     if (lone_ptx) {
         const struct cbc_target *hi = NULL;
@@ -275,7 +280,8 @@ static enum cbc_status parse_list(const char *spec, const char *what, const stru
                 hi = &out->v[i];
         if (!hi) {
             cbc_err_set(err, CBC_E_ARCH, "%s: '+PTX' needs a SASS target to add PTX for", what);
-            return cbc_err_hint(err, "write e.g. '90 +PTX' or 'compute_90'");
+            cbc_err_hint(err, "write e.g. '90 +PTX' or 'compute_90'");
+            return CBC_E_ARCH;
         }
         struct cbc_target t = *hi;
         t.kind = CBC_KIND_PTX;
@@ -357,8 +363,9 @@ static enum cbc_status from_gpus(const char *spec, const struct cbc_arch_env *en
                             "(lowest target sm_%u)",
                             spec, gpus[i].ordinal, gpus[i].name, gpus[i].cc_major, gpus[i].cc_minor,
                             nvcc_label(env), lo);
-                return cbc_err_hint(err, "use an older CUDA toolkit for this GPU, or name other "
-                                         "targets with --arch");
+                cbc_err_hint(err, "use an older CUDA toolkit for this GPU, or name other "
+                             "targets with --arch");
+                return CBC_E_ARCH;
             }
         }
         if (!tlist_add(out, t)) {
@@ -426,9 +433,10 @@ enum cbc_status cbc_arch_resolve(const char *spec, const struct cbc_arch_env *en
         size_t count = 0;
         st = from_gpus(s, env, &l, &count, &detail, why, sizeof why, err);
         if (st == CBC_OK && count == 0) {
-            cbc_err_set(err, CBC_E_ARCH, "arch 'native': no GPU found: %s", why[0] ? why : "none");
-            st = cbc_err_hint(err, "use --arch auto (CUDA_COMPUTE_CAP, else the GPUs, else a "
-                                   "default set) or name the targets, e.g. --arch 90");
+            st = cbc_err_set(err, CBC_E_ARCH, "arch 'native': no GPU found: %s",
+                             why[0] ? why : "none");
+            cbc_err_hint(err, "use --arch auto (CUDA_COMPUTE_CAP, else the GPUs, else a "
+                         "default set) or name the targets, e.g. --arch 90");
         }
     } else if (strcasecmp(s, "all") == 0 || strcasecmp(s, "all-major") == 0) {
         rule = CBC_RULE_ALL;
@@ -441,8 +449,9 @@ enum cbc_status cbc_arch_resolve(const char *spec, const struct cbc_arch_env *en
     }
 
     if (st == CBC_OK && l.n == 0) {
-        cbc_err_set(err, CBC_E_ARCH, "arch '%s' selects no target %s can build", s, nvcc_label(env));
-        st = cbc_err_hint(err, "name the targets with --arch, e.g. --arch 90");
+        st = cbc_err_set(err, CBC_E_ARCH, "arch '%s' selects no target %s can build", s,
+                         nvcc_label(env));
+        cbc_err_hint(err, "name the targets with --arch, e.g. --arch 90");
     }
     if (st != CBC_OK || (!detail && rule != CBC_RULE_EXPLICIT)) {
         free(l.v);

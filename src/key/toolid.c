@@ -79,7 +79,8 @@ static enum cbc_status run_nvcc(const char *nvcc, char *const extra[], size_t n_
         *out = NULL;
         cbc_err_set(err, CBC_E_NVCC, "'%s %s' failed with exit code %d: %s", nvcc,
                     n_extra ? extra[0] : "", code, tail);
-        return cbc_err_hint(err, "check that '%s' is a working CUDA toolkit nvcc", nvcc);
+        cbc_err_hint(err, "check that '%s' is a working CUDA toolkit nvcc", nvcc);
+        return CBC_E_NVCC;
     }
     return CBC_OK;
 }
@@ -392,7 +393,8 @@ static enum cbc_status identify(struct cbc_toolchain *tc, const char *ccbin, str
     if (!tc->host_cc) {
         cbc_err_set(err, CBC_E_NVCC, "nvcc's host compiler '%s' is not on PATH", host_word);
         free(host_word);
-        return cbc_err_hint(err, "install it, or name another with -- -ccbin PATH or NVCC_CCBIN");
+        cbc_err_hint(err, "install it, or name another with -- -ccbin PATH or NVCC_CCBIN");
+        return CBC_E_NVCC;
     }
     free(host_word);
 

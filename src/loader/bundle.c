@@ -265,8 +265,9 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
             enum cbc_status st = cbc_file_read(s->file, &d, &len, err);
             if (st != CBC_OK) {
                 cbc_err_prefix(err, "bundle '%s'", b->name);
-                return cbc_err_hint(err, "the manifest names %s; rebuild or redeploy the bundle",
-                                    cbc_path_base(s->file));
+                cbc_err_hint(err, "the manifest names %s; rebuild or redeploy the bundle",
+                             cbc_path_base(s->file));
+                return st;
             }
             s->owned = d;
             s->data = d;
@@ -284,15 +285,17 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
                            st == CBC_E_VERIFY ? "a mislabeled image" : "an unreadable image");
             if (err)
                 err->status = CBC_E_VERIFY;
-            return cbc_err_hint(err, "rebuild the bundle with 'cubincache build', or run "
-                                     "'cubincache check' on it");
+            cbc_err_hint(err, "rebuild the bundle with 'cubincache build', or run "
+                         "'cubincache check' on it");
+            return CBC_E_VERIFY;
         }
         if (!cbc_hash_eq(&h, &s->hash)) {
             cbc_err_set(err, CBC_E_VERIFY,
                         "bundle '%s': %s image '%s' does not match the hash its manifest recorded "
                         "(corrupt or replaced after the build); refusing to load it",
                         b->name, name, label);
-            return cbc_err_hint(err, "rebuild the bundle, or run 'cubincache check' on it");
+            cbc_err_hint(err, "rebuild the bundle, or run 'cubincache check' on it");
+            return CBC_E_VERIFY;
         }
         s->verified = true;
         if (!s->file)

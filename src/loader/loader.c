@@ -117,8 +117,9 @@ static enum cbc_status no_image(const struct cbc_bundle *b, const struct cbc_dev
                 "%s: no image for GPU %d (%s, compute capability %d.%d): the bundle has %s; "
                 "rebuild with %s",
                 cbc_bundle_name(b), d->ordinal, d->name, d->cc_major, d->cc_minor, what, hint);
-    return cbc_err_hint(err, "the bundle's targets came from: %s",
-                        cbc_bundle_arch_detail(b) ? cbc_bundle_arch_detail(b) : "the build's --arch");
+    cbc_err_hint(err, "the bundle's targets came from: %s",
+                 cbc_bundle_arch_detail(b) ? cbc_bundle_arch_detail(b) : "the build's --arch");
+    return CBC_E_NO_IMAGE;
 }
 
 enum cbc_status cbc_module_load(struct cbc_bundle *b, int device, const struct cbc_load_opts *opts,
@@ -200,7 +201,7 @@ enum cbc_status cbc_module_load(struct cbc_bundle *b, int device, const struct c
                          d.ptx_isa % 10, d.cc_major, d.cc_minor);
         else if (rc == CUDA_ERROR_NO_BINARY_FOR_GPU || rc == CUDA_ERROR_INVALID_SOURCE)
             cbc_err_hint(err, "the image passed cubincache's checks; run 'cubincache inspect' on "
-                              "it and report the mismatch");
+                         "it and report the mismatch");
         cu->DevicePrimaryCtxRelease(m->dev);
         free(m);
         return CBC_E_DRIVER;
@@ -217,8 +218,9 @@ enum cbc_status cbc_module_function(struct cbc_module *m, const char *kernel, vo
     if (rc == CUDA_ERROR_NOT_FOUND) {
         cbc_err_set(err, CBC_E_NOT_FOUND, "%s: the %s image has no kernel '%s'", m->bundle, m->target,
                     kernel);
-        return cbc_err_hint(err, "kernels must be extern \"C\" __global__ to be found by name; "
-                                 "'cubincache inspect' lists them");
+        cbc_err_hint(err, "kernels must be extern \"C\" __global__ to be found by name; "
+                     "'cubincache inspect' lists them");
+        return CBC_E_NOT_FOUND;
     }
     if (rc != CUDA_SUCCESS)
         return cbc_cuda_fail(m->cu, rc, CBC_E_DRIVER, err, "cuModuleGetFunction");

@@ -265,7 +265,8 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         const char *at = cJSON_GetErrorPtr();
         long off = at && at >= text && at <= text + len ? (long)(at - text) : -1;
         cbc_err_set(err, CBC_E_FORMAT, "manifest '%s': not valid JSON (near byte %ld)", r.file, off);
-        return cbc_err_hint(err, "rebuild the bundle with 'cubincache build' to regenerate it");
+        cbc_err_hint(err, "rebuild the bundle with 'cubincache build' to regenerate it");
+        return CBC_E_FORMAT;
     }
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
@@ -275,10 +276,10 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         goto out;
     }
     if (!cJSON_IsNumber(ver) || ver->valueint != CBC_MANIFEST_VERSION) {
-        cbc_err_set(err, CBC_E_UNSUPPORTED, "manifest '%s': version %d; this cubincache reads "
-                    "version %d", r.file, cJSON_IsNumber(ver) ? ver->valueint : -1,
-                    CBC_MANIFEST_VERSION);
-        r.st = cbc_err_hint(err, "rebuild the bundle with this cubincache");
+        r.st = cbc_err_set(err, CBC_E_UNSUPPORTED, "manifest '%s': version %d; this cubincache "
+                           "reads version %d", r.file, cJSON_IsNumber(ver) ? ver->valueint : -1,
+                           CBC_MANIFEST_VERSION);
+        cbc_err_hint(err, "rebuild the bundle with this cubincache");
         goto out;
     }
     m->name = get_str(&r, root, "name", "name", false);
