@@ -800,8 +800,9 @@ static enum cbc_status prepare(struct ctx *c)
         }
         free(root);
     }
-    st = cbc_toolchain_identify(c->nvcc, c->ccbin, c->store ? cbc_store_tools_dir(c->store) : NULL,
-                                &c->tc, err);
+    struct cbc_record_cache tools = c->store ? cbc_store_tools_cache(c->store)
+                                             : (struct cbc_record_cache){0};
+    st = cbc_toolchain_identify(c->nvcc, c->ccbin, c->store ? &tools : NULL, &c->tc, err);
     if (st != CBC_OK)
         return st;
     cbc_key_env_read(c->env);

@@ -436,18 +436,6 @@ struct fresh {
     const char *env[CBC_KEY_ENV_COUNT];
 };
 
-static char *tools_dir_for(const char *cache_dir)
-{
-    char *root = cbc_store_default_root(cache_dir);
-    char *dir = root ? cbc_asprintf("%s/v1/tools", root) : NULL;
-    free(root);
-    if (dir && !cbc_is_dir(dir)) {
-        free(dir);
-        return NULL;
-    }
-    return dir;
-}
-
 static void fresh_init(struct fresh *f, const struct cbc_manifest *m,
                        const struct cbc_check_opts *o, struct cbc_check_report *rep)
 {
@@ -458,16 +446,23 @@ static void fresh_init(struct fresh *f, const struct cbc_manifest *m,
     f->memo = cbc_filememo_new();
     f->have_source = f->memo && cbc_filememo_hash(f->memo, m->source, NULL, NULL, 0, &f->source_hash,
                                                   NULL, NULL) == CBC_OK;
-    char *tools = tools_dir_for(o->cache_dir);
+    /* the cached toolchain identity, read only: check never writes a cache */
+    char *root = cbc_store_default_root(o->cache_dir);
+    struct cbc_store *store = NULL;
+    if (root && cbc_store_open_existing(root, &store, NULL) != CBC_OK)
+        store = NULL;
+    free(root);
+    struct cbc_record_cache tools = store ? cbc_store_tools_cache(store)
+                                          : (struct cbc_record_cache){0};
     struct cbc_err e = {0};
     if (cbc_is_file(m->nvcc) &&
-        cbc_toolchain_identify(m->nvcc, cbc_flags_ccbin(m->flags, m->n_flags), tools, &f->tc, &e) ==
-            CBC_OK)
+        cbc_toolchain_identify(m->nvcc, cbc_flags_ccbin(m->flags, m->n_flags),
+                               store ? &tools : NULL, &f->tc, &e) == CBC_OK)
         f->have_tc = true;
     else
         note(rep, "nvcc '%s' cannot be identified here (%s): entries are stale until it can",
              m->nvcc, e.msg[0] ? e.msg : "not found");
-    free(tools);
+    cbc_store_close(store);
     cbc_key_env_read(f->env);
 }
 

@@ -68,7 +68,23 @@ void *cbc_reallocarray(void *p, size_t n, size_t size);
 bool cbc_grow(void *vp, size_t n, size_t *cap, size_t size, size_t first);
 
 /* ---- files (fs.c) ------------------------------------------------------ */
-/* Reads a whole file. *data is malloc'd, NUL-terminated (not counted). */
+/* Every file the project reads is opened with cbc_open_regular: FIFOs,
+ * devices, sockets and directories are refused (CBC_E_USAGE, "'/dev/zero'
+ * is a character device, not a regular file") before a byte is read, so no
+ * input can block a read forever or stream without end. */
+#define CBC_FILE_MAX (4ull << 30) /* the largest file read whole: 4 GiB */
+/* Opens `path` read-only (extra open flags, e.g. O_NOFOLLOW, in `flags`),
+ * refusing anything but a regular file. *size (may be NULL) gets its size. */
+enum cbc_status cbc_open_regular(const char *path, int flags, int *fd, uint64_t *size,
+                                 struct cbc_err *err);
+/* Reads the rest of fd, at most `max` bytes (CBC_E_FORMAT beyond, naming
+ * the limit). *data is malloc'd, NUL-terminated (not counted). */
+enum cbc_status cbc_fd_read_max(int fd, const char *path, uint64_t max, uint8_t **data,
+                                size_t *len, struct cbc_err *err);
+/* Reads a whole regular file of at most `max` bytes. */
+enum cbc_status cbc_file_read_max(const char *path, uint64_t max, uint8_t **data, size_t *len,
+                                  struct cbc_err *err);
+/* Reads a whole regular file (at most CBC_FILE_MAX bytes). */
 enum cbc_status cbc_file_read(const char *path, uint8_t **data, size_t *len, struct cbc_err *err);
 /* Writes through a temporary in the same directory and rename(2): a reader
  * sees the old file or the whole new one, never a part, even after kill -9.
@@ -79,12 +95,44 @@ enum cbc_status cbc_file_write_atomic(const char *path, const void *data, size_t
  * already holds exactly these bytes. *changed (may be NULL) says which. */
 enum cbc_status cbc_file_update(const char *path, const void *data, size_t len, bool *changed,
                                 struct cbc_err *err);
+/* Test hook: stalls between writing a temporary and publishing it when
+ * CUBINCACHE_TEST_PUBLISH_DELAY_MS is set, so tests can kill a writer there. */
+void cbc_test_publish_delay(void);
 /* mkdir -p; existing directories are fine. */
 enum cbc_status cbc_mkdir_p(const char *path, mode_t mode, struct cbc_err *err);
 bool cbc_is_dir(const char *path);
 bool cbc_is_file(const char *path);
 
+/* ---- beneath a directory, never through a symlink (dirfs.c) ------------- */
+/* For the trees cubincache owns: the cache and a bundle's outputs. */
+struct cbc_perm {
+    int umask; /* < 0: the process umask (applied by the kernel); else this one */
+};
+/* Opens `rel` ("objects/ab/x.cbc") beneath dirfd; -1 with errno ELOOP or
+ * EXDEV when any component is a symbolic link (or ".."). */
+int cbc_openat_beneath(int dirfd, const char *rel, int flags, mode_t mode);
+/* Opens directory `name` of dirfd without following a symlink, creating it
+ * (0777 less the umask) when `create` and absent; -1 with errno. */
+int cbc_dir_openat(int dirfd, const char *name, bool create, const struct cbc_perm *perm);
+/* Publishes `name` in dirfd: a complete temporary ".<name>.XXXXXX" (written,
+ * fsync'ed when `sync`), then renameat. A symlink at `name` is replaced, never
+ * followed. `dir` names the directory in messages; ENOSPC says no space. */
+enum cbc_status cbc_write_at(int dirfd, const char *dir, const char *name, const void *data,
+                             size_t len, const struct cbc_perm *perm, bool sync,
+                             struct cbc_err *err);
+/* Reads regular file `rel` beneath dirfd (no symlinks), at most `max` bytes. */
+enum cbc_status cbc_read_at(int dirfd, const char *dir, const char *rel, uint64_t max,
+                            uint8_t **data, size_t *len, struct cbc_err *err);
+/* Whether `cand` is a temporary of `name` as cbc_write_at makes them. */
+bool cbc_temp_name_of(const char *name, const char *cand);
+/* An octal umask ("002"), or -1 when `s` is not one. */
+int cbc_perm_parse_umask(const char *s);
+
 /* ---- paths (path.c) ---------------------------------------------------- */
+/* A bundle name: 1 to 128 of [A-Za-z0-9_.+-], starting with a letter, digit
+ * or '_' (so never hidden, never "." or "..", never a path). */
+#define CBC_NAME_MAX 128
+bool cbc_name_valid(const char *name);
 char *cbc_path_join(const char *a, const char *b);
 /* Lexically normalised absolute path ("." and ".." folded, no symlinks
  * resolved), relative paths taken against the current directory. */
@@ -124,6 +172,14 @@ void cbc_hasher_str(struct cbc_hasher *h, uint32_t tag, const char *s); /* NULL 
 void cbc_hasher_u64(struct cbc_hasher *h, uint32_t tag, uint64_t v);
 void cbc_hasher_hash(struct cbc_hasher *h, uint32_t tag, const struct cbc_hash *v);
 void cbc_hasher_digest(const struct cbc_hasher *h, struct cbc_hash *out);
+
+/* A keyed record cache (the store provides one for toolchain identities):
+ * get gives CBC_E_NOT_FOUND when absent; put is best effort. */
+struct cbc_record_cache {
+    void *ctx;
+    enum cbc_status (*get)(void *ctx, const struct cbc_hash *key, uint8_t **data, size_t *len);
+    void (*put)(void *ctx, const struct cbc_hash *key, const void *data, size_t len);
+};
 
 /* ---- explicit-endian readers (bytes.h style, inline) -------------------- */
 static inline uint16_t cbc_rd16(const uint8_t *p)

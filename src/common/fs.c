@@ -21,7 +21,7 @@
 /* Test hook: CUBINCACHE_TEST_PUBLISH_DELAY_MS stalls between writing the
  * temporary and renaming it, so tests/cli can kill -9 a writer inside the
  * window and check that no partial file is ever published. */
-static void publish_delay(void)
+void cbc_test_publish_delay(void)
 {
     static long ms = -1;
     if (ms < 0) {
@@ -47,35 +47,61 @@ static mode_t process_umask(void)
     return (mode_t)cached;
 }
 
-enum cbc_status cbc_file_read(const char *path, uint8_t **data, size_t *len, struct cbc_err *err)
+enum cbc_status cbc_open_regular(const char *path, int flags, int *fd_out, uint64_t *size,
+                                 struct cbc_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return cbc_err_set(err, errno == ENOENT ? CBC_E_NOT_FOUND : CBC_E_IO, "cannot open '%s': %s",
-                           path, strerror(errno));
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
+     * below like every other file that is not a regular one */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | flags);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP && (flags & O_NOFOLLOW))
+            return cbc_err_set(err, CBC_E_IO, "'%s' is a symbolic link; refusing to follow it", path);
+        return cbc_err_set(err, e == ENOENT || e == ENOTDIR ? CBC_E_NOT_FOUND : CBC_E_IO,
+                           "cannot open '%s': %s", path, strerror(e));
+    }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
         return cbc_err_set(err, CBC_E_IO, "cannot stat '%s': %s", path, strerror(e));
     }
-    if (S_ISDIR(st.st_mode)) {
+    if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return cbc_err_set(err, CBC_E_IO, "cannot read '%s': it is a directory", path);
+        return cbc_err_set(err, CBC_E_USAGE, "'%s' is %s, not a regular file", path,
+                           S_ISDIR(st.st_mode)    ? "a directory"
+                           : S_ISFIFO(st.st_mode) ? "a FIFO"
+                           : S_ISCHR(st.st_mode)  ? "a character device"
+                           : S_ISBLK(st.st_mode)  ? "a block device"
+                           : S_ISSOCK(st.st_mode) ? "a socket"
+                                                  : "a special file");
     }
-    size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    /* back to blocking reads: a regular file never blocks anyway */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *fd_out = fd;
+    if (size)
+        *size = (uint64_t)st.st_size;
+    return CBC_OK;
+}
+
+enum cbc_status cbc_fd_read_max(int fd, const char *path, uint64_t max, uint8_t **data,
+                                size_t *len, struct cbc_err *err)
+{
+    struct stat st;
+    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < max
+                     ? (size_t)st.st_size + 1
+                     : 4096;
     uint8_t *p = malloc(cap);
-    if (!p) {
-        close(fd);
+    if (!p)
         return cbc_err_oom(err);
-    }
     size_t n = 0;
     for (;;) {
         if (n + 1 >= cap) {
             uint8_t *q = cap > SIZE_MAX / 2 ? NULL : realloc(p, cap * 2);
             if (!q) {
                 free(p);
-                close(fd);
                 return cbc_err_oom(err);
             }
             p = q;
@@ -87,18 +113,44 @@ enum cbc_status cbc_file_read(const char *path, uint8_t **data, size_t *len, str
                 continue;
             int e = errno;
             free(p);
-            close(fd);
             return cbc_err_set(err, CBC_E_IO, "cannot read '%s': %s", path, strerror(e));
         }
         if (r == 0)
             break;
         n += (size_t)r;
+        if (n > max) {
+            free(p);
+            return cbc_err_set(err, CBC_E_FORMAT, "'%s' is larger than %llu bytes, the most this "
+                               "file may hold", path, (unsigned long long)max);
+        }
     }
-    close(fd);
     p[n] = '\0';
     *data = p;
     *len = n;
     return CBC_OK;
+}
+
+enum cbc_status cbc_file_read_max(const char *path, uint64_t max, uint8_t **data, size_t *len,
+                                  struct cbc_err *err)
+{
+    int fd;
+    uint64_t size;
+    enum cbc_status st = cbc_open_regular(path, 0, &fd, &size, err);
+    if (st != CBC_OK)
+        return st;
+    if (size > max) {
+        close(fd);
+        return cbc_err_set(err, CBC_E_FORMAT, "'%s' is %llu bytes; the most this file may hold is "
+                           "%llu", path, (unsigned long long)size, (unsigned long long)max);
+    }
+    st = cbc_fd_read_max(fd, path, max, data, len, err);
+    close(fd);
+    return st;
+}
+
+enum cbc_status cbc_file_read(const char *path, uint8_t **data, size_t *len, struct cbc_err *err)
+{
+    return cbc_file_read_max(path, CBC_FILE_MAX, data, len, err);
 }
 
 static enum cbc_status write_all(int fd, const void *data, size_t len, const char *path,
@@ -139,7 +191,7 @@ enum cbc_status cbc_file_write_atomic(const char *path, const void *data, size_t
     if (close(fd) != 0 && s == CBC_OK)
         s = cbc_err_set(err, CBC_E_IO, "cannot write '%s': %s", path, strerror(errno));
     if (s == CBC_OK)
-        publish_delay();
+        cbc_test_publish_delay();
     if (s == CBC_OK && rename(tmp, path) != 0)
         s = cbc_err_set(err, CBC_E_IO, "cannot publish '%s': %s", path, strerror(errno));
     if (s != CBC_OK)

@@ -77,9 +77,10 @@ bool cbc_hash_eq(const struct cbc_hash *a, const struct cbc_hash *b)
 enum cbc_status cbc_hash_file(const char *path, struct cbc_hash *out, uint64_t *size,
                               struct cbc_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return cbc_err_set(err, CBC_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    int fd;
+    enum cbc_status os = cbc_open_regular(path, 0, &fd, NULL, err);
+    if (os != CBC_OK)
+        return os;
     XXH3_state_t st;
     XXH3_128bits_reset(&st);
     static __thread uint8_t chunk[1 << 16];

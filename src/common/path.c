@@ -11,6 +11,20 @@
 #include <string.h>
 #include <unistd.h>
 
+bool cbc_name_valid(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > CBC_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && c != '_' && (i == 0 || (c != '.' && c != '+' && c != '-')))
+            return false;
+    }
+    return true;
+}
+
 char *cbc_path_join(const char *a, const char *b)
 {
     if (!a || !*a || b[0] == '/')

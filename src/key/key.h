@@ -121,10 +121,12 @@ struct cbc_toolchain {
 char *cbc_nvcc_find(const char *explicit_path, struct cbc_err *err);
 
 /* Identifies nvcc and its host compiler. `ccbin` is the -ccbin value found
- * among the flags (or NULL). With a `tools_dir`, the identity is cached
- * there keyed by the stamps of every file it depends on, so a later run
- * with the same toolchain runs nothing and reads only stamps. */
-enum cbc_status cbc_toolchain_identify(const char *nvcc, const char *ccbin, const char *tools_dir,
+ * among the flags (or NULL). With a `cache` (the store's tools records),
+ * the identity is cached there with the stamps of every file it depends
+ * on, so a later run with the same toolchain runs nothing and reads only
+ * stamps. */
+enum cbc_status cbc_toolchain_identify(const char *nvcc, const char *ccbin,
+                                       const struct cbc_record_cache *cache,
                                        struct cbc_toolchain *tc, struct cbc_err *err);
 void cbc_toolchain_release(struct cbc_toolchain *tc);
 

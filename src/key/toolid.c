@@ -223,11 +223,12 @@ static const char *str_field(const cJSON *o, const char *k)
 }
 
 /* Fills tc from a record if every file it names is unchanged. */
-static bool load_cached(const char *path, struct cbc_toolchain *tc)
+static bool load_cached(const struct cbc_record_cache *cache, const struct cbc_hash *id,
+                        struct cbc_toolchain *tc)
 {
     uint8_t *data;
     size_t len;
-    if (cbc_file_read(path, &data, &len, NULL) != CBC_OK)
+    if (cache->get(cache->ctx, id, &data, &len) != CBC_OK)
         return false;
     cJSON *root = cJSON_ParseWithLength((const char *)data, len);
     free(data);
@@ -282,7 +283,8 @@ out:
     return ok;
 }
 
-static void save_cached(const char *path, const struct cbc_toolchain *tc, const struct file_rec *files,
+static void save_cached(const struct cbc_record_cache *cache, const struct cbc_hash *id,
+                        const struct cbc_toolchain *tc, const struct file_rec *files,
                         size_t n_files, uint64_t recorded_ns)
 {
     cJSON *root = cJSON_CreateObject();
@@ -315,7 +317,7 @@ static void save_cached(const char *path, const struct cbc_toolchain *tc, const 
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (text)
-        cbc_file_write_atomic(path, text, strlen(text), 0644, NULL); /* a cache: failure is fine */
+        cache->put(cache->ctx, id, text, strlen(text)); /* a cache: failure is fine */
     free(text);
 }
 
@@ -424,7 +426,8 @@ static enum cbc_status identify(struct cbc_toolchain *tc, const char *ccbin, str
     return st;
 }
 
-enum cbc_status cbc_toolchain_identify(const char *nvcc, const char *ccbin, const char *tools_dir,
+enum cbc_status cbc_toolchain_identify(const char *nvcc, const char *ccbin,
+                                       const struct cbc_record_cache *cache,
                                        struct cbc_toolchain *tc, struct cbc_err *err)
 {
     memset(tc, 0, sizeof *tc);
@@ -432,27 +435,24 @@ enum cbc_status cbc_toolchain_identify(const char *nvcc, const char *ccbin, cons
     if (!tc->nvcc)
         return cbc_err_oom(err);
 
-    char *record = NULL;
-    if (tools_dir) {
+    bool have_id = false;
+    struct cbc_hash id;
+    if (cache) {
         struct cbc_hasher *h = cbc_hasher_new();
         char *abs = cbc_path_abs(nvcc);
         if (h && abs) {
-            struct cbc_hash id;
-            char hex[CBC_HASH_HEX_LEN + 1];
             cbc_hasher_str(h, 1, abs);
             cbc_hasher_str(h, 2, ccbin);
             cbc_hasher_str(h, 3, getenv("NVCC_CCBIN"));
             cbc_hasher_str(h, 4, getenv("PATH"));
             cbc_hasher_digest(h, &id);
-            cbc_hash_hex(&id, hex);
-            record = cbc_asprintf("%s/%s.json", tools_dir, hex);
+            have_id = true;
         }
         cbc_hasher_free(h);
         free(abs);
-        if (record && load_cached(record, tc)) {
+        if (have_id && load_cached(cache, &id, tc)) {
             tc->from_cache = true;
             snprintf(tc->label, sizeof tc->label, "nvcc %s", tc->version);
-            free(record);
             return CBC_OK;
         }
     }
@@ -464,12 +464,11 @@ enum cbc_status cbc_toolchain_identify(const char *nvcc, const char *ccbin, cons
     enum cbc_status st = identify(tc, ccbin, files, &n_files, err);
     if (st == CBC_OK) {
         snprintf(tc->label, sizeof tc->label, "nvcc %s", tc->version);
-        if (record)
-            save_cached(record, tc, files, n_files, started);
+        if (have_id)
+            save_cached(cache, &id, tc, files, n_files, started);
     }
     for (size_t i = 0; i < CBC_ARRAY_LEN(files); i++)
         free(files[i].path);
-    free(record);
     if (st != CBC_OK) {
         char *keep = tc->nvcc;
         tc->nvcc = NULL;

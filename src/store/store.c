@@ -4,14 +4,19 @@
  * lock is needed for data; entries are verified on every read rather than
  * trusted, so a torn write (power loss, no fsync) or a tampered file is
  * caught and dropped; counters are batched in memory and merged into
- * v1/stats under an flock once per process, which keeps a hit to one
- * locked read-modify-write. LRU order is the entry's mtime, bumped on hit.
+ * v1/stats (read, add, publish by rename) under an flock of the v1
+ * directory, once per process and after each store. LRU order is the
+ * entry's mtime, bumped on hit.
+ *
+ * Every path below v1 goes through the directory descriptor s->fd with no
+ * symbolic link allowed (cbc_openat_beneath, cbc_dir_openat): the cache
+ * directory may be writable by other users, and a link planted there must
+ * never turn a read, a write or a delete towards a file elsewhere.
  */
 #include "store.h"
 
 #include <cubincache/binfmt.h>
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,12 +31,23 @@
 #define ENTRY_MAGIC "CBCOBJ1\n"
 #define ENTRY_VERSION 1
 #define ENTRY_HEADER 64
+#define BLOB_MAGIC "CBCBLOB\n"
+#define BLOB_HEADER 24
+#define BLOB_MAX (64ull << 20)
+#define SMALL_MAX 4096 /* stats and config */
 #define DEFAULT_MAX_SIZE (5ull * 1000 * 1000 * 1000)
 #define STALE_TMP_SECONDS 3600
+#define LOCK_WAIT_MS 2000
+
+/* Every namespace the store owns; nothing else under v1 is touched. */
+static const char *const namespaces[] = {"objects", "direct", "deps", "tools"};
 
 struct cbc_store {
-    char *root;  /* <cache>/v1 */
-    char *tools; /* <cache>/v1/tools or NULL */
+    char *root;  /* <cache>/v1, for messages */
+    int fd;      /* <cache>/v1, opened without following a link */
+    bool readonly;
+    struct cbc_perm perm;
+    bool perm_read;
     uint64_t hits, misses, dropped, stores, store_errors;
     int64_t bytes_added; /* running size change since open */
     uint64_t max_size;   /* 0 until read */
@@ -54,7 +70,54 @@ char *cbc_store_default_root(const char *explicit_dir)
     return NULL;
 }
 
-enum cbc_status cbc_store_open(const char *root, struct cbc_store **out, struct cbc_err *err)
+/* ---- config: umask and size limit ----------------------------------------- */
+
+/* The value of `key` in v1/config ("key = value" lines), or "" when absent. */
+static void config_value(struct cbc_store *s, const char *key, char *out, size_t len)
+{
+    out[0] = '\0';
+    uint8_t *data = NULL;
+    size_t n = 0;
+    if (cbc_read_at(s->fd, s->root, "config", SMALL_MAX, &data, &n, NULL) != CBC_OK)
+        return;
+    size_t kl = strlen(key);
+    for (const char *p = (const char *)data; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t ll = eol ? (size_t)(eol - p) : strlen(p);
+        if (ll > kl && strncmp(p, key, kl) == 0 && (p[kl] == ' ' || p[kl] == '=')) {
+            const char *v = p + kl;
+            while (v < p + ll && (*v == ' ' || *v == '='))
+                v++;
+            size_t vl = (size_t)(p + ll - v);
+            while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\r'))
+                vl--;
+            if (vl < len) {
+                memcpy(out, v, vl);
+                out[vl] = '\0';
+            }
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+    free(data);
+}
+
+static const struct cbc_perm *store_perm(struct cbc_store *s)
+{
+    if (!s->perm_read) {
+        s->perm_read = true;
+        const char *e = getenv("CUBINCACHE_UMASK");
+        char v[16] = "";
+        if (!(e && *e))
+            config_value(s, "umask", v, sizeof v);
+        s->perm.umask = cbc_perm_parse_umask(e && *e ? e : v);
+    }
+    return &s->perm;
+}
+
+/* ---- open and close ---------------------------------------------------------- */
+
+static enum cbc_status open_store(const char *root, bool create, struct cbc_store **out,
+                                  struct cbc_err *err)
 {
     if (!root)
         return cbc_err_set(err, CBC_E_CACHE, "no cache directory: HOME, XDG_CACHE_HOME and "
@@ -62,24 +125,53 @@ enum cbc_status cbc_store_open(const char *root, struct cbc_store **out, struct 
     struct cbc_store *s = calloc(1, sizeof *s);
     if (!s)
         return cbc_err_oom(err);
+    s->fd = -1;
+    s->readonly = !create;
+    const char *e = getenv("CUBINCACHE_UMASK");
+    s->perm.umask = cbc_perm_parse_umask(e); /* what creates v1; config is read later */
     s->root = cbc_asprintf("%s/v1", root);
     if (!s->root) {
         free(s);
         return cbc_err_oom(err);
     }
-    enum cbc_status st = cbc_mkdir_p(s->root, 0755, err);
+    struct cbc_err me = {0};
+    /* the root itself is the user's choice and may be reached through a
+     * link; nothing below it is */
+    enum cbc_status st = create ? cbc_mkdir_p(root, 0777, &me) : CBC_OK;
+    int rootfd = st == CBC_OK ? open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (st == CBC_OK && rootfd < 0)
+        st = cbc_err_set(&me, errno == ENOENT ? CBC_E_NOT_FOUND : CBC_E_CACHE, "%s",
+                         strerror(errno));
+    if (st == CBC_OK) {
+        s->fd = cbc_dir_openat(rootfd, "v1", create, &s->perm);
+        if (s->fd < 0)
+            st = cbc_err_set(&me, errno == ENOENT ? CBC_E_NOT_FOUND : CBC_E_CACHE, "%s%s",
+                             errno == ELOOP || errno == ENOTDIR ? "v1 is not a directory (a "
+                                                                  "symbolic link?): "
+                                                                : "v1: ",
+                             strerror(errno));
+    }
+    if (rootfd >= 0)
+        close(rootfd);
     if (st != CBC_OK) {
         cbc_store_close(s);
-        return cbc_err_set(err, CBC_E_CACHE, "cache directory '%s' is unusable: %s", root,
-                           err ? err->msg : "cannot create it");
+        if (st == CBC_E_NOT_FOUND && !create)
+            return cbc_err_set(err, CBC_E_NOT_FOUND, "no cache in '%s'", root);
+        return cbc_err_set(err, CBC_E_CACHE, "cache directory '%s' is unusable: %s", root, me.msg);
     }
-    char *tools = cbc_asprintf("%s/tools", s->root);
-    if (tools && cbc_mkdir_p(tools, 0755, NULL) == CBC_OK)
-        s->tools = tools;
-    else
-        free(tools);
     *out = s;
     return CBC_OK;
+}
+
+enum cbc_status cbc_store_open(const char *root, struct cbc_store **out, struct cbc_err *err)
+{
+    return open_store(root, true, out, err);
+}
+
+enum cbc_status cbc_store_open_existing(const char *root, struct cbc_store **out,
+                                        struct cbc_err *err)
+{
+    return open_store(root, false, out, err);
 }
 
 const char *cbc_store_root(const struct cbc_store *s)
@@ -87,20 +179,16 @@ const char *cbc_store_root(const struct cbc_store *s)
     return s->root;
 }
 
-const char *cbc_store_tools_dir(const struct cbc_store *s)
-{
-    return s->tools;
-}
-
-static char *entry_path(const struct cbc_store *s, const char *ns, const struct cbc_hash *key,
-                        const char *ext)
+/* "<ns>/ab/<30 hex><ext>" */
+static void rel_path(const char *ns, const struct cbc_hash *key, const char *ext, char *out,
+                     size_t len)
 {
     char hex[CBC_HASH_HEX_LEN + 1];
     cbc_hash_hex(key, hex);
-    return cbc_asprintf("%s/%s/%.2s/%s%s", s->root, ns, hex, hex + 2, ext);
+    snprintf(out, len, "%s/%.2s/%s%s", ns, hex, hex + 2, ext);
 }
 
-/* ---- counters ------------------------------------------------------------ */
+/* ---- counters ---------------------------------------------------------------- */
 
 static const char *const counter_names[] = {"hits", "misses", "stores", "dropped", "store_errors",
                                             "bytes"};
@@ -125,48 +213,48 @@ static void parse_counters(const char *text, uint64_t v[C_COUNT])
     }
 }
 
-/* Runs fn on the counters under an exclusive lock of v1/stats. */
+/* An exclusive flock of the v1 directory, waited for at most LOCK_WAIT_MS:
+ * a holder that never lets go costs counts, never a hang. */
+static bool lock_dir(int fd, int how)
+{
+    for (int waited = 0;; waited++) {
+        if (flock(fd, how | LOCK_NB) == 0)
+            return true;
+        if (errno != EWOULDBLOCK || waited >= LOCK_WAIT_MS)
+            return false;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Runs fn on the counters: read v1/stats, fn, and with write_back publish
+ * the result, all under the directory lock. */
 static enum cbc_status with_counters(struct cbc_store *s, void (*fn)(uint64_t v[C_COUNT], void *),
                                      void *ctx, bool write_back, struct cbc_err *err)
 {
-    char *path = cbc_asprintf("%s/stats", s->root);
-    if (!path)
-        return cbc_err_oom(err);
-    int fd = open(path, (write_back ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        enum cbc_status st = errno == ENOENT && !write_back
-                                 ? CBC_OK
-                                 : cbc_err_set(err, CBC_E_CACHE, "cannot open '%s': %s", path,
-                                               strerror(errno));
-        if (st == CBC_OK) {
-            uint64_t v[C_COUNT] = {0};
-            fn(v, ctx);
-        }
-        free(path);
-        return st;
-    }
-    free(path);
-    if (flock(fd, write_back ? LOCK_EX : LOCK_SH) != 0) {
-        close(fd);
-        return cbc_err_set(err, CBC_E_CACHE, "cannot lock the cache counters: %s", strerror(errno));
-    }
-    char buf[1024];
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-    buf[n > 0 ? n : 0] = '\0';
+    bool locked = lock_dir(s->fd, write_back ? LOCK_EX : LOCK_SH);
+    if (!locked && write_back)
+        return cbc_err_set(err, CBC_E_CACHE, "cannot lock the cache counters in '%s'", s->root);
+    uint8_t *data = NULL;
+    size_t len = 0;
     uint64_t v[C_COUNT] = {0};
-    parse_counters(buf, v);
+    if (cbc_read_at(s->fd, s->root, "stats", SMALL_MAX, &data, &len, NULL) == CBC_OK)
+        parse_counters((const char *)data, v);
+    free(data);
     fn(v, ctx);
     enum cbc_status st = CBC_OK;
     if (write_back) {
-        int len = 0;
+        char buf[512];
+        int n = 0;
         for (int i = 0; i < C_COUNT; i++)
-            len += snprintf(buf + len, sizeof buf - (size_t)len, "%s %llu\n", counter_names[i],
-                            (unsigned long long)v[i]);
-        if (pwrite(fd, buf, (size_t)len, 0) != len || ftruncate(fd, len) != 0)
-            st = cbc_err_set(err, CBC_E_CACHE, "cannot update the cache counters: %s",
-                             strerror(errno));
+            n += snprintf(buf + n, sizeof buf - (size_t)n, "%s %llu\n", counter_names[i],
+                          (unsigned long long)v[i]);
+        st = cbc_write_at(s->fd, s->root, "stats", buf, (size_t)n, store_perm(s), false, err);
+        if (st != CBC_OK)
+            st = CBC_E_CACHE;
     }
-    close(fd); /* releases the lock */
+    if (locked)
+        flock(s->fd, LOCK_UN);
     return st;
 }
 
@@ -194,15 +282,16 @@ void cbc_store_close(struct cbc_store *s)
 {
     if (!s)
         return;
-    if (s->root && (s->hits || s->misses || s->stores || s->dropped || s->store_errors ||
-                    s->bytes_added))
+    if (s->fd >= 0 && !s->readonly &&
+        (s->hits || s->misses || s->stores || s->dropped || s->store_errors || s->bytes_added))
         with_counters(s, add_counts, s, true, NULL);
+    if (s->fd >= 0)
+        close(s->fd);
     free(s->root);
-    free(s->tools);
     free(s);
 }
 
-/* ---- sizes and config -------------------------------------------------- */
+/* ---- sizes and config -------------------------------------------------------- */
 
 uint64_t cbc_store_max_size(struct cbc_store *s)
 {
@@ -215,46 +304,31 @@ uint64_t cbc_store_max_size(struct cbc_store *s)
         return v;
     }
     v = DEFAULT_MAX_SIZE;
-    char *path = cbc_asprintf("%s/config", s->root);
-    uint8_t *data = NULL;
-    size_t len = 0;
-    if (path && cbc_file_read(path, &data, &len, NULL) == CBC_OK) {
-        const char *p = strstr((const char *)data, "max_size");
-        if (p) {
-            p += 8;
-            while (*p == ' ' || *p == '=')
-                p++;
-            char val[64];
-            size_t n = strcspn(p, "\n");
-            if (n < sizeof val) {
-                memcpy(val, p, n);
-                val[n] = '\0';
-                uint64_t x;
-                if (cbc_parse_size(val, &x) && x > 0)
-                    v = x;
-            }
-        }
-    }
-    free(data);
-    free(path);
+    char val[64];
+    config_value(s, "max_size", val, sizeof val);
+    uint64_t x;
+    if (val[0] && cbc_parse_size(val, &x) && x > 0)
+        v = x;
     s->max_size = v;
     return v;
 }
 
 enum cbc_status cbc_store_set_max_size(struct cbc_store *s, uint64_t max_size, struct cbc_err *err)
 {
-    char *path = cbc_asprintf("%s/config", s->root);
-    char *text = cbc_asprintf("max_size = %llu\n", (unsigned long long)max_size);
-    enum cbc_status st = path && text ? cbc_file_write_atomic(path, text, strlen(text), 0644, err)
-                                      : cbc_err_oom(err);
-    if (st == CBC_OK)
-        s->max_size = max_size;
-    free(path);
-    free(text);
-    return st;
+    char um[16];
+    config_value(s, "umask", um, sizeof um);
+    char text[128];
+    int n = snprintf(text, sizeof text, "max_size = %llu\n%s%s%s", (unsigned long long)max_size,
+                     um[0] ? "umask = " : "", um, um[0] ? "\n" : "");
+    enum cbc_status st =
+        cbc_write_at(s->fd, s->root, "config", text, (size_t)n, store_perm(s), false, err);
+    if (st != CBC_OK)
+        return CBC_E_CACHE;
+    s->max_size = max_size;
+    return CBC_OK;
 }
 
-/* ---- entries ------------------------------------------------------------- */
+/* ---- entries ------------------------------------------------------------------ */
 
 /* Verifies an entry file's bytes; on success *payload points inside. */
 static bool entry_check(const uint8_t *d, size_t len, const struct cbc_hash *key,
@@ -303,55 +377,118 @@ static bool entry_check(const uint8_t *d, size_t len, const struct cbc_hash *key
     return true;
 }
 
+/* Removes `rel` when it is a regular file starting with `magic`, or one a
+ * torn write of ours left (empty, or a zero-filled header: power lost after
+ * the rename reached the disk but before the data did): the one way
+ * anything in the store is deleted. 0 on success, else an errno (EPERM: it
+ * is not the store's, left alone). */
+static int remove_ours(struct cbc_store *s, const char *rel, const char *magic)
+{
+    char dir[64];
+    const char *slash = strrchr(rel, '/');
+    if (!slash || (size_t)(slash - rel) >= sizeof dir)
+        return EINVAL;
+    memcpy(dir, rel, (size_t)(slash - rel));
+    dir[slash - rel] = '\0';
+    int dfd = cbc_openat_beneath(s->fd, dir, O_RDONLY | O_DIRECTORY, 0);
+    if (dfd < 0)
+        return errno;
+    int fd = openat(dfd, slash + 1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int rc = fd < 0 ? errno : 0;
+    if (fd >= 0) {
+        struct stat st;
+        static const char zeros[8];
+        char head[8];
+        ssize_t got = 0;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+            rc = EPERM;
+        else if (magic && st.st_size > 0 &&
+                 ((got = pread(fd, head, 8, 0)) != 8 ||
+                  (memcmp(head, magic, 8) != 0 && memcmp(head, zeros, 8) != 0)))
+            rc = EPERM;
+        close(fd);
+    }
+    if (rc == 0 && unlinkat(dfd, slash + 1, 0) != 0)
+        rc = errno;
+    close(dfd);
+    return rc;
+}
+
 enum cbc_status cbc_store_get(struct cbc_store *s, const struct cbc_hash *key,
                               const struct cbc_target *target, uint8_t **data, size_t *len,
                               enum cbc_lookup *result, char *why, size_t why_len, struct cbc_err *err)
 {
     *result = CBC_LOOKUP_MISS;
-    char *path = entry_path(s, "objects", key, ".cbc");
-    if (!path)
-        return cbc_err_oom(err);
+    char rel[80];
+    rel_path("objects", key, ".cbc", rel, sizeof rel);
+    int fd = cbc_openat_beneath(s->fd, rel, O_RDONLY | O_NONBLOCK, 0);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return CBC_OK;
+        return cbc_err_set(err, CBC_E_CACHE, "cannot open '%s/%s': %s", s->root, rel,
+                           errno == ELOOP || errno == EXDEV ? "a symbolic link is on the way"
+                                                            : strerror(errno));
+    }
+    struct stat sb;
     uint8_t *raw = NULL;
     size_t rlen = 0;
-    struct cbc_err e = {0};
-    enum cbc_status st = cbc_file_read(path, &raw, &rlen, &e);
-    if (st == CBC_E_NOT_FOUND) {
-        free(path);
-        return CBC_OK;
-    }
+    enum cbc_status st = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)
+                             ? cbc_fd_read_max(fd, rel, CBC_FILE_MAX, &raw, &rlen, err)
+                             : cbc_err_set(err, CBC_E_CACHE, "'%s/%s' is not a regular file",
+                                           s->root, rel);
     if (st != CBC_OK) {
-        free(path);
-        if (err)
-            *err = e;
+        close(fd);
         return st;
     }
     const uint8_t *payload;
     size_t plen;
-    if (!entry_check(raw, rlen, key, target, path, &payload, &plen, why, why_len)) {
-        unlink(path);
-        s->bytes_added -= (int64_t)rlen;
+    if (!entry_check(raw, rlen, key, target, rel, &payload, &plen, why, why_len)) {
+        close(fd);
         free(raw);
-        free(path);
+        if (remove_ours(s, rel, ENTRY_MAGIC) == 0)
+            s->bytes_added -= (int64_t)rlen;
         *result = CBC_LOOKUP_DROPPED;
         return CBC_OK;
     }
+    futimens(fd, NULL); /* LRU: last use; a read-only cache just keeps the old time */
+    close(fd);
     memmove(raw, payload, plen);
-    utimensat(AT_FDCWD, path, NULL, 0); /* LRU: last use; read-only caches just keep the old time */
-    free(path);
     *data = raw;
     *len = plen;
     *result = CBC_LOOKUP_HIT;
     return CBC_OK;
 }
 
-static enum cbc_status put_file(struct cbc_store *s, const char *path, const void *data, size_t len,
-                                struct cbc_err *err)
+/* Publishes "<ns>/ab/<name>" beneath v1, creating the two directories. */
+static enum cbc_status put_file(struct cbc_store *s, const char *rel, const void *data, size_t len,
+                                bool *existed, struct cbc_err *err)
 {
-    char *dir = cbc_path_dir(path);
-    enum cbc_status st = dir ? cbc_mkdir_p(dir, 0755, err) : cbc_err_oom(err);
-    free(dir);
-    if (st == CBC_OK)
-        st = cbc_file_write_atomic(path, data, len, 0644, err);
+    char ns[16], shard[3];
+    const char *a = strchr(rel, '/');
+    size_t nl = (size_t)(a - rel);
+    memcpy(ns, rel, nl);
+    ns[nl] = '\0';
+    memcpy(shard, a + 1, 2);
+    shard[2] = '\0';
+    const struct cbc_perm *perm = store_perm(s);
+    int nfd = cbc_dir_openat(s->fd, ns, true, perm);
+    int sfd = nfd >= 0 ? cbc_dir_openat(nfd, shard, true, perm) : -1;
+    int e = errno;
+    if (nfd >= 0)
+        close(nfd);
+    enum cbc_status st = CBC_OK;
+    if (sfd < 0) {
+        st = cbc_err_set(err, CBC_E_CACHE, "cannot create '%s/%s/%s': %s", s->root, ns, shard,
+                         e == ELOOP || e == ENOTDIR ? "not a directory (a symbolic link?)"
+                                                    : strerror(e));
+    } else {
+        if (existed)
+            *existed = faccessat(sfd, a + 4, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/%s/%s", s->root, ns, shard);
+        st = cbc_write_at(sfd, dir, a + 4, data, len, perm, false, err);
+        close(sfd);
+    }
     if (st != CBC_OK) {
         s->store_errors++;
         if (err)
@@ -365,13 +502,11 @@ enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
                               const struct cbc_target *target, const uint8_t *data, size_t len,
                               struct cbc_err *err)
 {
+    if (s->readonly)
+        return cbc_err_set(err, CBC_E_CACHE, "the cache '%s' is open for reading only", s->root);
     uint8_t *buf = malloc(ENTRY_HEADER + len);
-    char *path = entry_path(s, "objects", key, ".cbc");
-    if (!buf || !path) {
-        free(buf);
-        free(path);
+    if (!buf)
         return cbc_err_oom(err);
-    }
     memset(buf, 0, ENTRY_HEADER);
     memcpy(buf, ENTRY_MAGIC, 8);
     cbc_wr32(buf + 8, ENTRY_VERSION);
@@ -385,10 +520,11 @@ enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
     memcpy(buf + 32, h.b, 16);
     cbc_wr64(buf + 48, len);
     memcpy(buf + ENTRY_HEADER, data, len);
-    bool existed = access(path, F_OK) == 0;
-    enum cbc_status st = put_file(s, path, buf, ENTRY_HEADER + len, err);
+    char rel[80];
+    rel_path("objects", key, ".cbc", rel, sizeof rel);
+    bool existed = false;
+    enum cbc_status st = put_file(s, rel, buf, ENTRY_HEADER + len, &existed, err);
     free(buf);
-    free(path);
     if (st != CBC_OK)
         return st;
     s->stores++;
@@ -407,32 +543,80 @@ enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
     return CBC_OK;
 }
 
+static bool known_ns(const char *ns)
+{
+    for (size_t i = 0; i < CBC_ARRAY_LEN(namespaces); i++)
+        if (!strcmp(ns, namespaces[i]))
+            return strcmp(ns, "objects") != 0;
+    return false;
+}
+
 enum cbc_status cbc_store_blob_get(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
                                    uint8_t **data, size_t *len, struct cbc_err *err)
 {
-    char *path = entry_path(s, ns, key, ".dep");
-    if (!path)
-        return cbc_err_oom(err);
-    enum cbc_status st = cbc_file_read(path, data, len, err);
-    free(path);
-    return st;
+    if (!known_ns(ns))
+        return cbc_err_set(err, CBC_E_USAGE, "no blob namespace '%s' in the store", ns);
+    char rel[80];
+    rel_path(ns, key, ".dep", rel, sizeof rel);
+    uint8_t *raw = NULL;
+    size_t n = 0;
+    enum cbc_status st = cbc_read_at(s->fd, s->root, rel, BLOB_MAX, &raw, &n, err);
+    if (st != CBC_OK)
+        return st;
+    if (n < BLOB_HEADER || memcmp(raw, BLOB_MAGIC, 8) != 0 || memcmp(raw + 8, key->b, 16) != 0) {
+        free(raw);
+        return cbc_err_set(err, CBC_E_NOT_FOUND, "'%s/%s' is not a blob of its key", s->root,
+                           rel);
+    }
+    memmove(raw, raw + BLOB_HEADER, n - BLOB_HEADER + 1); /* the NUL too */
+    *data = raw;
+    *len = n - BLOB_HEADER;
+    return CBC_OK;
 }
 
 enum cbc_status cbc_store_blob_put(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
                                    const void *data, size_t len, struct cbc_err *err)
 {
-    char *path = entry_path(s, ns, key, ".dep");
-    if (!path)
+    if (!known_ns(ns))
+        return cbc_err_set(err, CBC_E_USAGE, "no blob namespace '%s' in the store", ns);
+    if (s->readonly)
+        return cbc_err_set(err, CBC_E_CACHE, "the cache '%s' is open for reading only", s->root);
+    uint8_t *buf = malloc(BLOB_HEADER + len);
+    if (!buf)
         return cbc_err_oom(err);
-    enum cbc_status st = put_file(s, path, data, len, err);
-    free(path);
+    memcpy(buf, BLOB_MAGIC, 8);
+    memcpy(buf + 8, key->b, 16);
+    memcpy(buf + BLOB_HEADER, data, len);
+    char rel[80];
+    rel_path(ns, key, ".dep", rel, sizeof rel);
+    enum cbc_status st = put_file(s, rel, buf, BLOB_HEADER + len, NULL, err);
+    free(buf);
     return st;
 }
 
-/* ---- scanning ------------------------------------------------------------ */
+static enum cbc_status tools_get(void *ctx, const struct cbc_hash *key, uint8_t **data,
+                                 size_t *len)
+{
+    return cbc_store_blob_get(ctx, "tools", key, data, len, NULL);
+}
+
+static void tools_put(void *ctx, const struct cbc_hash *key, const void *data, size_t len)
+{
+    cbc_store_blob_put(ctx, "tools", key, data, len, NULL); /* a cache: failure is fine */
+}
+
+struct cbc_record_cache cbc_store_tools_cache(struct cbc_store *s)
+{
+    return (struct cbc_record_cache){s, tools_get, tools_put};
+}
+
+/* ---- scanning ------------------------------------------------------------------- */
+
+enum item_kind { I_ENTRY, I_TEMP, I_FOREIGN };
 
 struct scan_item {
-    char *path;
+    char rel[96]; /* "<ns>/ab/<name>" */
+    enum item_kind kind;
     uint64_t size;
     int64_t mtime_ns;
 };
@@ -440,7 +624,8 @@ struct scan_item {
 struct scan {
     struct scan_item *v;
     size_t n, cap;
-    uint64_t total;
+    uint64_t total;   /* bytes of entries */
+    size_t entries;
 };
 
 static int cmp_mtime(const void *a, const void *b)
@@ -449,77 +634,145 @@ static int cmp_mtime(const void *a, const void *b)
     return x->mtime_ns < y->mtime_ns ? -1 : x->mtime_ns > y->mtime_ns;
 }
 
-/* Walks ns/xx/ directories. Temporaries (".name.XXXXXX") older than an
- * hour are removed on the way; younger ones belong to a live writer. */
+static bool is_hex(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* "<30 hex><ext>" */
+static bool entry_name(const char *name, const char *ext)
+{
+    size_t n = strlen(name), el = strlen(ext);
+    return n == 30 + el && is_hex(name, 30) && strcmp(name + 30, ext) == 0;
+}
+
+/* ".<30 hex><ext>.XXXXXX" */
+static bool temp_name(const char *name, const char *ext)
+{
+    size_t n = strlen(name), el = strlen(ext);
+    if (n != 30 + el + 8)
+        return false;
+    char final[48];
+    memcpy(final, name + 1, 30 + el);
+    final[30 + el] = '\0';
+    return entry_name(final, ext) && cbc_temp_name_of(final, name);
+}
+
+static bool scan_push(struct scan *out, const char *ns, const char *shard, const char *name,
+                      enum item_kind kind, const struct stat *sb)
+{
+    if (!cbc_grow(&out->v, out->n, &out->cap, sizeof *out->v, 256))
+        return false;
+    struct scan_item *it = &out->v[out->n++];
+    snprintf(it->rel, sizeof it->rel, "%s/%s%s%s", ns, shard, *shard ? "/" : "", name);
+    it->kind = kind;
+    it->size = (uint64_t)sb->st_size;
+    it->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + (int64_t)sb->st_mtim.tv_nsec;
+    if (kind == I_ENTRY) {
+        out->total += it->size;
+        out->entries++;
+    }
+    return true;
+}
+
+/* Lists ns/ab/ without following a link and without changing anything:
+ * entries, the store's temporaries, and everything else as foreign. */
 static enum cbc_status scan_ns(struct cbc_store *s, const char *ns, struct scan *out,
                                struct cbc_err *err)
 {
-    char *base = cbc_asprintf("%s/%s", s->root, ns);
-    if (!base)
-        return cbc_err_oom(err);
-    DIR *top = opendir(base);
-    if (!top) {
-        free(base);
+    const char *ext = strcmp(ns, "objects") == 0 ? ".cbc" : ".dep";
+    int nfd = cbc_dir_openat(s->fd, ns, false, NULL);
+    if (nfd < 0) {
+        if (errno == ENOENT)
+            return CBC_OK;
+        struct stat sb = {0};
+        if (fstatat(s->fd, ns, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+            !scan_push(out, ns, "", "", I_FOREIGN, &sb))
+            return cbc_err_oom(err);
         return CBC_OK;
     }
-    time_t now = time(NULL);
+    DIR *top = fdopendir(nfd);
+    if (!top) {
+        close(nfd);
+        return cbc_err_oom(err);
+    }
     struct dirent *de;
     enum cbc_status st = CBC_OK;
     while (st == CBC_OK && (de = readdir(top))) {
-        if (de->d_name[0] == '.')
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
-        char *sub = cbc_asprintf("%s/%s", base, de->d_name);
-        DIR *d = sub ? opendir(sub) : NULL;
+        struct stat sb;
+        if (fstatat(nfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        bool shard = strlen(de->d_name) == 2 && is_hex(de->d_name, 2) && S_ISDIR(sb.st_mode);
+        int sfd = shard ? cbc_dir_openat(nfd, de->d_name, false, NULL) : -1;
+        if (sfd < 0) {
+            if (!scan_push(out, ns, "", de->d_name, I_FOREIGN, &sb))
+                st = cbc_err_oom(err);
+            continue;
+        }
+        DIR *d = fdopendir(sfd);
+        if (!d) {
+            close(sfd);
+            continue;
+        }
         struct dirent *fe;
-        while (d && st == CBC_OK && (fe = readdir(d))) {
+        while (st == CBC_OK && (fe = readdir(d))) {
             if (!strcmp(fe->d_name, ".") || !strcmp(fe->d_name, ".."))
                 continue;
-            char *p = cbc_asprintf("%s/%s", sub, fe->d_name);
-            struct stat sb;
-            if (!p || lstat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-                free(p);
-                continue;
-            }
-            if (fe->d_name[0] == '.') {
-                if (now - sb.st_mtime > STALE_TMP_SECONDS)
-                    unlink(p);
-                free(p);
-                continue;
-            }
-            if (!cbc_grow(&out->v, out->n, &out->cap, sizeof *out->v, 256)) {
-                free(p);
+            struct stat fb;
+            if (fstatat(sfd, fe->d_name, &fb, AT_SYMLINK_NOFOLLOW) != 0)
+                continue; /* removed meanwhile by another process */
+            enum item_kind k = I_FOREIGN;
+            if (S_ISREG(fb.st_mode) && entry_name(fe->d_name, ext))
+                k = I_ENTRY;
+            else if (S_ISREG(fb.st_mode) && temp_name(fe->d_name, ext))
+                k = I_TEMP;
+            if (!scan_push(out, ns, de->d_name, fe->d_name, k, &fb))
                 st = cbc_err_oom(err);
-                break;
-            }
-            out->v[out->n++] = (struct scan_item){
-                p, (uint64_t)sb.st_size,
-                (int64_t)sb.st_mtim.tv_sec * 1000000000 + (int64_t)sb.st_mtim.tv_nsec};
-            out->total += (uint64_t)sb.st_size;
         }
-        if (d)
-            closedir(d);
-        free(sub);
+        closedir(d);
     }
     closedir(top);
-    free(base);
     return st;
 }
 
 static void scan_release(struct scan *sc)
 {
-    for (size_t i = 0; i < sc->n; i++)
-        free(sc->v[i].path);
     free(sc->v);
     memset(sc, 0, sizeof *sc);
 }
 
-struct read_ctx {
-    uint64_t v[C_COUNT];
-};
+/* Removes temporaries of this store older than an hour: in every
+ * namespace, and those of stats and config. */
+static void sweep_temps(struct cbc_store *s, const struct scan *sc)
+{
+    time_t now = time(NULL);
+    for (size_t i = 0; sc && i < sc->n; i++)
+        if (sc->v[i].kind == I_TEMP && now - sc->v[i].mtime_ns / 1000000000 > STALE_TMP_SECONDS)
+            remove_ours(s, sc->v[i].rel, NULL);
+    DIR *d = NULL;
+    int fd = openat(s->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && !(d = fdopendir(fd)))
+        close(fd);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        struct stat sb;
+        if ((cbc_temp_name_of("stats", de->d_name) || cbc_temp_name_of("config", de->d_name)) &&
+            fstatat(s->fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) &&
+            now - sb.st_mtime > STALE_TMP_SECONDS)
+            unlinkat(s->fd, de->d_name, 0);
+    }
+    if (d)
+        closedir(d);
+}
 
 static void copy_counts(uint64_t v[C_COUNT], void *ctx)
 {
-    memcpy(((struct read_ctx *)ctx)->v, v, sizeof(uint64_t) * C_COUNT);
+    memcpy(ctx, v, sizeof(uint64_t) * C_COUNT);
 }
 
 static void set_bytes(uint64_t v[C_COUNT], void *ctx)
@@ -531,22 +784,28 @@ enum cbc_status cbc_store_stats(struct cbc_store *s, struct cbc_store_stats *out
                                 struct cbc_err *err)
 {
     memset(out, 0, sizeof *out);
-    struct read_ctx rc = {{0}};
-    enum cbc_status st = with_counters(s, copy_counts, &rc, false, err);
+    uint64_t v[C_COUNT] = {0};
+    enum cbc_status st = with_counters(s, copy_counts, v, false, err);
     if (st != CBC_OK)
         return st;
-    out->hits = rc.v[C_HITS] + s->hits;
-    out->misses = rc.v[C_MISSES] + s->misses;
-    out->stores = rc.v[C_STORES] + s->stores;
-    out->dropped = rc.v[C_DROPPED] + s->dropped;
-    out->store_errors = rc.v[C_STORE_ERRORS] + s->store_errors;
+    out->hits = v[C_HITS] + s->hits;
+    out->misses = v[C_MISSES] + s->misses;
+    out->stores = v[C_STORES] + s->stores;
+    out->dropped = v[C_DROPPED] + s->dropped;
+    out->store_errors = v[C_STORE_ERRORS] + s->store_errors;
     struct scan sc = {0};
     st = scan_ns(s, "objects", &sc, err);
-    out->entries = sc.n;
+    out->entries = sc.entries;
     out->bytes = sc.total;
     scan_release(&sc);
     out->max_size = cbc_store_max_size(s);
     return st;
+}
+
+static enum cbc_status removal_failed(struct cbc_store *s, const char *rel, int e,
+                                      struct cbc_err *err)
+{
+    return cbc_err_set(err, CBC_E_CACHE, "cannot remove '%s/%s': %s", s->root, rel, strerror(e));
 }
 
 enum cbc_status cbc_store_trim(struct cbc_store *s, uint64_t max_size, uint64_t *removed,
@@ -559,19 +818,25 @@ enum cbc_status cbc_store_trim(struct cbc_store *s, uint64_t max_size, uint64_t 
         if (sc.n) /* qsort must not see the NULL of an empty scan */
             qsort(sc.v, sc.n, sizeof *sc.v, cmp_mtime);
         uint64_t total = sc.total;
-        for (size_t i = 0; i < sc.n && total > max_size; i++) {
-            if (unlink(sc.v[i].path) == 0) {
+        for (size_t i = 0; st == CBC_OK && i < sc.n && total > max_size; i++) {
+            if (sc.v[i].kind != I_ENTRY)
+                continue;
+            int e = remove_ours(s, sc.v[i].rel, ENTRY_MAGIC);
+            if (e == 0 || e == ENOENT) { /* ENOENT: another process got there first */
                 total -= sc.v[i].size;
-                n++;
-                b += sc.v[i].size;
+                n += e == 0;
+                b += e == 0 ? sc.v[i].size : 0;
+            } else if (e != EPERM) {
+                st = removal_failed(s, sc.v[i].rel, e, err);
             }
         }
-        /* sweeps stale temporaries of the dependency records and lists too */
-        static const char *const small[] = {"direct", "deps"};
-        for (size_t i = 0; i < CBC_ARRAY_LEN(small); i++) {
-            struct scan dsc = {0};
-            scan_ns(s, small[i], &dsc, NULL);
-            scan_release(&dsc);
+        sweep_temps(s, &sc);
+        /* and the stale temporaries of the other namespaces */
+        for (size_t k = 1; k < CBC_ARRAY_LEN(namespaces); k++) {
+            struct scan o = {0};
+            if (scan_ns(s, namespaces[k], &o, NULL) == CBC_OK)
+                sweep_temps(s, &o);
+            scan_release(&o);
         }
         s->bytes_added = 0;
         with_counters(s, set_bytes, &total, true, NULL);
@@ -584,93 +849,138 @@ enum cbc_status cbc_store_trim(struct cbc_store *s, uint64_t max_size, uint64_t 
     return st;
 }
 
-static uint64_t remove_all(struct cbc_store *s, const char *ns)
+static void report_foreign(const struct cbc_store *s, const struct scan_item *it,
+                           cbc_store_report_fn report, void *ctx)
 {
-    char *base = cbc_asprintf("%s/%s", s->root, ns);
-    uint64_t n = 0;
-    DIR *top = base ? opendir(base) : NULL;
-    struct dirent *de;
-    while (top && (de = readdir(top))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char *sub = cbc_asprintf("%s/%s", base, de->d_name);
-        DIR *d = sub ? opendir(sub) : NULL;
-        struct dirent *fe;
-        while (d && (fe = readdir(d))) {
-            if (!strcmp(fe->d_name, ".") || !strcmp(fe->d_name, ".."))
-                continue;
-            char *p = cbc_asprintf("%s/%s", sub, fe->d_name);
-            if (p && unlink(p) == 0 && fe->d_name[0] != '.')
-                n++;
-            free(p);
-        }
-        if (d)
-            closedir(d);
-        if (sub)
-            rmdir(sub);
-        free(sub);
-    }
-    if (top)
-        closedir(top);
-    free(base);
-    return n;
+    if (!report || it->kind != I_FOREIGN)
+        return;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", s->root, it->rel);
+    report(ctx, path, "not a cache entry (a foreign file, a directory or a symbolic link); left "
+                      "alone");
 }
 
-enum cbc_status cbc_store_clean(struct cbc_store *s, uint64_t *removed, struct cbc_err *err)
+enum cbc_status cbc_store_clean(struct cbc_store *s, uint64_t *removed, cbc_store_report_fn report,
+                                void *ctx, struct cbc_err *err)
 {
-    (void)err;
-    uint64_t n = remove_all(s, "objects");
-    remove_all(s, "direct");
-    remove_all(s, "deps");
-    uint64_t zero = 0;
-    s->bytes_added = 0;
-    with_counters(s, set_bytes, &zero, true, NULL);
+    uint64_t n = 0;
+    enum cbc_status st = CBC_OK;
+    for (size_t k = 0; k < CBC_ARRAY_LEN(namespaces) && st == CBC_OK; k++) {
+        bool objects = k == 0;
+        struct scan sc = {0};
+        st = scan_ns(s, namespaces[k], &sc, err);
+        for (size_t i = 0; st == CBC_OK && i < sc.n; i++) {
+            if (sc.v[i].kind != I_ENTRY) {
+                report_foreign(s, &sc.v[i], report, ctx);
+                continue;
+            }
+            int e = remove_ours(s, sc.v[i].rel, objects ? ENTRY_MAGIC : BLOB_MAGIC);
+            if (e == 0)
+                n += objects;
+            else if (e == EPERM && report) {
+                char path[512];
+                snprintf(path, sizeof path, "%s/%s", s->root, sc.v[i].rel);
+                report(ctx, path, "named like an entry but without the store's header; left alone");
+            } else if (e != ENOENT && e != EPERM) {
+                st = removal_failed(s, sc.v[i].rel, e, err);
+            }
+        }
+        if (st == CBC_OK)
+            sweep_temps(s, &sc);
+        /* empty shard directories; a link or a non-empty one stays */
+        int nfd = cbc_dir_openat(s->fd, namespaces[k], false, NULL);
+        for (int h = 0; nfd >= 0 && st == CBC_OK && h < 256; h++) {
+            char shard[3];
+            snprintf(shard, sizeof shard, "%02x", h);
+            unlinkat(nfd, shard, AT_REMOVEDIR);
+        }
+        if (nfd >= 0)
+            close(nfd);
+        scan_release(&sc);
+    }
+    if (st == CBC_OK) {
+        uint64_t zero = 0;
+        s->bytes_added = 0;
+        with_counters(s, set_bytes, &zero, true, NULL);
+    }
     if (removed)
         *removed = n;
-    return CBC_OK;
+    return st;
 }
 
 enum cbc_status cbc_store_verify_all(struct cbc_store *s, uint64_t *checked, uint64_t *dropped,
-                                     void (*report)(void *ctx, const char *path, const char *why),
-                                     void *ctx, struct cbc_err *err)
+                                     uint64_t *left, cbc_store_report_fn report, void *ctx,
+                                     struct cbc_err *err)
 {
-    struct scan sc = {0};
-    enum cbc_status st = scan_ns(s, "objects", &sc, err);
-    uint64_t c = 0, d = 0;
-    for (size_t i = 0; st == CBC_OK && i < sc.n; i++) {
-        uint8_t *raw = NULL;
-        size_t len = 0;
-        if (cbc_file_read(sc.v[i].path, &raw, &len, NULL) != CBC_OK)
-            continue; /* removed meanwhile by another process */
-        c++;
-        /* the file name is the key: check that the header agrees */
-        struct cbc_hash key;
-        const char *base = cbc_path_base(sc.v[i].path);
-        char *dir = cbc_path_dir(sc.v[i].path);
-        char hex[CBC_HASH_HEX_LEN + 8];
-        snprintf(hex, sizeof hex, "%s%.30s", dir ? cbc_path_base(dir) : "", base);
-        free(dir);
-        bool have_key = strlen(base) == 34 && cbc_hash_from_hex(hex, &key);
-        const uint8_t *payload;
-        size_t plen;
-        char why[CBC_ERR_MSG_MAX];
-        if (!have_key) {
-            snprintf(why, sizeof why, "file name is not a key");
+    uint64_t c = 0, d = 0, l = 0;
+    enum cbc_status st = CBC_OK;
+    for (size_t k = 0; k < CBC_ARRAY_LEN(namespaces) && st == CBC_OK; k++) {
+        bool objects = k == 0;
+        struct scan sc = {0};
+        st = scan_ns(s, namespaces[k], &sc, err);
+        for (size_t i = 0; st == CBC_OK && i < sc.n; i++) {
+            const struct scan_item *it = &sc.v[i];
+            if (it->kind != I_ENTRY) {
+                l += it->kind == I_FOREIGN;
+                report_foreign(s, it, report, ctx);
+                continue;
+            }
+            uint8_t *raw = NULL;
+            size_t len = 0;
+            if (cbc_read_at(s->fd, s->root, it->rel, objects ? CBC_FILE_MAX : BLOB_MAX, &raw, &len,
+                            NULL) != CBC_OK)
+                continue; /* removed meanwhile by another process */
+            c++;
+            /* the file name is the key: the header must agree */
+            const char *slash = strchr(it->rel, '/');
+            char hex[CBC_HASH_HEX_LEN + 1];
+            snprintf(hex, sizeof hex, "%.2s%.30s", slash + 1, slash + 4);
+            struct cbc_hash key;
+            cbc_hash_from_hex(hex, &key);
+            const char *magic = objects ? ENTRY_MAGIC : BLOB_MAGIC;
+            char why[CBC_ERR_MSG_MAX] = "";
+            static const uint8_t zeros[8];
+            bool ours = len < 8 || memcmp(raw, magic, 8) == 0 || memcmp(raw, zeros, 8) == 0;
+            bool good;
+            if (objects) {
+                const uint8_t *payload;
+                size_t plen;
+                good = entry_check(raw, len, &key, NULL, it->rel, &payload, &plen, why, sizeof why);
+            } else {
+                good = len >= BLOB_HEADER && ours && memcmp(raw + 8, key.b, 16) == 0;
+                if (!good)
+                    snprintf(why, sizeof why, "%s", ours ? "filed under the wrong key"
+                                                         : "not a blob (bad magic)");
+            }
+            free(raw);
+            if (good)
+                continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", s->root, it->rel);
+            if (!ours) {
+                l++;
+                if (report)
+                    report(ctx, path, "named like an entry but without the store's header; "
+                                      "left alone");
+                continue;
+            }
+            int e = remove_ours(s, it->rel, magic);
+            if (e == 0) {
+                d++;
+                if (report)
+                    report(ctx, path, why);
+            } else if (e != ENOENT) {
+                st = removal_failed(s, it->rel, e, err);
+            }
         }
-        if (!have_key ||
-            !entry_check(raw, len, &key, NULL, sc.v[i].path, &payload, &plen, why, sizeof why)) {
-            unlink(sc.v[i].path);
-            d++;
-            if (report)
-                report(ctx, sc.v[i].path, why);
-        }
-        free(raw);
+        scan_release(&sc);
     }
-    scan_release(&sc);
     s->dropped += d;
     if (checked)
         *checked = c;
     if (dropped)
         *dropped = d;
+    if (left)
+        *left = l;
     return st;
 }

@@ -3,11 +3,13 @@
  * Layout under the cache root (all of it versioned by the "v1" directory,
  * so an incompatible format starts afresh instead of misreading):
  *   v1/objects/ab/<30 hex>.cbc   one entry per result key (format below)
- *   v1/direct/ab/<30 hex>.dep    dependency records, opaque to the store
- *   v1/deps/ab/<30 hex>.dep      dependency lists they name, opaque too
- *   v1/tools/<hex>.json          toolchain identities (see key/toolid.c)
- *   v1/stats                     counters, "name value" lines, under flock
- *   v1/config                    "max_size = 5G"
+ *   v1/direct/ab/<30 hex>.dep    dependency records      } blobs: a 24-byte
+ *   v1/deps/ab/<30 hex>.dep      dependency lists        } header (magic
+ *   v1/tools/ab/<30 hex>.dep     toolchain identities    } "CBCBLOB\n", key),
+ *                                                          then opaque bytes
+ *   v1/stats                     counters, "name value" lines
+ *   v1/config                    "max_size = 5G", "umask = 002"
+ *   .<name>.XXXXXX               a temporary beside what it will become
  *
  * Entry format (little-endian):
  *   off size  meaning
@@ -20,11 +22,27 @@
  *   56  8     reserved, 0
  *   64  ...   payload: the cubin or PTX exactly as nvcc wrote it
  *
- * Invariants: an entry is published by rename(2) of a complete temporary,
- * so no reader ever sees part of one, even after kill -9 of the writer;
- * every get re-verifies the header, the payload hash and the image's own
- * arch (cbc_binfmt_verify_target) and drops an entry that fails; many
- * processes may read and write one store at once; the store never prints.
+ * Invariants, which hold for a cache directory other users can write:
+ *  - nothing under the root is reached through a symbolic link: v1 and
+ *    everything below it is opened beneath a directory descriptor with no
+ *    link allowed (a planted link is an error or a skipped shard, never
+ *    followed);
+ *  - the store deletes only what it wrote: regular files whose name is an
+ *    entry name ("<30 hex>.cbc" / ".dep" in a two-hex-digit shard) and whose
+ *    header carries its magic, and its own temporaries once they are older
+ *    than an hour (a live writer's are younger); anything else is reported
+ *    and left alone;
+ *  - every file is published by renameat of a complete temporary (stats and
+ *    config too), so no reader sees part of one, even after kill -9, and a
+ *    link or hard link planted at a name is replaced, never written through;
+ *  - every get re-verifies the header, the payload hash and the image's own
+ *    arch (cbc_binfmt_verify_target) and drops an entry that fails;
+ *  - files are created 0666 and directories 0777 less the umask
+ *    ($CUBINCACHE_UMASK, else "umask" in v1/config, else the process's), and
+ *    directories inherit a set-group-ID parent's group: a group shares a
+ *    cache by making the root group-owned, mode 2775, with umask 002;
+ *  - many processes may read and write one store at once; the store never
+ *    prints.
  *
  * Internal and unstable.
  */
@@ -37,14 +55,21 @@
 struct cbc_store;
 
 /* Opens (creating as needed) the store under `root`. A root that cannot be
- * created gives CBC_E_CACHE; callers degrade to building without a cache.
- * A store that opens may still refuse writes (read-only, full disk): puts
- * then fail with CBC_E_CACHE and reads keep working. */
+ * created, or a v1 that is a symbolic link, gives CBC_E_CACHE; callers
+ * degrade to building without a cache. A store that opens may still refuse
+ * writes (read-only, full disk): puts then fail with CBC_E_CACHE and reads
+ * keep working. */
 enum cbc_status cbc_store_open(const char *root, struct cbc_store **out, struct cbc_err *err);
+/* Opens an existing store for reading only: creates nothing, writes no
+ * counters. CBC_E_NOT_FOUND when there is none. */
+enum cbc_status cbc_store_open_existing(const char *root, struct cbc_store **out,
+                                        struct cbc_err *err);
 /* Flushes the counters and frees. */
 void cbc_store_close(struct cbc_store *s);
-const char *cbc_store_root(const struct cbc_store *s);      /* the v1 directory */
-const char *cbc_store_tools_dir(const struct cbc_store *s); /* NULL if it cannot be created */
+const char *cbc_store_root(const struct cbc_store *s); /* the v1 directory */
+/* The toolchain-identity records of the "tools" namespace, as key/toolid.c
+ * takes them. */
+struct cbc_record_cache cbc_store_tools_cache(struct cbc_store *s);
 
 /* Where the cache is when nothing says otherwise: --cache-dir, else
  * $CUBINCACHE_DIR, else $XDG_CACHE_HOME/cubincache, else ~/.cache/cubincache. */
@@ -68,8 +93,10 @@ enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
                               const struct cbc_target *target, const uint8_t *data, size_t len,
                               struct cbc_err *err);
 
-/* Opaque records by key in a namespace ("direct", "deps"): whole-file get/put with
- * atomic publish. get gives CBC_E_NOT_FOUND when absent. */
+/* Opaque records by key in a namespace ("direct", "deps", "tools"):
+ * whole-file get/put with atomic publish. get gives CBC_E_NOT_FOUND when
+ * absent, or when the file is not a blob of this key (a foreign or damaged
+ * file reads as absent and is rewritten by the next put). */
 enum cbc_status cbc_store_blob_get(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
                                    uint8_t **data, size_t *len, struct cbc_err *err);
 enum cbc_status cbc_store_blob_put(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
@@ -92,18 +119,27 @@ enum cbc_status cbc_store_stats(struct cbc_store *s, struct cbc_store_stats *out
 uint64_t cbc_store_max_size(struct cbc_store *s);
 enum cbc_status cbc_store_set_max_size(struct cbc_store *s, uint64_t max_size, struct cbc_err *err);
 
+/* What maintenance found that is not the store's: files it left alone. */
+typedef void (*cbc_store_report_fn)(void *ctx, const char *path, const char *why);
+
 /* Removes least recently used entries (by mtime, refreshed on every hit)
- * until the objects take at most `max_size` bytes; also removes temporaries
- * older than an hour, left by killed writers. */
+ * until the objects take at most `max_size` bytes; also removes its own
+ * temporaries older than an hour, left by killed writers. CBC_E_CACHE when
+ * an entry it should remove cannot be (a read-only cache). */
 enum cbc_status cbc_store_trim(struct cbc_store *s, uint64_t max_size, uint64_t *removed,
                                uint64_t *removed_bytes, struct cbc_err *err);
-/* Removes every entry, record and temporary; keeps config. */
-enum cbc_status cbc_store_clean(struct cbc_store *s, uint64_t *removed, struct cbc_err *err);
+/* Removes every entry and record, and temporaries older than an hour;
+ * keeps config. Files that are not the store's are reported through
+ * `report` (may be NULL) and left alone. CBC_E_CACHE when an entry cannot
+ * be removed (read-only cache), naming it and why. */
+enum cbc_status cbc_store_clean(struct cbc_store *s, uint64_t *removed, cbc_store_report_fn report,
+                                void *ctx, struct cbc_err *err);
 
-/* Verifies every entry as a get would; drops the bad ones. `report` is
- * called for each dropped entry with the reason. */
+/* Verifies every entry as a get would, and every blob's header; drops the
+ * bad ones (*dropped). Files that are not the store's are counted in *left
+ * and left alone. `report` is called for each with the reason. */
 enum cbc_status cbc_store_verify_all(struct cbc_store *s, uint64_t *checked, uint64_t *dropped,
-                                     void (*report)(void *ctx, const char *path, const char *why),
-                                     void *ctx, struct cbc_err *err);
+                                     uint64_t *left, cbc_store_report_fn report, void *ctx,
+                                     struct cbc_err *err);
 
 #endif

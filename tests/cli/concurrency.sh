@@ -56,6 +56,14 @@ expect_out 0 "bad entries      1 dropped" "$CUBINCACHE" cache stats
 
 note "cache verify exits 1 when it had to drop something"
 entry=$(find "$CUBINCACHE_DIR/v1/objects" -name '*.cbc' | head -1)
-printf 'XXXX' | dd of="$entry" bs=1 seek=0 conv=notrunc status=none
+printf 'XXXX' | dd of="$entry" bs=1 seek=16 conv=notrunc status=none
 expect_out 1 "1 bad" "$CUBINCACHE" cache verify
+[ ! -e "$entry" ] || fail "verify kept an entry filed under the wrong key"
+
+note "... and when it found a file that is not the cache's, which it leaves alone"
+mkdir -p "$CUBINCACHE_DIR/v1/objects/00"
+printf 'not ours' > "$CUBINCACHE_DIR/v1/objects/00/000000000000000000000000000000.cbc"
+expect_out 1 "1 file that is not the cache's, left alone" "$CUBINCACHE" cache verify
+[ -e "$CUBINCACHE_DIR/v1/objects/00/000000000000000000000000000000.cbc" ] || fail "verify deleted a foreign file"
+rm "$CUBINCACHE_DIR/v1/objects/00/000000000000000000000000000000.cbc"
 echo ok

@@ -75,9 +75,11 @@ Test(store, put_then_get_is_a_verified_hit)
 }
 
 /* Puts a good entry, damages its file with `damage`, expects DROPPED with
- * `needle` in the reason and the file gone. */
-static void expect_dropped(const char *fixture_name, const char *label,
-                           void (*damage)(const char *path), const char *needle)
+ * `needle` in the reason, and the file gone when it still carries the
+ * store's header (else it is not provably the store's: left, then replaced
+ * by the next put). */
+static void expect_dropped_as(const char *fixture_name, const char *label,
+                              void (*damage)(const char *path), const char *needle, bool removed)
 {
     char *root = new_root();
     struct cbc_store *s = open_store(root);
@@ -96,12 +98,26 @@ static void expect_dropped(const char *fixture_name, const char *label,
     cr_assert_eq(cbc_store_get(s, &key, &t, &got, &glen, &r, why, sizeof why, NULL), CBC_OK);
     cr_assert_eq(r, CBC_LOOKUP_DROPPED, "a bad entry must not be served (%s)", fixture_name);
     cr_assert(strstr(why, needle), "reason '%s' lacks '%s'", why, needle);
-    cr_assert_neq(access(path, F_OK), 0, "a dropped entry is removed");
+    if (removed) {
+        cr_assert_neq(access(path, F_OK), 0, "a dropped entry is removed");
+    } else {
+        cr_assert_eq(access(path, F_OK), 0, "a file without the store's header is left alone");
+        cr_assert_eq(cbc_store_put(s, &key, &t, img, len, NULL), CBC_OK);
+        cr_assert_eq(cbc_store_get(s, &key, &t, &got, &glen, &r, why, sizeof why, NULL), CBC_OK);
+        cr_assert_eq(r, CBC_LOOKUP_HIT, "the next put replaces it");
+        free(got);
+    }
     cbc_store_close(s);
     free(path);
     free(img);
     rm_rf(root);
     free(root);
+}
+
+static void expect_dropped(const char *fixture_name, const char *label,
+                           void (*damage)(const char *path), const char *needle)
+{
+    expect_dropped_as(fixture_name, label, damage, needle, true);
 }
 
 static void flip_last_byte(const char *path)
@@ -121,10 +137,18 @@ static void truncate_half(const char *path)
     cr_assert_eq(truncate(path, st.st_size / 2), 0);
 }
 
-static void zero_magic(const char *path)
+static void other_magic(const char *path)
 {
     FILE *f = fopen(path, "r+");
     fputs("XXXXXXXX", f);
+    fclose(f);
+}
+
+static void zero_header(const char *path)
+{
+    FILE *f = fopen(path, "r+");
+    for (int i = 0; i < 64; i++)
+        fputc(0, f);
     fclose(f);
 }
 
@@ -138,9 +162,14 @@ Test(store, truncated_entry_is_dropped)
     expect_dropped("k.sm_90.cubin", "sm_90", truncate_half, "truncated");
 }
 
-Test(store, entry_with_bad_magic_is_dropped)
+Test(store, entry_with_another_magic_is_not_served_and_left_alone)
 {
-    expect_dropped("k.sm_90.cubin", "sm_90", zero_magic, "magic");
+    expect_dropped_as("k.sm_90.cubin", "sm_90", other_magic, "magic", false);
+}
+
+Test(store, entry_zeroed_by_a_torn_write_is_dropped)
+{
+    expect_dropped("k.sm_90.cubin", "sm_90", zero_header, "magic");
 }
 
 Test(store, mislabeled_cubin_is_dropped_even_with_a_good_hash)
@@ -309,7 +338,7 @@ Test(store, verify_all_finds_and_drops_bad_entries)
     char *p = object_path(root, &bad);
     flip_last_byte(p);
     uint64_t checked = 0, dropped = 0;
-    cr_assert_eq(cbc_store_verify_all(s, &checked, &dropped, NULL, NULL, NULL), CBC_OK);
+    cr_assert_eq(cbc_store_verify_all(s, &checked, &dropped, NULL, NULL, NULL, NULL), CBC_OK);
     cr_assert_eq(checked, 2);
     cr_assert_eq(dropped, 1);
     cr_assert_neq(access(p, F_OK), 0);

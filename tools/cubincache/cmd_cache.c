@@ -23,7 +23,7 @@ static const char usage[] =
 static void report_bad(void *ctx, const char *path, const char *why)
 {
     const struct tool *t = ctx;
-    tool_warn(t, "dropped '%s': %s", path, why);
+    tool_warn(t, "'%s': %s", path, why);
 }
 
 int cmd_cache(int argc, char **argv)
@@ -111,7 +111,7 @@ int cmd_cache(int argc, char **argv)
         }
     } else if (!strcmp(action, "clean")) {
         uint64_t n = 0;
-        st = cbc_store_clean(s, &n, &err);
+        st = cbc_store_clean(s, &n, report_bad, &t, &err);
         if (st == CBC_OK)
             printf("removed %" PRIu64 " entries from %s\n", n, cbc_store_root(s));
     } else if (!strcmp(action, "trim")) {
@@ -125,11 +125,15 @@ int cmd_cache(int argc, char **argv)
                    cbc_format_size(bytes, b1, sizeof b1),
                    cbc_format_size(cbc_store_max_size(s), b2, sizeof b2));
     } else {
-        uint64_t checked = 0, dropped = 0;
-        st = cbc_store_verify_all(s, &checked, &dropped, report_bad, &t, &err);
-        if (st == CBC_OK)
+        uint64_t checked = 0, dropped = 0, left = 0;
+        st = cbc_store_verify_all(s, &checked, &dropped, &left, report_bad, &t, &err);
+        if (st == CBC_OK && !left)
             printf("verified %" PRIu64 " entries: %" PRIu64 " bad, dropped\n", checked, dropped);
-        if (st == CBC_OK && dropped)
+        else if (st == CBC_OK)
+            printf("verified %" PRIu64 " entries: %" PRIu64 " bad, dropped; %" PRIu64
+                   " file%s that %s not the cache's, left alone\n",
+                   checked, dropped, left, left == 1 ? "" : "s", left == 1 ? "is" : "are");
+        if (st == CBC_OK && (dropped || left))
             st = CBC_E_VERIFY;
         cbc_store_close(s);
         free(root);
