@@ -17,12 +17,14 @@
 #include "direct.h"
 #include "key.h"
 #include "manifest.h"
+#include "publish.h"
 #include "store.h"
 
 #include <cubincache/binfmt.h>
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,7 +70,9 @@ struct ctx {
     char *source;
     struct cbc_hash source_hash;
     struct cbc_stamp source_stamp;
-    char *cwd, *out_dir, *name, *nvcc, *tmpdir, *ccbin;
+    char *cwd, *out_dir, *name, *nvcc, *ccbin;
+    struct cbc_stage stage; /* the out directory and this build's staging directory */
+    bool stage_open;
     const char *env[CBC_KEY_ENV_COUNT];
     const char *compute_cap;
     /* the previous build's manifest in the out dir, read only when needed
@@ -174,12 +179,25 @@ static bool previous(struct ctx *c, const char *text, size_t len)
     c->prev_tried = true;
     struct cbc_err pe = {0};
     enum cbc_status st;
-    if (text)
+    uint8_t *data = NULL;
+    int fd;
+    if (text) {
         st = cbc_manifest_parse(text, len, c->manifest_path, &c->prev, &pe);
-    else if (cbc_is_file(c->manifest_path))
-        st = cbc_manifest_load(c->manifest_path, &c->prev, &pe);
-    else
+    } else if (cbc_open_regular(c->manifest_path, O_NOFOLLOW, &fd, NULL, NULL) == CBC_OK) {
+        /* never through a link: the manifest decides what is retired */
+        st = cbc_fd_read_max(fd, c->manifest_path, CBC_MANIFEST_MAX, &data, &len, &pe);
+        close(fd);
+        if (st == CBC_OK)
+            st = cbc_manifest_parse((const char *)data, len, c->manifest_path, &c->prev, &pe);
+        free(data);
+    } else {
         return false;
+    }
+    if (st == CBC_OK && strcmp(c->prev.name, c->name) != 0) {
+        st = cbc_err_set(&pe, CBC_E_FORMAT, "it names bundle '%s', not '%s'", c->prev.name,
+                         c->name);
+        cbc_manifest_release(&c->prev);
+    }
     c->have_prev = st == CBC_OK;
     if (!c->have_prev)
         say(c, CBC_MSG_NOTE, "ignoring the previous manifest: %s", pe.msg);
@@ -356,9 +374,9 @@ static enum cbc_status lookup(struct ctx *c, struct tstate *t)
 
 static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
 {
-    t->tmp_out = cbc_asprintf("%s/%s", c->tmpdir, t->file);
-    t->tmp_dep = cbc_asprintf("%s/%s.d", c->tmpdir, t->name);
-    t->tmp_log = cbc_asprintf("%s/%s.log", c->tmpdir, t->name);
+    t->tmp_out = cbc_asprintf("%s/%s", c->stage.path, t->file);
+    t->tmp_dep = cbc_asprintf("%s/%s.d", c->stage.path, t->name);
+    t->tmp_log = cbc_asprintf("%s/%s.log", c->stage.path, t->name);
     char v = t->t.variant == CBC_VARIANT_A ? 'a' : t->t.variant == CBC_VARIANT_F ? 'f' : 0;
     char gencode[96];
     snprintf(gencode, sizeof gencode, "arch=compute_%u%.1s,code=%s_%u%.1s", (unsigned)t->t.arch,
@@ -390,23 +408,6 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     return st;
 }
 
-static struct tstate *by_pid(struct ctx *c, pid_t pid)
-{
-    for (size_t i = 0; i < c->n; i++)
-        if (c->ts[i].pid == pid)
-            return &c->ts[i];
-    return NULL;
-}
-
-static int wait_status_code(int status)
-{
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return -1;
-}
-
 static enum cbc_status compile_misses(struct ctx *c, uint64_t *started_ns)
 {
     int jobs = c->o->jobs > 0 ? c->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -414,6 +415,13 @@ static enum cbc_status compile_misses(struct ctx *c, uint64_t *started_ns)
         jobs = 1;
     size_t next = 0, running = 0;
     enum cbc_status st = CBC_OK;
+    pid_t *pids = calloc(c->n ? c->n : 1, sizeof *pids);
+    struct tstate **who = calloc(c->n ? c->n : 1, sizeof *who);
+    if (!pids || !who) {
+        free(pids);
+        free(who);
+        return cbc_err_oom(c->err);
+    }
     *started_ns = cbc_now_ns();
     for (;;) {
         while (st == CBC_OK && running < (size_t)jobs && next < c->n) {
@@ -421,25 +429,24 @@ static enum cbc_status compile_misses(struct ctx *c, uint64_t *started_ns)
             if (t->state != T_MISS)
                 continue;
             st = start_compile(c, t);
-            if (st == CBC_OK)
-                running++;
+            if (st == CBC_OK) {
+                pids[running] = t->pid;
+                who[running++] = t;
+            }
         }
         if (running == 0)
             break;
-        int status;
-        pid_t pid = waitpid(-1, &status, 0);
-        if (pid < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        struct tstate *t = by_pid(c, pid);
-        if (!t)
-            continue;
-        t->exit_code = wait_status_code(status);
-        t->pid = 0;
+        /* only our own compiles: a host program's other children are not ours to reap */
+        int code;
+        long i = cbc_proc_wait_any(pids, running, &code);
+        who[i]->exit_code = code;
+        who[i]->pid = 0;
+        pids[i] = pids[running - 1];
+        who[i] = who[running - 1];
         running--;
     }
+    free(pids);
+    free(who);
     return st;
 }
 
@@ -466,25 +473,96 @@ static bool changed_since(const char *path, uint64_t t0)
     return s.mtime_ns >= t0 || s.ctime_ns >= t0;
 }
 
+/* Bytes free in the file system of `path`, or UINT64_MAX when unknown. */
+static uint64_t space_left(const char *path)
+{
+    struct statvfs v;
+    if (!path || statvfs(path, &v) != 0)
+        return UINT64_MAX;
+    return (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
+}
+
+/* When nvcc's output is missing, empty or cut short, a full disk is the
+ * usual cause: the out directory's, or the one nvcc keeps its
+ * intermediates in ($TMPDIR). Names the full one, or returns false. */
+static bool disk_full(struct ctx *c, const struct tstate *t)
+{
+    const char *td = getenv("TMPDIR");
+    const char *where[] = {c->stage.path, td && *td ? td : "/tmp"};
+    for (size_t i = 0; i < CBC_ARRAY_LEN(where); i++) {
+        uint64_t left = space_left(where[i]);
+        if (left < (1u << 20)) {
+            cbc_err_set(c->err, CBC_E_IO, "no space left on the device of '%s' (%llu bytes "
+                        "free): nvcc's output for %s is %s", where[i], (unsigned long long)left,
+                        t->name, t->len ? "cut short" : "empty or missing");
+            cbc_err_hint(c->err, "free space there (or point TMPDIR elsewhere) and build again; "
+                         "nothing was written to the bundle");
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Where an option that picks the arch comes from, when something other
+ * than --arch sets one: the flags after '--' or the NVCC_*_FLAGS nvcc
+ * reads. Empty when nothing does. */
+static void arch_override(const struct ctx *c, char *buf, size_t len)
+{
+    static const char *const opts[] = {"-arch", "--gpu-architecture", "-gencode",
+                                       "--generate-code", "-code", "--gpu-code"};
+    buf[0] = '\0';
+    for (size_t i = 0; i < c->o->n_flags && !buf[0]; i++)
+        for (size_t k = 0; k < CBC_ARRAY_LEN(opts) && !buf[0]; k++)
+            if (!strncmp(c->o->flags[i], opts[k], strlen(opts[k])))
+                cbc_fmt(buf, len, "the flag '%s' after '--'", c->o->flags[i]);
+    static const char *const envs[] = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"};
+    for (size_t e = 0; e < CBC_ARRAY_LEN(envs) && !buf[0]; e++) {
+        const char *v = getenv(envs[e]);
+        for (size_t k = 0; v && k < CBC_ARRAY_LEN(opts) && !buf[0]; k++) {
+            const char *at = strstr(v, opts[k]);
+            if (at)
+                cbc_fmt(buf, len, "%s='%s'", envs[e], v);
+        }
+    }
+}
+
 static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t started_ns)
 {
-    enum cbc_status st = cbc_file_read(t->tmp_out, &t->data, &t->len, c->err);
-    if (st != CBC_OK)
-        return cbc_err_set(c->err, CBC_E_COMPILE, "nvcc exited 0 but wrote no %s for %s", t->file,
-                           t->name);
     struct cbc_err e = {0};
-    st = cbc_binfmt_verify_target(t->data, t->len, &t->t, t->file, NULL, &e);
+    enum cbc_status st = cbc_file_read(t->tmp_out, &t->data, &t->len, &e);
+    if (st == CBC_OK && t->len > 0)
+        st = cbc_binfmt_verify_target(t->data, t->len, &t->t, t->file, NULL, &e);
+    else if (st == CBC_OK)
+        st = cbc_err_set(&e, CBC_E_FORMAT, "'%s' is empty", t->file);
+    if (st != CBC_OK && st != CBC_E_VERIFY && disk_full(c, t))
+        return CBC_E_IO;
+    if (st == CBC_E_VERIFY) {
+        /* real code, for another target than asked */
+        char why[600];
+        arch_override(c, why, sizeof why);
+        cbc_err_set(c->err, CBC_E_VERIFY, "nvcc output for %s is not %s code: %s", t->name,
+                    t->name, e.msg);
+        if (why[0])
+            cbc_err_hint(c->err, "%s overrides the target: remove it and name the targets "
+                         "with --arch", why);
+        else
+            cbc_err_hint(c->err, "nvcc ('%s'), or a wrapper around it, built another target "
+                         "than the -gencode it was given: check that it passes the option "
+                         "through unchanged", c->nvcc);
+        return CBC_E_VERIFY;
+    }
     if (st != CBC_OK) {
-        cbc_err_set(c->err, st == CBC_E_VERIFY ? CBC_E_VERIFY : CBC_E_COMPILE,
-                    "nvcc output for %s is not %s code: %s", t->name, t->name, e.msg);
-        cbc_err_hint(c->err, "something overrides the target: check NVCC_PREPEND_FLAGS, "
-                     "NVCC_APPEND_FLAGS and the flags after '--' for -arch, -code "
-                     "or -gencode");
-        return st == CBC_E_VERIFY ? CBC_E_VERIFY : CBC_E_COMPILE;
+        cbc_err_set(c->err, CBC_E_COMPILE, "nvcc exited 0 but its output for %s is unusable: %s",
+                    t->name, e.msg);
+        return CBC_E_COMPILE;
     }
     uint8_t *dtext = NULL;
     size_t dlen = 0;
     st = cbc_file_read(t->tmp_dep, &dtext, &dlen, c->err);
+    if ((st != CBC_OK || dlen == 0) && disk_full(c, t)) {
+        free(dtext);
+        return CBC_E_IO;
+    }
     char **paths = NULL;
     size_t np = 0;
     if (st == CBC_OK)
@@ -690,75 +768,119 @@ static void free_manifest_arrays(struct cbc_manifest *m)
     free(m->deps);
 }
 
+/* Opens the out directory once (creating it): compiles stage there, and
+ * the bundle is published there. */
+static enum cbc_status open_stage(struct ctx *c)
+{
+    if (c->stage_open)
+        return CBC_OK;
+    enum cbc_status st = cbc_stage_init(&c->stage, c->out_dir, c->name, c->err);
+    c->stage_open = true;
+    return st;
+}
+
 static enum cbc_status write_outputs(struct ctx *c, struct cbc_build_result *res)
 {
     struct cbc_err *err = c->err;
-    enum cbc_status st = cbc_mkdir_p(c->out_dir, 0755, err);
+    enum cbc_status st = open_stage(c);
     if (st != CBC_OK)
         return st;
-    /* The new manifest, and the old one's bytes: when they are equal, so are
-     * the outputs it lists, and the old one need not even be parsed. */
     struct cbc_manifest m;
     st = make_manifest(c, &m);
     char *text = st == CBC_OK ? cbc_manifest_render(&m) : NULL;
     if (st == CBC_OK && !text)
         st = cbc_err_oom(err);
-    uint8_t *old = NULL;
-    size_t old_len = 0;
-    if (st == CBC_OK && cbc_file_read(res->manifest_path, &old, &old_len, NULL) != CBC_OK)
-        old = NULL;
-    const bool same = old && old_len == strlen(text) && memcmp(old, text, old_len) == 0;
-    for (size_t i = 0; st == CBC_OK && i < c->n; i++) {
-        struct tstate *t = &c->ts[i];
-        char *path = cbc_path_join(c->out_dir, t->file);
-        bool changed = false;
-        st = path ? cbc_file_update(path, t->data, t->len, &changed, err) : cbc_err_oom(err);
-        free(path);
-        res->written += changed;
-        if (changed && t->state == T_HIT)
-            say(c, CBC_MSG_EXPLAIN, "%s: rewrote %s (it was missing or differed from the cache)",
-                t->name, t->file);
+    struct cbc_publish_file *files = calloc(c->n ? c->n : 1, sizeof *files);
+    struct cbc_retire *retire = NULL;
+    size_t n_retire = 0;
+    if (st == CBC_OK && !files)
+        st = cbc_err_oom(err);
+    for (size_t i = 0; st == CBC_OK && i < c->n; i++)
+        files[i] = (struct cbc_publish_file){c->ts[i].file, c->ts[i].data, c->ts[i].len,
+                                             c->ts[i].state == T_HIT};
+    /* what the previous manifest recorded: the images it may retire */
+    if (st == CBC_OK && previous(c, NULL, 0)) {
+        retire = calloc(c->prev.n ? c->prev.n : 1, sizeof *retire);
+        if (!retire)
+            st = cbc_err_oom(err);
+        for (size_t i = 0; retire && i < c->prev.n; i++)
+            retire[n_retire++] = (struct cbc_retire){c->prev.entries[i].file,
+                                                     c->prev.entries[i].target,
+                                                     c->prev.entries[i].hash};
     }
-    /* outputs of the previous build that this one no longer produces */
-    for (size_t i = 0; st == CBC_OK && !same && previous(c, (const char *)old, old_len) &&
-                       i < c->prev.n;
-         i++) {
-        const struct cbc_manifest_entry *pe = &c->prev.entries[i];
-        bool kept = false;
-        for (size_t k = 0; k < c->n && !kept; k++)
-            kept = strcmp(c->ts[k].file, pe->file) == 0;
-        size_t nl = strlen(c->name);
-        if (kept || strncmp(pe->file, c->name, nl) != 0 || pe->file[nl] != '.')
-            continue;
-        char *path = cbc_path_join(c->out_dir, pe->file);
-        if (path && unlink(path) == 0)
-            say(c, CBC_MSG_EXPLAIN, "removed %s: the target is no longer asked for", pe->file);
-        free(path);
-    }
-    free(old);
-    res->manifest_changed = !same;
-    if (st == CBC_OK && !same)
-        st = cbc_file_write_atomic(res->manifest_path, text, strlen(text), 0644, err);
-    free(text);
+    struct cbc_buf dep = {0};
     if (st == CBC_OK && c->o->depfile) {
-        struct cbc_buf b = {0};
-        cbc_depfile_escape(&b, c->o->depfile_target ? c->o->depfile_target : res->manifest_path);
-        cbc_buf_puts(&b, ":");
-        cbc_buf_puts(&b, " \\\n  ");
-        cbc_depfile_escape(&b, c->source);
+        cbc_depfile_escape(&dep, c->o->depfile_target ? c->o->depfile_target : res->manifest_path);
+        cbc_buf_puts(&dep, ":");
+        cbc_buf_puts(&dep, " \\\n  ");
+        cbc_depfile_escape(&dep, c->source);
         for (size_t i = 0; i < m.n_deps; i++) {
-            cbc_buf_puts(&b, " \\\n  ");
-            cbc_depfile_escape(&b, m.deps[i].path);
+            cbc_buf_puts(&dep, " \\\n  ");
+            cbc_depfile_escape(&dep, m.deps[i].path);
         }
-        cbc_buf_puts(&b, "\n");
-        st = b.oom ? cbc_err_oom(err) : cbc_file_update(c->o->depfile, b.p, b.len, NULL, err);
-        cbc_buf_release(&b);
+        cbc_buf_puts(&dep, "\n");
+        if (dep.oom)
+            st = cbc_err_oom(err);
     }
+    if (st == CBC_OK) {
+        struct cbc_publish_req req = {files, c->n, text, retire, n_retire,
+                                      c->o->depfile, dep.p, c->o->msg, c->o->msg_ctx};
+        struct cbc_publish_result pr;
+        st = cbc_publish(&c->stage, &req, &pr, err);
+        res->written = pr.written;
+        res->manifest_changed = pr.manifest_changed;
+    }
+    cbc_buf_release(&dep);
+    free(retire);
+    free(files);
+    free(text);
     free_manifest_arrays(&m);
     return st;
 }
 
 /* ---- the whole build ----------------------------------------------------- */
+
+/* Whether two paths name one file: the same text once made absolute, or
+ * the same inode when both exist. */
+static bool same_file(const char *a, const char *b)
+{
+    char *x = cbc_path_abs(a), *y = cbc_path_abs(b);
+    bool same = x && y && strcmp(x, y) == 0;
+    free(x);
+    free(y);
+    struct stat sa, sb;
+    return same || (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+                    sa.st_ino == sb.st_ino);
+}
+
+/* --depfile must not name a file the build reads or writes: it would be
+ * overwritten with a list of paths. */
+static enum cbc_status check_depfile(struct ctx *c)
+{
+    const char *d = c->o->depfile;
+    if (!d)
+        return CBC_OK;
+    const char *what = NULL;
+    char *mpath = cbc_asprintf("%s/%s.manifest.json", c->out_dir, c->name);
+    if (!mpath)
+        return cbc_err_oom(c->err);
+    if (same_file(d, c->source))
+        what = "the source";
+    else if (same_file(d, mpath))
+        what = "the bundle's manifest";
+    for (size_t i = 0; !what && i < c->n; i++) {
+        char *p = cbc_path_join(c->out_dir, c->ts[i].file);
+        if (p && same_file(d, p))
+            what = "one of the bundle's images";
+        free(p);
+    }
+    free(mpath);
+    if (!what)
+        return CBC_OK;
+    cbc_err_set(c->err, CBC_E_USAGE, "--depfile '%s' is %s; it would be overwritten", d, what);
+    cbc_err_hint(c->err, "name a file of its own, e.g. --depfile %s/%s.d", c->out_dir, c->name);
+    return CBC_E_USAGE;
+}
 
 static enum cbc_status prepare(struct ctx *c)
 {
@@ -777,8 +899,14 @@ static enum cbc_status prepare(struct ctx *c)
     c->memo = cbc_filememo_new();
     if (!c->cwd || !c->source || !c->out_dir || !c->name || !c->memo)
         return cbc_err_oom(err);
-    if (strchr(c->name, '/'))
-        return cbc_err_set(err, CBC_E_USAGE, "--name '%s' must not contain '/'", c->name);
+    if (!cbc_name_valid(c->name)) {
+        cbc_err_set(err, CBC_E_USAGE, "%s '%s' is not a bundle name", o->name && *o->name
+                    ? "--name" : "the source's stem", c->name);
+        cbc_err_hint(err, "use 1 to %d letters, digits, '_', '.', '+' or '-', starting with a "
+                     "letter, digit or '_'%s", CBC_NAME_MAX, o->name && *o->name ? ""
+                     : ", with --name");
+        return CBC_E_USAGE;
+    }
     if (!cbc_is_file(c->source)) {
         cbc_err_set(err, CBC_E_NOT_FOUND, "source '%s' does not exist or is not a file",
                     o->source);
@@ -832,11 +960,13 @@ static enum cbc_status prepare(struct ctx *c)
         struct tstate *t = &c->ts[c->n++];
         t->t = i < c->arch.n ? c->arch.targets[i] : ptx;
         cbc_target_name(&t->t, t->name);
-        t->file = cbc_asprintf("%s.%s.%s", c->name, t->name,
-                               t->t.kind == CBC_KIND_PTX ? "ptx" : "cubin");
+        t->file = cbc_bundle_file(c->name, &t->t);
         if (!t->file)
             return cbc_err_oom(err);
     }
+    st = check_depfile(c);
+    if (st != CBC_OK)
+        return st;
     return cbc_filememo_hash(c->memo, c->source, NULL, NULL, 0, &c->source_hash, &c->source_stamp,
                              err);
 }
@@ -890,9 +1020,8 @@ static void cleanup(struct ctx *c)
         cbc_dep_list_release(&c->lists[i].l);
     free(c->lists);
     free(c->ts);
-    if (c->tmpdir)
-        rmdir(c->tmpdir);
-    free(c->tmpdir);
+    if (c->stage_open)
+        cbc_stage_release(&c->stage, false);
     if (c->have_prev)
         cbc_manifest_release(&c->prev);
     cbc_arch_choice_release(&c->arch);
@@ -948,19 +1077,12 @@ enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_r
     res->misses = misses;
 
     if (misses) {
-        st = cbc_mkdir_p(c.out_dir, 0755, err);
+        st = open_stage(&c);
+        if (st == CBC_OK)
+            st = cbc_stage_begin(&c.stage, err);
         if (st != CBC_OK)
             goto out;
-        c.tmpdir = cbc_asprintf("%s/.%s.cubincache-XXXXXX", c.out_dir, c.name);
-        if (!c.tmpdir || !mkdtemp(c.tmpdir)) {
-            st = c.tmpdir ? cbc_err_set(err, CBC_E_IO, "cannot create a temporary directory in "
-                                        "'%s': %s", c.out_dir, strerror(errno))
-                          : cbc_err_oom(err);
-            free(c.tmpdir);
-            c.tmpdir = NULL;
-            goto out;
-        }
-        uint64_t started;
+        uint64_t started = cbc_now_ns();
         st = compile_misses(&c, &started);
         size_t failed = 0;
         for (size_t i = 0; i < c.n; i++) {

@@ -19,6 +19,7 @@
 #include <cubincache/select.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@ const char *cbc_verdict_name(enum cbc_verdict v)
     case CBC_V_RUNS: return "runs";
     case CBC_V_JIT: return "runs-jit";
     case CBC_V_WONT_RUN: return "will-not-run";
+    case CBC_V_INCOMPLETE: return "incomplete";
     }
     return "unknown";
 }
@@ -596,6 +598,42 @@ static bool asked_now(const struct cbc_manifest *m, const struct cbc_check_opts 
     return true;
 }
 
+/* The staging directories builds of this bundle left in its directory. A
+ * marked one nobody holds is an interrupted publish: *incomplete says so,
+ * and the bundle's differing files are reported as INCOMPLETE, not corrupt. */
+static void judge_stages(const char *mpath, const char *dir, const struct cbc_manifest *m,
+                         struct cbc_check_report *rep, bool *incomplete)
+{
+    *incomplete = false;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct cbc_stage_info *v = NULL;
+    size_t n = 0;
+    if (fd < 0 || cbc_bundle_stages(fd, m->name, &v, &n, NULL) != CBC_OK)
+        n = 0;
+    if (fd >= 0)
+        close(fd);
+    for (size_t i = 0; i < n; i++) {
+        char *p = cbc_path_join(dir, v[i].dname);
+        if (v[i].publishing && !v[i].live) {
+            *incomplete = true;
+            add(rep, CBC_V_INCOMPLETE, mpath, p, NULL,
+                "a build of '%s' was interrupted while publishing: the files may mix two "
+                "builds; rerun the build, which repairs the bundle and removes '%s'",
+                m->name, v[i].dname);
+        } else if (v[i].publishing) {
+            *incomplete = true;
+            add(rep, CBC_V_INCOMPLETE, mpath, p, NULL,
+                "a build of '%s' is publishing it right now; check again when it ends", m->name);
+        } else if (!v[i].live && v[i].age_s >= 10) {
+            note(rep, "'%s' is left over from a build of '%s' that died before publishing "
+                      "(nothing of it reached the bundle); the next build removes it",
+                 p ? p : v[i].dname, m->name);
+        }
+        free(p);
+    }
+    free(v);
+}
+
 static enum cbc_status check_manifest(const char *mpath, const struct cbc_check_opts *o,
                                       struct cbc_check_report *rep, char ***named, size_t *n_named,
                                       struct cbc_err *err)
@@ -605,6 +643,9 @@ static enum cbc_status check_manifest(const char *mpath, const struct cbc_check_
     if (st != CBC_OK)
         return st;
     char *dir = cbc_path_dir(mpath);
+    bool incomplete = false;
+    if (dir)
+        judge_stages(mpath, dir, &m, rep, &incomplete);
     struct fresh f;
     fresh_init(&f, &m, o, rep);
     struct cbc_arch_choice ch = {0};
@@ -622,21 +663,41 @@ static enum cbc_status check_manifest(const char *mpath, const struct cbc_check_
                 (*named)[(*n_named)++] = cbc_strdup(path);
             }
         }
+        char *canon = cbc_bundle_file(m.name, &e->target);
+        struct cbc_target named_as;
+        bool has_label = cbc_bundle_file_label(e->file, m.name, &named_as) ||
+                         label_from_name(e->file, &named_as);
         uint8_t *data = NULL;
         size_t len = 0;
         struct cbc_err e2 = {0};
         if (cbc_file_read(path, &data, &len, &e2) != CBC_OK) {
-            add(rep, CBC_V_MISSING, mpath, path, nm, "the manifest names %s, which %s", e->file,
+            add(rep, incomplete ? CBC_V_INCOMPLETE : CBC_V_MISSING, mpath, path, nm,
+                "the manifest names %s, which %s", e->file,
                 e2.status == CBC_E_NOT_FOUND ? "does not exist" : "cannot be read");
+        } else if (canon && strcmp(canon, e->file) != 0) {
+            /* a build names every image after its target: this entry was edited */
+            char ln[CBC_TARGET_NAME_MAX];
+            if (has_label)
+                add(rep, CBC_V_MISLABELED, mpath, path, nm,
+                    "'%s' is named for %s but the manifest files it as %s (a build would call "
+                    "it %s)", e->file, cbc_target_name(&named_as, ln), nm, canon);
+            else
+                add(rep, CBC_V_MISLABELED, mpath, path, nm,
+                    "'%s' is not the name a build gives %s of '%s' (%s)", e->file, nm, m.name,
+                    canon);
         } else {
             struct cbc_hash h;
             cbc_hash_bytes(data, len, &h);
             enum cbc_status vs = cbc_binfmt_verify_target(data, len, &e->target, path, NULL, &e2);
+            bool differs = len != e->size || !cbc_hash_eq(&h, &e->hash);
             if (vs == CBC_E_VERIFY)
                 add(rep, CBC_V_MISLABELED, mpath, path, nm, "%s", e2.msg);
+            else if (differs && incomplete)
+                add(rep, CBC_V_INCOMPLETE, mpath, path, nm,
+                    "content differs from the manifest after an interrupted build: rerun it");
             else if (vs != CBC_OK)
                 add(rep, CBC_V_CORRUPT, mpath, path, nm, "unparseable: %s", e2.msg);
-            else if (len != e->size || !cbc_hash_eq(&h, &e->hash))
+            else if (differs)
                 add(rep, CBC_V_CORRUPT, mpath, path, nm,
                     "content differs from the manifest (%zu bytes, manifest says %llu; hash %s): "
                     "modified or truncated after the build",
@@ -649,6 +710,7 @@ static enum cbc_status check_manifest(const char *mpath, const struct cbc_check_
             else
                 add(rep, CBC_V_OK, mpath, path, nm, "intact (freshness not checked)");
         }
+        free(canon);
         free(data);
         free(path);
     }
@@ -683,10 +745,20 @@ static enum cbc_status check_dir(const char *dir, const struct cbc_check_opts *o
     DIR *d = opendir(dir);
     if (!d)
         return cbc_err_set(err, CBC_E_IO, "cannot open directory '%s'", dir);
-    char **names = NULL;
-    size_t n = 0;
+    char **names = NULL, **stages = NULL;
+    size_t n = 0, n_stages = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
+        const char *infix = strstr(de->d_name, ".cubincache-");
+        if (de->d_name[0] == '.' && infix && infix > de->d_name + 1) {
+            /* a staging directory: judged with its bundle, or below when it has none */
+            char **sv = cbc_reallocarray(stages, n_stages + 1, sizeof *stages);
+            if (sv) {
+                stages = sv;
+                stages[n_stages++] = cbc_strndup(de->d_name + 1, (size_t)(infix - de->d_name - 1));
+            }
+            continue;
+        }
         if (de->d_name[0] == '.')
             continue;
         char **nv = cbc_reallocarray(names, n + 1, sizeof *names);
@@ -735,6 +807,23 @@ static enum cbc_status check_dir(const char *dir, const struct cbc_check_opts *o
         }
         free(p);
     }
+    /* staging directories of bundles whose first build died before its
+     * manifest was published */
+    for (size_t i = 0; st == CBC_OK && i < n_stages; i++) {
+        bool dup = false;
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = stages[k] && stages[i] && !strcmp(stages[k], stages[i]);
+        char *mp = stages[i] && !dup ? cbc_asprintf("%s/%s.manifest.json", dir, stages[i]) : NULL;
+        if (mp && !cbc_is_file(mp)) {
+            struct cbc_manifest fake = {.name = stages[i]};
+            bool incomplete;
+            judge_stages(dir, dir, &fake, rep, &incomplete);
+        }
+        free(mp);
+    }
+    for (size_t i = 0; i < n_stages; i++)
+        free(stages[i]);
+    free(stages);
     if (st == CBC_OK && !manifests && rep->n == 0)
         st = cbc_err_set(err, CBC_E_NOT_FOUND,
                          "'%s' holds no NAME.manifest.json and no cubin, PTX or fatbin", dir);

@@ -2,8 +2,11 @@
  *
  * For a bundle (a directory holding NAME.manifest.json files, or one
  * manifest) every entry is judged, first problem wins:
+ *   incomplete  a build of the bundle died while publishing (its staging
+ *               directory is still marked): the files may mix two builds
  *   missing     the manifest (or --arch) names it and there is no file
- *   mislabeled  the file's own arch (ELF e_flags, PTX .target) is not its label
+ *   mislabeled  the file's own arch (ELF e_flags, PTX .target), or its
+ *               name, is not its label
  *   corrupt     unparseable, or its bytes differ from the manifest's hash/size
  *   stale       a build now would key it differently: the source, a
  *               dependency, nvcc, the host compiler or the NVCC_* environment
@@ -30,10 +33,12 @@ enum cbc_verdict {
     CBC_V_MISLABELED,
     CBC_V_CORRUPT,
     CBC_V_ORPHAN,
-    CBC_V_RUNS,     /* --arch on a binary: SASS for this GPU */
-    CBC_V_JIT,      /* --arch on a binary: PTX JIT */
-    CBC_V_WONT_RUN  /* --arch on a binary: nothing loads */
+    CBC_V_RUNS,      /* --arch on a binary: SASS for this GPU */
+    CBC_V_JIT,       /* --arch on a binary: PTX JIT */
+    CBC_V_WONT_RUN,  /* --arch on a binary: nothing loads */
+    CBC_V_INCOMPLETE /* a build was interrupted while publishing: rerun it */
 };
+#define CBC_V_COUNT (CBC_V_INCOMPLETE + 1)
 
 const char *cbc_verdict_name(enum cbc_verdict v); /* "ok", "stale", "will-not-run", ... */
 bool cbc_verdict_is_problem(enum cbc_verdict v);

@@ -216,11 +216,16 @@ static inline bool cbc_in_bounds(uint64_t size, uint64_t off, uint64_t len)
 /* ---- processes (proc.c) ------------------------------------------------ */
 /* Starts argv[0] (searched on PATH when it has no '/') with stdout and
  * stderr sent to the given files (NULL: inherited; the same path for both
- * merges them). */
+ * merges them), under a guard that kills the command and everything it
+ * started when the calling process dies, however it dies. *pid is the
+ * guard's: wait for it, or SIGTERM it to stop the whole command. */
 enum cbc_status cbc_proc_spawn(char *const argv[], const char *stdout_path, const char *stderr_path,
                                pid_t *pid, struct cbc_err *err);
 /* Waits; returns the exit code, 128+signal for a signal, -1 on wait error. */
 int cbc_proc_wait(pid_t pid);
+/* Waits until one of pids[0..n) ends (only these: never another child of
+ * the process); returns its index and its code as cbc_proc_wait does. */
+long cbc_proc_wait_any(const pid_t *pids, size_t n, int *code);
 /* Runs to completion capturing stdout and stderr together (malloc'd, NUL-terminated). */
 enum cbc_status cbc_proc_run_capture(char *const argv[], char **output, int *exit_code,
                                      struct cbc_err *err);

@@ -196,6 +196,18 @@ static const cJSON *get_arr(struct rd *r, const cJSON *o, const char *k, const c
     return j;
 }
 
+/* A file beside the manifest: one path component, not hidden, printable. */
+static bool plain_file_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 255 || s[0] == '.' || strchr(s, '/'))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
 static void parse_entry(struct rd *r, const cJSON *o, size_t i, size_t n_deps,
                         struct cbc_manifest_entry *e)
 {
@@ -217,8 +229,9 @@ static void parse_entry(struct rd *r, const cJSON *o, size_t i, size_t n_deps,
     free(kind);
     snprintf(f, sizeof f, "entries[%zu].file", i);
     e->file = get_str(r, o, "file", f, false);
-    if (e->file && (!*e->file || strchr(e->file, '/') || !strcmp(e->file, "..")))
-        fail(r, f, "expected a plain file name beside the manifest (no '/')");
+    if (e->file && !plain_file_name(e->file))
+        fail(r, f, "expected a plain file name beside the manifest (no '/', no leading '.', no "
+                   "control characters)");
     snprintf(f, sizeof f, "entries[%zu].key", i);
     get_hash(r, o, "key", f, &e->key);
     snprintf(f, sizeof f, "entries[%zu].xxh3", i);
@@ -283,6 +296,9 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         goto out;
     }
     m->name = get_str(&r, root, "name", "name", false);
+    if (m->name && !cbc_name_valid(m->name))
+        fail(&r, "name", "expected a bundle name: 1 to 128 letters, digits, '_', '.', '+' or '-', "
+                         "starting with a letter, digit or '_'");
     const cJSON *src = get_obj(&r, root, "source", "source");
     if (src) {
         m->source = get_str(&r, src, "path", "source.path", false);
@@ -368,6 +384,14 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         {
             parse_entry(&r, e, m->n, m->n_deps, &m->entries[m->n]);
             m->n++;
+            for (size_t k = 0; r.st == CBC_OK && k + 1 < m->n; k++) {
+                char f[64];
+                snprintf(f, sizeof f, "entries[%zu]", m->n - 1);
+                if (cbc_target_eq(&m->entries[k].target, &m->entries[m->n - 1].target))
+                    fail(&r, f, "names the same target as an earlier entry");
+                else if (!strcmp(m->entries[k].file, m->entries[m->n - 1].file))
+                    fail(&r, f, "names the same file as an earlier entry");
+            }
             if (r.st != CBC_OK)
                 break;
         }
@@ -383,7 +407,7 @@ enum cbc_status cbc_manifest_load(const char *path, struct cbc_manifest *m, stru
 {
     uint8_t *data;
     size_t len;
-    enum cbc_status st = cbc_file_read(path, &data, &len, err);
+    enum cbc_status st = cbc_file_read_max(path, CBC_MANIFEST_MAX, &data, &len, err);
     if (st != CBC_OK)
         return st;
     st = cbc_manifest_parse((const char *)data, len, path, m, err);
@@ -489,8 +513,12 @@ size_t cbc_manifest_changes(const struct cbc_manifest *m, const struct cbc_manif
     for (size_t i = 0; deps && i < nd; i++) {
         struct cbc_hash h;
         char *msg = NULL;
-        if (cbc_filememo_hash(memo, deps[i]->path, NULL, NULL, 0, &h, NULL, NULL) != CBC_OK)
+        struct cbc_err he = {0};
+        enum cbc_status hs = cbc_filememo_hash(memo, deps[i]->path, NULL, NULL, 0, &h, NULL, &he);
+        if (hs == CBC_E_NOT_FOUND)
             msg = cbc_asprintf("dependency '%s' is gone", deps[i]->path);
+        else if (hs != CBC_OK)
+            msg = cbc_asprintf("dependency '%s' cannot be read: %s", deps[i]->path, he.msg);
         else if (!cbc_hash_eq(&h, &deps[i]->hash))
             msg = cbc_asprintf("dependency '%s' changed", deps[i]->path);
         if (msg && !push_change(out, max, &n, msg)) {

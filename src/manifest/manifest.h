@@ -18,6 +18,9 @@
 
 #define CBC_MANIFEST_FORMAT "cubincache-manifest"
 #define CBC_MANIFEST_VERSION 1
+/* The largest manifest read: a project's is kilobytes (a thousand
+ * dependencies make 150 KB); anything near this is not one of ours. */
+#define CBC_MANIFEST_MAX (8ull << 20)
 
 struct cbc_manifest_entry {
     struct cbc_target target;
@@ -83,5 +86,31 @@ size_t cbc_manifest_changes(const struct cbc_manifest *m, const struct cbc_manif
 
 /* "DIR/NAME.manifest.json", or the path itself when it names a file. */
 char *cbc_manifest_path_for(const char *dir_or_manifest, const char *name);
+
+/* ---- the bundle's directory (bundledir.c) --------------------------------- */
+
+/* The canonical image file of a target: "NAME.sm_90a.cubin",
+ * "NAME.compute_120.ptx" (malloc'd). The only names a build writes. */
+char *cbc_bundle_file(const char *name, const struct cbc_target *t);
+/* The target a file name of bundle `name` claims ("k.sm_90.cubin" -> sm_90);
+ * false when it is not a canonical image name of that bundle. */
+bool cbc_bundle_file_label(const char *file, const char *name, struct cbc_target *t);
+
+#define CBC_STAGE_MARKER "PUBLISHING"
+/* Whether a directory entry is a staging directory of bundle `name`. */
+bool cbc_bundle_is_stage(const char *name, const char *dname);
+/* "OUT/.NAME.cubincache-XXXXXX", for mkdtemp (malloc'd). */
+char *cbc_bundle_stage_template(const char *out_dir, const char *name);
+
+struct cbc_stage_info {
+    char dname[256];
+    bool live;       /* its build still holds the lock */
+    bool publishing; /* the renames into the out directory had begun */
+    bool ours;       /* owned by this user */
+    int64_t age_s;
+};
+/* The staging directories of bundle `name` in the directory `outfd`. */
+enum cbc_status cbc_bundle_stages(int outfd, const char *name, struct cbc_stage_info **out,
+                                  size_t *n, struct cbc_err *err);
 
 #endif

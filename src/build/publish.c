@@ -1,0 +1,317 @@
+/* publish.c: staging, publishing and retiring a bundle's files (the
+ * contract is in publish.h, the layout in manifest/bundledir.c).
+ *
+ * Every file operation in the out directory goes through its descriptor:
+ * names are single components, read with O_NOFOLLOW and replaced by
+ * renameat, so a symlink planted at an output's name is replaced, never
+ * written through, and never counts as "unchanged".
+ */
+#include "publish.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OUT_LOCK_WAIT_MS 120000 /* another build of this directory publishing */
+#define DEAD_STAGE_GRACE_S 10   /* an unlocked, unmarked stage younger than this may be starting */
+
+CBC_PRINTF(3, 4)
+static void say(const struct cbc_publish_req *r, enum cbc_msg_kind kind, const char *fmt, ...)
+{
+    if (!r->msg)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    r->msg(r->msg_ctx, kind, buf);
+}
+
+enum cbc_status cbc_stage_init(struct cbc_stage *s, const char *out_dir, const char *name,
+                               struct cbc_err *err)
+{
+    memset(s, 0, sizeof *s);
+    s->outfd = s->fd = -1;
+    s->out_dir = cbc_strdup(out_dir);
+    s->name = cbc_strdup(name);
+    if (!s->out_dir || !s->name)
+        return cbc_err_oom(err);
+    enum cbc_status st = cbc_mkdir_p(out_dir, 0777, err);
+    if (st != CBC_OK)
+        return st;
+    s->outfd = open(out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s->outfd < 0)
+        return cbc_err_set(err, CBC_E_IO, "cannot open the out directory '%s': %s", out_dir,
+                           strerror(errno));
+    return CBC_OK;
+}
+
+enum cbc_status cbc_stage_begin(struct cbc_stage *s, struct cbc_err *err)
+{
+    if (s->fd >= 0)
+        return CBC_OK;
+    char *tmpl = cbc_bundle_stage_template(s->out_dir, s->name);
+    if (!tmpl)
+        return cbc_err_oom(err);
+    if (!mkdtemp(tmpl)) {
+        int e = errno;
+        free(tmpl);
+        return cbc_err_set(err, CBC_E_IO, "%s a staging directory in '%s': %s",
+                           e == ENOSPC || e == EDQUOT ? "no space left to create" : "cannot create",
+                           s->out_dir, strerror(e));
+    }
+    s->path = tmpl;
+    s->fd = openat(s->outfd, cbc_path_base(tmpl), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (s->fd < 0 || flock(s->fd, LOCK_EX | LOCK_NB) != 0)
+        return cbc_err_set(err, CBC_E_IO, "cannot open and lock the staging directory '%s': %s",
+                           tmpl, strerror(errno));
+    return CBC_OK;
+}
+
+/* Removes every regular file of a staging directory and the directory. */
+static void clear_stage(int outfd, int fd, const char *dname)
+{
+    int dup_fd = dup(fd);
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    if (!d && dup_fd >= 0)
+        close(dup_fd);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        struct stat sb;
+        if (fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode))
+            unlinkat(fd, de->d_name, 0);
+    }
+    if (d)
+        closedir(d);
+    unlinkat(outfd, dname, AT_REMOVEDIR); /* fails, leaving it, if anything else is inside */
+}
+
+void cbc_stage_release(struct cbc_stage *s, bool keep)
+{
+    if (s->fd >= 0) {
+        if (!keep)
+            clear_stage(s->outfd, s->fd, cbc_path_base(s->path));
+        close(s->fd); /* lets go of the lock */
+    }
+    if (s->outfd >= 0)
+        close(s->outfd);
+    free(s->out_dir);
+    free(s->name);
+    free(s->path);
+    memset(s, 0, sizeof *s);
+    s->outfd = s->fd = -1;
+}
+
+/* An flock of the out directory, waited for: two builds of bundles in one
+ * directory publish one after the other. */
+static bool lock_out(int fd)
+{
+    for (int waited = 0; waited < OUT_LOCK_WAIT_MS; waited++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return true;
+        if (errno != EWOULDBLOCK)
+            return errno == ENOLCK || errno == EINVAL; /* no locks here (NFS): go on unlocked */
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+struct retire_list {
+    struct cbc_retire *v;
+    char **owned; /* file names copied from recovered manifests */
+    size_t n, cap, n_owned, cap_owned;
+};
+
+static bool retire_add(struct retire_list *l, const char *file, const struct cbc_target *t,
+                       const struct cbc_hash *h, bool copy)
+{
+    char *f = copy ? cbc_strdup(file) : NULL;
+    if ((copy && !f) || !cbc_grow(&l->v, l->n, &l->cap, sizeof *l->v, 8) ||
+        (copy && !cbc_grow(&l->owned, l->n_owned, &l->cap_owned, sizeof *l->owned, 8))) {
+        free(f);
+        return false;
+    }
+    if (copy)
+        l->owned[l->n_owned++] = f;
+    l->v[l->n++] = (struct cbc_retire){copy ? f : file, *t, *h};
+    return true;
+}
+
+static void retire_release(struct retire_list *l)
+{
+    for (size_t i = 0; i < l->n_owned; i++)
+        free(l->owned[i]);
+    free(l->owned);
+    free(l->v);
+}
+
+/* Removes the staging directories of builds of this bundle that died,
+ * adding the images their staged manifests name to `rl`: they may already
+ * have been renamed into the out directory. */
+static void recover_dead(struct cbc_stage *s, const struct cbc_publish_req *r,
+                         struct retire_list *rl)
+{
+    struct cbc_stage_info *v = NULL;
+    size_t n = 0;
+    if (cbc_bundle_stages(s->outfd, s->name, &v, &n, NULL) != CBC_OK)
+        return;
+    const char *own = s->path ? cbc_path_base(s->path) : "";
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].live || !v[i].ours || !strcmp(v[i].dname, own) ||
+            (!v[i].publishing && v[i].age_s < DEAD_STAGE_GRACE_S))
+            continue;
+        int fd = openat(s->outfd, v[i].dname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) { /* came back to life: not ours to touch */
+            close(fd);
+            continue;
+        }
+        char mname[CBC_NAME_MAX + 32];
+        snprintf(mname, sizeof mname, "%s.manifest.json", s->name);
+        uint8_t *text = NULL;
+        size_t len = 0;
+        struct cbc_manifest m;
+        if (cbc_read_at(fd, v[i].dname, mname, CBC_MANIFEST_MAX, &text, &len, NULL) == CBC_OK &&
+            cbc_manifest_parse((const char *)text, len, mname, &m, NULL) == CBC_OK) {
+            for (size_t k = 0; k < m.n; k++)
+                retire_add(rl, m.entries[k].file, &m.entries[k].target, &m.entries[k].hash, true);
+            cbc_manifest_release(&m);
+        }
+        free(text);
+        clear_stage(s->outfd, fd, v[i].dname);
+        close(fd);
+        say(r, CBC_MSG_WARNING, "removed '%s/%s', left by a build of '%s' that was interrupted%s",
+            s->out_dir, v[i].dname, s->name,
+            v[i].publishing ? " while publishing: repairing the bundle" : "");
+    }
+    free(v);
+}
+
+/* Whether the out directory holds exactly these bytes under `name` (a
+ * regular file, not a link). */
+static bool holds(int outfd, const char *dir, const char *name, const void *data, size_t len)
+{
+    uint8_t *old = NULL;
+    size_t old_len = 0;
+    bool same = cbc_read_at(outfd, dir, name, (uint64_t)len + 1, &old, &old_len, NULL) == CBC_OK &&
+                old_len == len && (len == 0 || memcmp(old, data, len) == 0);
+    free(old);
+    return same;
+}
+
+/* Whether `file` in the out directory is one of our images as recorded. */
+static bool retirable(int outfd, const char *dir, const char *name, const struct cbc_retire *e)
+{
+    char *canon = cbc_bundle_file(name, &e->target);
+    bool ok = canon && strcmp(canon, e->file) == 0;
+    free(canon);
+    if (!ok)
+        return false;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (cbc_read_at(outfd, dir, e->file, CBC_FILE_MAX, &data, &len, NULL) != CBC_OK)
+        return false;
+    struct cbc_hash h;
+    cbc_hash_bytes(data, len, &h);
+    free(data);
+    return cbc_hash_eq(&h, &e->hash);
+}
+
+enum cbc_status cbc_publish(struct cbc_stage *s, const struct cbc_publish_req *r,
+                            struct cbc_publish_result *res, struct cbc_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!lock_out(s->outfd))
+        return cbc_err_set(err, CBC_E_IO, "another build has been publishing into '%s' for %d s; "
+                           "gave up waiting for it", s->out_dir, OUT_LOCK_WAIT_MS / 1000);
+    struct retire_list rl = {0};
+    bool *changed = calloc(r->n_files ? r->n_files : 1, sizeof *changed);
+    enum cbc_status st = changed ? CBC_OK : cbc_err_oom(err);
+    char mname[CBC_NAME_MAX + 32];
+    snprintf(mname, sizeof mname, "%s.manifest.json", s->name);
+    if (st == CBC_OK)
+        recover_dead(s, r, &rl);
+    for (size_t i = 0; st == CBC_OK && i < r->n_retire; i++)
+        if (!retire_add(&rl, r->retire[i].file, &r->retire[i].target, &r->retire[i].hash, false))
+            st = cbc_err_oom(err);
+    /* what changes: images, the manifest, and images no longer made */
+    for (size_t i = 0; st == CBC_OK && i < r->n_files; i++) {
+        const struct cbc_publish_file *f = &r->files[i];
+        changed[i] = !holds(s->outfd, s->out_dir, f->file, f->data, f->len);
+        res->written += changed[i];
+    }
+    size_t mlen = strlen(r->manifest_text);
+    res->manifest_changed = !holds(s->outfd, s->out_dir, mname, r->manifest_text, mlen);
+    size_t n_retire = 0;
+    for (size_t i = 0; st == CBC_OK && i < rl.n; i++) {
+        bool kept = false;
+        for (size_t k = 0; k < r->n_files && !kept; k++)
+            kept = strcmp(r->files[k].file, rl.v[i].file) == 0;
+        for (size_t k = 0; k < n_retire && !kept; k++)
+            kept = strcmp(rl.v[k].file, rl.v[i].file) == 0;
+        if (!kept && retirable(s->outfd, s->out_dir, s->name, &rl.v[i]))
+            rl.v[n_retire++] = rl.v[i];
+    }
+    bool any = res->written || res->manifest_changed || n_retire;
+    /* stage: every changed file complete on disk before the first rename */
+    if (st == CBC_OK && any)
+        st = cbc_stage_begin(s, err);
+    for (size_t i = 0; st == CBC_OK && any && i < r->n_files; i++)
+        if (changed[i])
+            st = cbc_write_at(s->fd, s->path, r->files[i].file, r->files[i].data, r->files[i].len,
+                              NULL, true, err);
+    if (st == CBC_OK && res->manifest_changed)
+        st = cbc_write_at(s->fd, s->path, mname, r->manifest_text, mlen, NULL, true, err);
+    if (st == CBC_OK && r->depfile)
+        st = cbc_file_update(r->depfile, r->depfile_text, strlen(r->depfile_text), NULL, err);
+    if (st == CBC_OK && any) {
+        char pid[32];
+        int pl = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+        st = cbc_write_at(s->fd, s->path, CBC_STAGE_MARKER, pid, (size_t)pl, NULL, true, err);
+    }
+    /* publish: images, then the manifest; a failure from here on leaves the
+     * marked stage for the next build (and `check`) to find */
+    bool keep = false;
+    for (size_t i = 0; st == CBC_OK && any && i <= r->n_files; i++) {
+        const char *f = i < r->n_files ? r->files[i].file : mname;
+        if (i < r->n_files ? !changed[i] : !res->manifest_changed)
+            continue;
+        cbc_test_publish_delay();
+        if (renameat(s->fd, f, s->outfd, f) != 0) {
+            keep = true;
+            st = cbc_err_set(err, CBC_E_IO, "cannot publish '%s/%s': %s", s->out_dir, f,
+                             strerror(errno));
+        } else if (i < r->n_files && r->files[i].hit) {
+            say(r, CBC_MSG_EXPLAIN, "%s: rewrote it (it was missing or differed from the cache)",
+                f);
+        }
+    }
+    if (st == CBC_OK && any)
+        fsync(s->outfd);
+    /* retire what this build no longer makes, now that the manifest says so */
+    for (size_t i = 0; st == CBC_OK && i < n_retire; i++)
+        if (retirable(s->outfd, s->out_dir, s->name, &rl.v[i]) &&
+            unlinkat(s->outfd, rl.v[i].file, 0) == 0)
+            say(r, CBC_MSG_EXPLAIN, "removed %s: the target is no longer asked for",
+                rl.v[i].file);
+    flock(s->outfd, LOCK_UN);
+    if (keep && s->fd >= 0) {
+        /* the lock on the stage goes with the process; leave it marked */
+        close(s->fd);
+        s->fd = -1;
+    }
+    retire_release(&rl);
+    free(changed);
+    return st;
+}
