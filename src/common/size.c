@@ -5,15 +5,26 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 bool cbc_parse_size(const char *s, uint64_t *out)
 {
+    /* digits with an optional fraction: strtod alone would also take "nan",
+     * "inf", hex floats and exponents */
+    size_t i = 0, digits = 0;
+    while (s[i] >= '0' && s[i] <= '9')
+        i++, digits++;
+    if (s[i] == '.')
+        for (i++; s[i] >= '0' && s[i] <= '9'; i++)
+            digits++;
+    if (digits == 0)
+        return false;
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
+    if (errno || end != s + i || !isfinite(v) || v < 0)
         return false;
     while (*end == ' ')
         end++;

@@ -27,21 +27,6 @@ static const char usage[] =
     "      --json             one JSON object per entry, then a summary object\n"
     "  exit: 0 everything fine, 1 a problem, 2 usage or unreadable input\n";
 
-/* "12.8" or "12080" -> 12080; 0 on error. */
-int parse_cuda_version(const char *s)
-{
-    char *end;
-    long major = strtol(s, &end, 10);
-    if (*end == '\0' && major >= 1000)
-        return (int)major;
-    if (*end != '.' || major < 1 || major > 99)
-        return 0;
-    long minor = strtol(end + 1, &end, 10);
-    if (*end != '\0' || minor < 0 || minor > 9)
-        return 0;
-    return (int)(major * 1000 + minor * 10);
-}
-
 static void print_item(const struct cbc_check_item *it, bool json)
 {
     if (json) {
@@ -69,10 +54,17 @@ static void print_item(const struct cbc_check_item *it, bool json)
         status[k++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
     status[k] = '\0';
     const char *subject = cbc_path_base(it->file ? it->file : it->container);
-    printf("%-12s %-9s %s: %s\n", status, it->target[0] ? it->target : "-", subject,
-           it->reason ? it->reason : "");
-    for (size_t i = 1; i < it->n_changes; i++)
-        printf("%-12s %-9s   also: %s\n", "", "", it->changes[i]);
+    /* one line per verdict, whatever a path or an environment value holds */
+    printf("%-12s %-9s ", status, it->target[0] ? it->target : "-");
+    tool_fputs_escaped(subject, stdout);
+    fputs(": ", stdout);
+    tool_fputs_escaped(it->reason ? it->reason : "", stdout);
+    fputc('\n', stdout);
+    for (size_t i = 1; i < it->n_changes; i++) {
+        printf("%-12s %-9s   also: ", "", "");
+        tool_fputs_escaped(it->changes[i], stdout);
+        fputc('\n', stdout);
+    }
 }
 
 int cmd_check(int argc, char **argv)
@@ -100,14 +92,11 @@ int cmd_check(int argc, char **argv)
         switch (c) {
         case 'a': o.arch = optarg; break;
         case O_JSON: json = true; break;
-        case O_DRIVER: {
-            int v = parse_cuda_version(optarg);
-            o.driver_isa = v ? cbc_ptx_isa_for_driver(v) : 0;
-            if (!o.driver_isa)
+        case O_DRIVER:
+            if (!tool_parse_driver(optarg, &o.driver_isa))
                 return tool_usage_error(&t, usage, "--cuda-driver '%s': expected a CUDA version "
                                         "such as 12.8 (11.0 or later)", optarg);
             break;
-        }
         case O_PREFER: o.prefer_binary = true; break;
         case O_INTEGRITY: o.integrity_only = true; break;
         case O_CACHE: o.cache_dir = optarg; break;
@@ -119,7 +108,7 @@ int cmd_check(int argc, char **argv)
     }
     if (optind >= argc)
         return tool_usage_error(&t, usage, "no PATH given");
-    size_t counts[CBC_V_WONT_RUN + 1] = {0};
+    size_t counts[CBC_V_COUNT] = {0};
     int rc = EXIT_OK;
     for (int i = optind; i < argc; i++) {
         struct cbc_check_report rep = {0};
@@ -136,7 +125,8 @@ int cmd_check(int argc, char **argv)
         cbc_check_report_release(&rep);
         if (st != CBC_OK) {
             tool_error(&t, &err);
-            int code = tool_exit_code(st);
+            /* what check cannot read is bad input (docs/exit-codes.md) */
+            int code = st == CBC_E_IO ? EXIT_USAGE : tool_exit_code(st);
             rc = code == EXIT_VERDICT ? EXIT_USAGE : code > rc ? code : rc;
         }
     }
@@ -144,7 +134,7 @@ int cmd_check(int argc, char **argv)
         cJSON *o2 = cJSON_CreateObject();
         cJSON *s = cJSON_AddObjectToObject(o2, "summary");
         size_t problems = 0;
-        for (int v = 0; v <= CBC_V_WONT_RUN; v++) {
+        for (int v = 0; v < CBC_V_COUNT; v++) {
             cJSON_AddNumberToObject(s, cbc_verdict_name((enum cbc_verdict)v), (double)counts[v]);
             if (cbc_verdict_is_problem((enum cbc_verdict)v))
                 problems += counts[v];
@@ -154,7 +144,7 @@ int cmd_check(int argc, char **argv)
         tool_print_json(o2);
     } else if (t.verbosity >= 0) {
         size_t total = 0, problems = 0;
-        for (int v = 0; v <= CBC_V_WONT_RUN; v++) {
+        for (int v = 0; v < CBC_V_COUNT; v++) {
             total += counts[v];
             if (cbc_verdict_is_problem((enum cbc_verdict)v))
                 problems += counts[v];

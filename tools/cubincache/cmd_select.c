@@ -88,8 +88,8 @@ static int select_bundle(struct tool *t, const struct sel *s, const char *manife
 
 static int select_file(struct tool *t, const struct sel *s, const char *path)
 {
-    uint8_t *data;
-    size_t len;
+    uint8_t *data = NULL;
+    size_t len = 0;
     struct cbc_err err = {0};
     enum cbc_status st = cbc_file_read(path, &data, &len, &err);
     struct cbc_image_list l = {0};
@@ -98,7 +98,7 @@ static int select_file(struct tool *t, const struct sel *s, const char *path)
     free(data);
     if (st != CBC_OK) {
         tool_error(t, &err);
-        return tool_exit_code(st);
+        return st == CBC_E_IO ? EXIT_USAGE : tool_exit_code(st);
     }
     int rc = report(s, path, l.v, l.n, NULL);
     cbc_image_list_release(&l);
@@ -132,14 +132,11 @@ int cmd_select(int argc, char **argv)
             s.q.cc = tg[0].arch;
             break;
         }
-        case O_DRIVER: {
-            int v = parse_cuda_version(optarg);
-            s.q.driver_isa = v ? cbc_ptx_isa_for_driver(v) : 0;
-            if (!s.q.driver_isa)
+        case O_DRIVER:
+            if (!tool_parse_driver(optarg, &s.q.driver_isa))
                 return tool_usage_error(&t, usage, "--cuda-driver '%s': expected a CUDA version "
-                                        "such as 12.8", optarg);
+                                        "such as 12.8 (11.0 or later)", optarg);
             break;
-        }
         case O_PREFER: s.q.prefer_binary = true; break;
         case O_JSON: s.json = true; break;
         case O_HELP: fputs(usage, stdout); return EXIT_OK;

@@ -39,8 +39,16 @@ void tool_print_json(struct cJSON *o);
 /* Prints "usage: ..." to stderr and returns EXIT_USAGE. */
 int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, ...) CBC_PRINTF(3, 4);
 
+/* Prints s to f with control characters escaped (\n, \t, \xNN), so a
+ * value from the environment or a file can never split a one-line record. */
+void tool_fputs_escaped(const char *s, FILE *f);
+
 /* "12.8" or "12080" -> 12080 (cuDriverGetVersion form); 0 when malformed. */
 int parse_cuda_version(const char *s);
+/* --cuda-driver X.Y: the highest PTX ISA that driver takes, 0 for a driver
+ * newer than every release cubincache knows (it takes all their PTX).
+ * False for a malformed version or one older than CUDA 11.0. */
+bool tool_parse_driver(const char *s, unsigned *isa);
 
 /* The subcommands (one file each). */
 int cmd_build(int argc, char **argv);
