@@ -162,10 +162,17 @@ enum cbc_status cbc_ig_cpu_fn(cbc_ig_host_fn f, cbc_ig_host_grad grad, void *ctx
     st = cbc_ig_rule(r, &alphas, &weights, err);
     if (st != CBC_OK)
         return st;
+    /* finite differences: the 2F perturbed points of a step go to f in
+     * blocks of B features, 2B points of F doubles each, within the budget
+     * (all F at once would take 16 F^2 bytes: 2.3 GB at F = 12000) */
+    size_t budget = r->mem_budget ? r->mem_budget : CBC_IG_CPU_FD_BUDGET;
+    size_t B = budget / (2 * F * sizeof(double));
+    B = B < 1 ? 1 : B > F ? F : B;
     double *x = calloc(F, sizeof *x), *base = calloc(F, sizeof *base), *acc = calloc(F, sizeof *acc),
-           *g = calloc(F, sizeof *g), *pts = calloc(grad ? 2 * F : 2 * F * F, sizeof *pts),
-           *vals = calloc(2 * F, sizeof *vals), *h = calloc(F, sizeof *h);
-    if (!x || !base || !acc || !g || !pts || !vals || !h) {
+           *g = calloc(F, sizeof *g), *pts = calloc(grad ? 2 * F : 2 * F * B, sizeof *pts),
+           *vals = calloc(2 * B, sizeof *vals), *h = calloc(F, sizeof *h),
+           *point = calloc(F, sizeof *point);
+    if (!x || !base || !acc || !g || !pts || !vals || !h || !point) {
         st = cbc_err_oom(err);
         goto out;
     }
@@ -190,17 +197,19 @@ enum cbc_status cbc_ig_cpu_fn(cbc_ig_host_fn f, cbc_ig_host_grad grad, void *ctx
             if (grad) {
                 st = grad(ctx, p, F, g, err);
             } else {
-                double *point = g; /* keep the point while pts is overwritten */
-                memcpy(point, p, F * sizeof *p);
-                for (size_t i = 0; i < F; i++) {
-                    memcpy(pts + (2 * i) * F, point, F * sizeof *pts);
-                    memcpy(pts + (2 * i + 1) * F, point, F * sizeof *pts);
-                    pts[(2 * i) * F + i] += h[i];
-                    pts[(2 * i + 1) * F + i] -= h[i];
+                memcpy(point, p, F * sizeof *p); /* pts is overwritten below */
+                for (size_t i0 = 0; st == CBC_OK && i0 < F; i0 += B) {
+                    size_t nb = F - i0 < B ? F - i0 : B;
+                    for (size_t j = 0; j < nb; j++) {
+                        memcpy(pts + (2 * j) * F, point, F * sizeof *pts);
+                        memcpy(pts + (2 * j + 1) * F, point, F * sizeof *pts);
+                        pts[(2 * j) * F + i0 + j] += h[i0 + j];
+                        pts[(2 * j + 1) * F + i0 + j] -= h[i0 + j];
+                    }
+                    st = f(ctx, pts, 2 * nb, F, vals, err);
+                    for (size_t j = 0; st == CBC_OK && j < nb; j++)
+                        g[i0 + j] = (vals[2 * j] - vals[2 * j + 1]) / (2 * h[i0 + j]);
                 }
-                st = f(ctx, pts, 2 * F, F, vals, err);
-                for (size_t i = 0; st == CBC_OK && i < F; i++)
-                    g[i] = (vals[2 * i] - vals[2 * i + 1]) / (2 * h[i]);
             }
             for (size_t i = 0; st == CBC_OK && i < F; i++)
                 acc[i] += weights[k] * g[i];
@@ -218,6 +227,7 @@ out:
     free(pts);
     free(vals);
     free(h);
+    free(point);
     free(alphas);
     free(weights);
     return st;

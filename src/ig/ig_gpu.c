@@ -1044,7 +1044,19 @@ enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ct
     const bool naive = r->gradient == CBC_IG_NAIVE;
     /* steps per black-box call: all 2F perturbations of each */
     size_t per_step = sizeof(float) * (2 * F * F + 2 * F + 2 * F);
-    size_t sc = naive ? 1 : (r->mem_budget ? r->mem_budget : g->default_budget) / per_step;
+    size_t budget = r->mem_budget ? r->mem_budget : g->default_budget;
+    if (!naive && per_step > budget) {
+        /* one step's 2F perturbed points must fit: never go past the budget */
+        char need[32], have[32];
+        cbc_err_set(err, CBC_E_USAGE, "finite differences over %zu features need %s of GPU "
+                    "memory per step; the budget is %s", F,
+                    cbc_format_size(per_step, need, sizeof need),
+                    cbc_format_size(budget, have, sizeof have));
+        cbc_err_hint(err, "raise --mem-budget, use the analytic gradient, or run on the CPU "
+                     "(--device cpu), which works in blocks of features");
+        return CBC_E_USAGE;
+    }
+    size_t sc = naive ? 1 : budget / per_step;
     if (sc < 1)
         sc = 1;
     if (sc > (size_t)S)

@@ -69,4 +69,12 @@ static inline float cbc_ig_fd_step(float x, float base)
     return 4.9e-3f * (m > 1 ? m : 1);
 }
 
+/* Scratch the CPU finite differences may take when the request names no
+ * budget: perturbed points are evaluated in blocks that fit. */
+#define CBC_IG_CPU_FD_BUDGET (256u << 20)
+
+/* safetensors' own limit on its JSON header (MAX_HEADER_SIZE in the Rust
+ * crate): a longer one is refused before it is parsed. */
+#define CBC_SAFETENSORS_HEADER_MAX 100000000ull
+
 #endif

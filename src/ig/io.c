@@ -163,9 +163,9 @@ static long layer_index(const char *name, const char *kind, char *prefix, size_t
     return strtol(name + start, NULL, 10);
 }
 
-static int cmp_long(const void *a, const void *b)
+static int cmp_layer(const void *a, const void *b)
 {
-    long x = *(const long *)a, y = *(const long *)b;
+    long x = *(const long *)a, y = *(const long *)b; /* each starts with its index */
     return x < y ? -1 : x > y;
 }
 
@@ -208,15 +208,25 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
         return st;
     cJSON *root = NULL;
     struct cbc_mlp_owned *m = NULL;
-    long idx[64];
+    struct layer_ref {
+        long idx;
+        const cJSON *w; /* the weight's own header entry, never looked up again by a made name */
+    } idx[64];
     size_t nl = 0;
     char prefix[256] = "", p2[256];
+    size_t n_bias = 0;
     if (len < 8) {
         st = cbc_err_set(err, CBC_E_FORMAT, "'%s': %zu bytes; a safetensors file starts with an "
                          "8-byte header length", path, len);
         goto out;
     }
     uint64_t hlen = cbc_rd64(file);
+    if (hlen > CBC_SAFETENSORS_HEADER_MAX) {
+        st = cbc_err_set(err, CBC_E_FORMAT, "'%s': header length %llu is over safetensors' limit "
+                         "of %llu bytes: not a safetensors file, or a damaged one", path,
+                         (unsigned long long)hlen, (unsigned long long)CBC_SAFETENSORS_HEADER_MAX);
+        goto out;
+    }
     if (hlen > len - 8) {
         st = cbc_err_set(err, CBC_E_FORMAT, "'%s': header length %llu runs past the end of the "
                          "file (%zu bytes): truncated or not safetensors", path,
@@ -238,6 +248,7 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
             continue;
         long i = layer_index(j->string, "weight", nl ? p2 : prefix, sizeof prefix);
         if (i < 0) {
+            n_bias++;
             if (layer_index(j->string, "bias", NULL, 0) < 0) {
                 st = cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' is not '<i>.weight' or "
                                  "'<i>.bias' of a Linear layer", path, j->string);
@@ -246,23 +257,29 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
             continue;
         }
         if (nl && strcmp(prefix, p2) != 0) {
-            st = cbc_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s%ld.weight' and '%s' have "
-                             "different prefixes", path, prefix, idx[0], j->string);
+            st = cbc_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' have different "
+                             "prefixes", path, idx[0].w->string, j->string);
             goto out;
         }
+        for (size_t k = 0; k < nl; k++)
+            if (idx[k].idx == i) {
+                st = cbc_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' are both layer "
+                                 "%ld", path, idx[k].w->string, j->string, i);
+                goto out;
+            }
         if (nl == CBC_ARRAY_LEN(idx)) {
             st = cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,
                              CBC_ARRAY_LEN(idx));
             goto out;
         }
-        idx[nl++] = i;
+        idx[nl++] = (struct layer_ref){i, j};
     }
     if (!nl) {
         st = cbc_err_set(err, CBC_E_NOT_FOUND, "'%s': no '<i>.weight' tensor: not an nn.Sequential "
                          "of Linear layers", path);
         goto out;
     }
-    qsort(idx, nl, sizeof *idx, cmp_long);
+    qsort(idx, nl, sizeof *idx, cmp_layer);
     /* activations */
     const char *acts = activations;
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
@@ -307,15 +324,17 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
     size_t total = 0;
     for (size_t l = 0; l < nl; l++) {
         char name[300];
-        snprintf(name, sizeof name, "%s%ld.weight", prefix, idx[l]);
-        st = tensor_info(path, cJSON_GetObjectItemCaseSensitive(root, name), data_len, &tw[l], err);
+        const char *wname = idx[l].w->string;
+        st = tensor_info(path, idx[l].w, data_len, &tw[l], err);
         if (st != CBC_OK)
             goto out;
         if (tw[l].ndim != 2) {
-            st = cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must be 2-D [out][in]", path, name);
+            st = cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must be 2-D [out][in]", path,
+                             wname);
             goto out;
         }
-        snprintf(name, sizeof name, "%s%ld.bias", prefix, idx[l]);
+        /* its bias: the same name with "bias" for "weight" */
+        snprintf(name, sizeof name, "%.*sbias", (int)(strlen(wname) - 6), wname);
         const cJSON *bj = cJSON_GetObjectItemCaseSensitive(root, name);
         if (bj) {
             st = tensor_info(path, bj, data_len, &tb[l], err);
@@ -339,6 +358,15 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
             goto out;
         }
         total += (size_t)(tw[l].shape[0] * tw[l].shape[1]) + (has_b[l] ? (size_t)tw[l].shape[0] : 0);
+    }
+    size_t used = 0;
+    for (size_t l = 0; l < nl; l++)
+        used += has_b[l];
+    if (used != n_bias) {
+        st = cbc_err_set(err, CBC_E_FORMAT, "'%s': %zu bias tensor%s belong%s to no '<i>.weight' "
+                         "of the same name", path, n_bias - used, n_bias - used == 1 ? "" : "s",
+                         n_bias - used == 1 ? "s" : "");
+        goto out;
     }
     m->storage = malloc(sizeof(float) * (total ? total : 1));
     if (!m->storage) {

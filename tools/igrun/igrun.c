@@ -17,7 +17,10 @@
 #include <cubincache/ig.h>
 #include <cjson/cJSON.h>
 
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +135,20 @@ static enum cbc_status write_csv(const char *path, const struct cbc_ig_output *o
     return st;
 }
 
+/* A decimal integer in [lo, hi], all of s, no overflow, no sign tricks. */
+static bool parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    if (!*s || !(isdigit((unsigned char)*s) || (*s == '-' && isdigit((unsigned char)s[1]))))
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
 static bool ends_with(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
@@ -172,27 +189,33 @@ int main(int argc, char **argv)
         case O_MODEL: model = optarg; break;
         case O_INPUT: input = optarg; break;
         case O_BASE: baseline = optarg; break;
-        case O_STEPS:
-            req.steps = (int)strtol(optarg, &end, 10);
-            if (*end || req.steps < 1 || req.steps > 100000)
+        case O_STEPS: {
+            long long v;
+            if (!parse_int(optarg, 1, 100000, &v))
                 return tool_usage_error(&t, usage, "--steps '%s': expected 1 to 100000", optarg);
+            req.steps = (int)v;
             break;
+        }
         case O_METHOD:
             if (!cbc_ig_method_parse(optarg, &req.method))
                 return tool_usage_error(&t, usage, "--method '%s' is unknown", optarg);
             break;
-        case O_TARGET:
-            req.target = (int)strtol(optarg, &end, 10);
-            if (*end || req.target < 0)
-                return tool_usage_error(&t, usage, "--target '%s': expected an output index", optarg);
+        case O_TARGET: {
+            long long v;
+            if (!parse_int(optarg, 0, INT_MAX, &v))
+                return tool_usage_error(&t, usage, "--target '%s': expected an output index",
+                                        optarg);
+            req.target = (int)v;
             break;
+        }
         case O_DEVICE: device = optarg; break;
         case O_GRAD: gradient = optarg; break;
         case O_OUT: outp = optarg; break;
         case O_PLOT: plot = optarg; break;
         case O_TOL:
+            errno = 0;
             tol = strtod(optarg, &end);
-            if (*end || !(tol >= 0))
+            if (*end || end == optarg || errno || !isfinite(tol) || !(tol >= 0))
                 return tool_usage_error(&t, usage, "--tolerance '%s': expected a number >= 0", optarg);
             break;
         case O_DEMO: demo = true; break;
