@@ -173,17 +173,49 @@ void cbc_fatbin_release(struct cbc_fatbin *fb)
     memset(fb, 0, sizeof *fb);
 }
 
+/* Where an ELF image ends: the furthest of its section table, program
+ * header table and section contents. The stored payload is padded to 8
+ * bytes; the ELF is what the driver (and a .cubin file) holds. Returns `len`
+ * when the headers do not say (then nothing is dropped). */
+static uint64_t elf_extent(const uint8_t *p, uint64_t len)
+{
+    if (len < 64 || memcmp(p, "\177ELF", 4) != 0 || p[4] != 2)
+        return len;
+    uint64_t phoff = cbc_rd64(p + 32), shoff = cbc_rd64(p + 40);
+    uint16_t phes = cbc_rd16(p + 54), phn = cbc_rd16(p + 56), shes = cbc_rd16(p + 58),
+             shn = cbc_rd16(p + 60);
+    uint64_t end = 64;
+    if (phn && cbc_in_bounds(len, phoff, (uint64_t)phes * phn))
+        end = phoff + (uint64_t)phes * phn > end ? phoff + (uint64_t)phes * phn : end;
+    if (!shn || shes != 64 || !cbc_in_bounds(len, shoff, 64ull * shn))
+        return len;
+    end = shoff + 64ull * shn > end ? shoff + 64ull * shn : end;
+    for (uint16_t i = 1; i < shn; i++) {
+        const uint8_t *h = p + shoff + 64ull * i;
+        uint32_t type = cbc_rd32(h + 4);
+        uint64_t off = cbc_rd64(h + 24), size = cbc_rd64(h + 32);
+        if (type == 8 /* SHT_NOBITS */ || size == 0)
+            continue;
+        if (!cbc_in_bounds(len, off, size))
+            return len;
+        end = off + size > end ? off + size : end;
+    }
+    return end;
+}
+
 enum cbc_status cbc_fatbin_entry_payload(const struct cbc_fatbin_entry *e, const char *name,
                                          uint8_t **out, size_t *out_len, struct cbc_err *err)
 {
     uint64_t at = e->offset + e->header_size;
     if (e->compression == CBC_COMPRESS_NONE) {
-        uint8_t *p = malloc(e->payload_size ? e->payload_size : 1);
+        uint64_t n = e->kind == CBC_FATBIN_ELF ? elf_extent(e->payload, e->payload_size)
+                                               : e->payload_size;
+        uint8_t *p = malloc(n ? n : 1);
         if (!p)
             return cbc_err_oom(err);
-        memcpy(p, e->payload, e->payload_size);
+        memcpy(p, e->payload, n);
         *out = p;
-        *out_len = e->payload_size;
+        *out_len = n;
         return CBC_OK;
     }
     if (e->uncompressed_size == 0 || e->uncompressed_size > MAX_PAYLOAD)

@@ -11,12 +11,13 @@
 #include "common.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static struct cbc_cuda g_cuda;
-static bool g_done;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static struct cbc_err g_err;
 
 #define LOAD(member, sym)                                                                          \
@@ -104,15 +105,19 @@ static enum cbc_status open_driver(struct cbc_cuda *cu, struct cbc_err *err)
     return CBC_OK;
 }
 
+/* Runs once per process, whichever thread asks first; the others wait for
+ * it, so none sees a half-filled table. */
+static void open_once(void)
+{
+    if (open_driver(&g_cuda, &g_err) != CBC_OK && g_cuda.lib) {
+        dlclose(g_cuda.lib);
+        g_cuda.lib = NULL;
+    }
+}
+
 enum cbc_status cbc_cuda_get(const struct cbc_cuda **out, struct cbc_err *err)
 {
-    if (!g_done) {
-        g_done = true;
-        if (open_driver(&g_cuda, &g_err) != CBC_OK && g_cuda.lib) {
-            dlclose(g_cuda.lib);
-            g_cuda.lib = NULL;
-        }
-    }
+    pthread_once(&g_once, open_once);
     if (g_err.status != CBC_OK) {
         if (err)
             *err = g_err;

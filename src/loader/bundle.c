@@ -125,7 +125,7 @@ enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct 
         free(mpath);
         return st;
     }
-    struct cbc_bundle *b;
+    struct cbc_bundle *b = NULL;
     st = alloc_bundle(&b, m.n, m.name, mpath, m.arch_detail, err);
     char *dir = cbc_path_dir(mpath);
     for (size_t i = 0; st == CBC_OK && i < m.n; i++) {
@@ -160,7 +160,7 @@ enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct 
 enum cbc_status cbc_bundle_open_embedded(const struct cbc_embedded_bundle *eb,
                                          struct cbc_bundle **out, struct cbc_err *err)
 {
-    struct cbc_bundle *b;
+    struct cbc_bundle *b = NULL;
     enum cbc_status st = alloc_bundle(&b, eb->n, eb->name, "embedded", eb->arch_detail, err);
     for (size_t i = 0; st == CBC_OK && i < eb->n; i++) {
         const struct cbc_embedded_image *e = &eb->images[i];
