@@ -385,3 +385,37 @@ Test(binfmt, embedded_records_are_read_verified_and_bounds_checked)
     free(c86);
     free(c90);
 }
+
+/* An uncompressed ELF entry's payload is padded in the fatbin; the image
+ * the driver gets (and that a .cubin file holds) ends where the ELF does. */
+Test(binfmt, uncompressed_elf_entries_lose_their_padding)
+{
+    size_t len;
+    uint8_t *cubin = fixture("k.sm_80.cubin", &len);
+    size_t pad = 24, total = 16 + 64 + len + pad;
+    uint8_t *fb = calloc(1, total);
+    cbc_wr32(fb, 0xBA55ED50u);
+    fb[4] = 1;
+    fb[6] = 16;
+    cbc_wr64(fb + 8, 64 + len + pad);
+    uint8_t *e = fb + 16;
+    e[0] = 2;          /* ELF */
+    e[2] = e[3] = 1;   /* 0x0101 */
+    cbc_wr32(e + 4, 64);
+    cbc_wr64(e + 8, len + pad);
+    cbc_wr32(e + 28, 80);
+    cbc_wr64(e + 40, 0x11);
+    memcpy(e + 64, cubin, len);
+    struct cbc_fatbin f;
+    cr_assert_eq(cbc_fatbin_parse(fb, total, 0, "padded", &f, NULL), CBC_OK);
+    cr_assert_eq(f.n, 1);
+    uint8_t *p = NULL;
+    size_t pl = 0;
+    cr_assert_eq(cbc_fatbin_entry_payload(&f.entries[0], "padded", &p, &pl, NULL), CBC_OK);
+    cr_assert_eq(pl, len, "payload %zu bytes, the cubin %zu", pl, len);
+    cr_assert_eq(memcmp(p, cubin, len), 0);
+    free(p);
+    cbc_fatbin_release(&f);
+    free(fb);
+    free(cubin);
+}

@@ -9,6 +9,8 @@
 #include <cubincache/loader.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -381,4 +383,80 @@ Test(loader, driver_symbols_resolve_through_the_driver)
     cr_assert_not_null(fn);
     cr_assert_eq(cbc_driver_symbol("cuNoSuchThing", 3020, &fn, &err), CBC_E_NOT_FOUND);
     cr_assert(strstr(err.msg, "cuNoSuchThing"), "%s", err.msg);
+}
+
+/* loader.h lets callers pass a NULL error record; the status alone must
+ * still say what failed, and no output may be left set on a failure. */
+Test(loader, a_null_err_never_turns_a_failure_into_success)
+{
+    fake_gpu(90, "NVIDIA H200", 13000);
+    struct cbc_bundle *b = open_bundle("which_b86_89");
+    struct cbc_module *m = NULL;
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, NULL), CBC_E_NO_IMAGE);
+    cr_assert_null(m);
+    cbc_bundle_close(b);
+
+    char *dir = copy_bundle("which_b90");
+    char *cubin = cbc_asprintf("%s/which_b90.sm_90.cubin", dir);
+    patch_byte(cubin, 1500, 0x5a);
+    b = NULL;
+    cr_assert_eq(cbc_bundle_open_path(dir, "which_b90", &b, NULL), CBC_OK);
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, NULL), CBC_E_VERIFY);
+    const unsigned char *data = NULL;
+    size_t size = 0;
+    cr_assert_eq(cbc_bundle_image_bytes(b, 0, &data, &size, NULL), CBC_E_VERIFY);
+    cr_assert_null(data);
+    cbc_bundle_close(b);
+    cr_assert_eq(unlink(cubin), 0);
+    cr_assert_eq(cbc_bundle_open_path(dir, "which_b90", &b, NULL), CBC_OK);
+    cr_assert_eq(cbc_bundle_image_bytes(b, 0, &data, &size, NULL), CBC_E_NOT_FOUND);
+    cbc_bundle_close(b);
+    free(cubin);
+    free(dir);
+
+    b = open_bundle("which_b90");
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, NULL), CBC_OK);
+    void *fn = NULL;
+    cr_assert_eq(cbc_module_function(m, "no_such_kernel", &fn, NULL), CBC_E_NOT_FOUND);
+    cr_assert_null(fn);
+    cbc_module_unload(m);
+    cbc_bundle_close(b);
+    cr_assert_eq(cbc_bundle_open_path("/nonexistent/x.manifest.json", NULL, &b, NULL),
+                 CBC_E_NOT_FOUND);
+    cr_assert_eq(cbc_bundle_open_path(getenv("CBC_BUNDLES"), NULL, &b, NULL), CBC_E_USAGE);
+}
+
+Test(loader, a_null_err_without_a_driver_is_still_no_driver)
+{
+    setenv("CUBINCACHE_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+    int n = -1;
+    cr_assert_eq(cbc_device_count(&n, NULL), CBC_E_NO_DRIVER);
+    void *fn = NULL;
+    cr_assert_eq(cbc_driver_symbol("cuMemAlloc", 3020, &fn, NULL), CBC_E_NO_DRIVER);
+}
+
+static void *count_devices(void *arg)
+{
+    int *n = arg;
+    struct cbc_err err = {0};
+    if (cbc_device_count(n, &err) != CBC_OK)
+        *n = -1;
+    return NULL;
+}
+
+/* The process-wide driver table is filled once, whichever thread gets
+ * there first; the others wait for it (run under TSan in CI). */
+Test(loader, threads_racing_to_the_driver_open_it_once)
+{
+    fake_gpu(90, "NVIDIA H200", 13000);
+    enum { N = 8 };
+    pthread_t th[N];
+    int got[N];
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, count_devices, &got[i]), 0);
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(got[i], 1, "thread %d saw %d GPUs", i, got[i]);
+    }
+    cr_assert_eq(driver_calls("cuInit"), 1, "cuInit ran %d times", driver_calls("cuInit"));
 }

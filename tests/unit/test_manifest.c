@@ -89,6 +89,9 @@ static void expect_bad(const char *from, const char *to, const char *needle, enu
     cbc_buf_puts(&b, at + strlen(from));
     struct cbc_manifest back;
     struct cbc_err err = {0};
+    /* without an error record too: the status alone must say it failed */
+    cr_assert_eq(cbc_manifest_parse(b.p, b.len, "bad.manifest.json", &back, NULL), want,
+                 "%s -> %s with a NULL err", from, to);
     cr_assert_eq(cbc_manifest_parse(b.p, b.len, "bad.manifest.json", &back, &err), want,
                  "%s -> %s", from, to);
     cr_assert(strstr(err.msg, "bad.manifest.json"), "names the file: %s", err.msg);
@@ -109,4 +112,19 @@ Test(manifest, errors_name_the_file_and_the_field)
     expect_bad("\"version\":\t1", "\"version\":\t99", "version 99", CBC_E_UNSUPPORTED);
     expect_bad("\"cubincache-manifest\"", "\"other\"", "not a cubincache manifest", CBC_E_FORMAT);
     expect_bad("{", "[", "not valid JSON", CBC_E_FORMAT);
+}
+
+/* A manifest is untrusted input: what it names must be a bundle of ours,
+ * never a path, a hidden file or C text. */
+Test(manifest, names_and_files_are_checked_as_untrusted_input)
+{
+    expect_bad("\"name\":\t\"k\"", "\"name\":\t\"x */ int pwn; /*\"", "name: expected a bundle name",
+               CBC_E_FORMAT);
+    expect_bad("\"name\":\t\"k\"", "\"name\":\t\".hidden\"", "name: expected a bundle name",
+               CBC_E_FORMAT);
+    expect_bad("\"name\":\t\"k\"", "\"name\":\t\"..\"", "name: expected", CBC_E_FORMAT);
+    expect_bad("\"k.sm_90.cubin\"", "\".k.sm_90.cubin\"", "entries[0].file", CBC_E_FORMAT);
+    expect_bad("\"k.sm_90.cubin\"", "\"k\\n.cubin\"", "entries[0].file", CBC_E_FORMAT);
+    expect_bad("\"k.compute_90.ptx\"", "\"k.sm_90.cubin\"", "the same file as an earlier entry",
+               CBC_E_FORMAT);
 }
