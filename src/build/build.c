@@ -1094,13 +1094,17 @@ enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_r
                 failed++;
         }
         if (st == CBC_OK && failed) {
-            char first[CBC_TARGET_NAME_MAX] = "";
-            for (size_t i = 0; i < c.n && !first[0]; i++)
+            struct tstate *first = NULL;
+            for (size_t i = 0; i < c.n && !first; i++)
                 if (c.ts[i].state == T_MISS && c.ts[i].exit_code != 0)
-                    snprintf(first, sizeof first, "%s", c.ts[i].name);
-            st = cbc_err_set(err, CBC_E_COMPILE, "nvcc failed for %zu of %zu targets of '%s' "
-                             "(first: %s); nothing was written or cached for them",
-                             failed, misses, o->source, first);
+                    first = &c.ts[i];
+            /* a full disk makes nvcc fail too: say that, not "compile error" */
+            if (disk_full(&c, first))
+                st = CBC_E_IO;
+            else
+                st = cbc_err_set(err, CBC_E_COMPILE, "nvcc failed for %zu of %zu targets of '%s' "
+                                 "(first: %s); nothing was written or cached for them",
+                                 failed, misses, o->source, first->name);
         }
         for (size_t i = 0; i < c.n && st == CBC_OK; i++)
             if (c.ts[i].state == T_MISS)

@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #define OUT_LOCK_WAIT_MS 120000 /* another build of this directory publishing */
-#define DEAD_STAGE_GRACE_S 10   /* an unlocked, unmarked stage younger than this may be starting */
 
 CBC_PRINTF(3, 4)
 static void say(const struct cbc_publish_req *r, enum cbc_msg_kind kind, const char *fmt, ...)
@@ -55,26 +54,42 @@ enum cbc_status cbc_stage_init(struct cbc_stage *s, const char *out_dir, const c
     return CBC_OK;
 }
 
+/* Creates the staging directory and takes its lock. Between mkdtemp and
+ * flock another build may take the new, unlocked directory for a dead
+ * one's and remove it: the lock is then held on a removed directory, which
+ * the check after it sees, and the whole step is retried. */
 enum cbc_status cbc_stage_begin(struct cbc_stage *s, struct cbc_err *err)
 {
     if (s->fd >= 0)
         return CBC_OK;
-    char *tmpl = cbc_bundle_stage_template(s->out_dir, s->name);
-    if (!tmpl)
-        return cbc_err_oom(err);
-    if (!mkdtemp(tmpl)) {
-        int e = errno;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        char *tmpl = cbc_bundle_stage_template(s->out_dir, s->name);
+        if (!tmpl)
+            return cbc_err_oom(err);
+        if (!mkdtemp(tmpl)) {
+            int e = errno;
+            free(tmpl);
+            return cbc_err_set(err, CBC_E_IO, "%s a staging directory in '%s': %s",
+                               e == ENOSPC || e == EDQUOT ? "no space left to create"
+                                                          : "cannot create",
+                               s->out_dir, strerror(e));
+        }
+        const char *base = cbc_path_base(tmpl);
+        int fd = openat(s->outfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat a, b;
+        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &a) == 0 &&
+            fstatat(s->outfd, base, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino &&
+            a.st_dev == b.st_dev) {
+            s->fd = fd;
+            s->path = tmpl;
+            return CBC_OK;
+        }
+        if (fd >= 0)
+            close(fd);
         free(tmpl);
-        return cbc_err_set(err, CBC_E_IO, "%s a staging directory in '%s': %s",
-                           e == ENOSPC || e == EDQUOT ? "no space left to create" : "cannot create",
-                           s->out_dir, strerror(e));
     }
-    s->path = tmpl;
-    s->fd = openat(s->outfd, cbc_path_base(tmpl), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (s->fd < 0 || flock(s->fd, LOCK_EX | LOCK_NB) != 0)
-        return cbc_err_set(err, CBC_E_IO, "cannot open and lock the staging directory '%s': %s",
-                           tmpl, strerror(errno));
-    return CBC_OK;
+    return cbc_err_set(err, CBC_E_IO, "cannot create and lock a staging directory in '%s'",
+                       s->out_dir);
 }
 
 /* Removes every regular file of a staging directory and the directory. */
@@ -167,8 +182,7 @@ static void recover_dead(struct cbc_stage *s, const struct cbc_publish_req *r,
         return;
     const char *own = s->path ? cbc_path_base(s->path) : "";
     for (size_t i = 0; i < n; i++) {
-        if (v[i].live || !v[i].ours || !strcmp(v[i].dname, own) ||
-            (!v[i].publishing && v[i].age_s < DEAD_STAGE_GRACE_S))
+        if (v[i].live || !v[i].ours || !strcmp(v[i].dname, own))
             continue;
         int fd = openat(s->outfd, v[i].dname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)

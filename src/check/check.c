@@ -624,7 +624,7 @@ static void judge_stages(const char *mpath, const char *dir, const struct cbc_ma
             *incomplete = true;
             add(rep, CBC_V_INCOMPLETE, mpath, p, NULL,
                 "a build of '%s' is publishing it right now; check again when it ends", m->name);
-        } else if (!v[i].live && v[i].age_s >= 10) {
+        } else if (!v[i].live) {
             note(rep, "'%s' is left over from a build of '%s' that died before publishing "
                       "(nothing of it reached the bundle); the next build removes it",
                  p ? p : v[i].dname, m->name);

@@ -81,7 +81,6 @@ enum cbc_status cbc_bundle_stages(int outfd, const char *name, struct cbc_stage_
     size_t cap = 0;
     enum cbc_status st = CBC_OK;
     struct dirent *de;
-    time_t now = time(NULL);
     while (st == CBC_OK && (de = readdir(d))) {
         if (!cbc_bundle_is_stage(name, de->d_name))
             continue;
@@ -94,7 +93,6 @@ enum cbc_status cbc_bundle_stages(int outfd, const char *name, struct cbc_stage_
         struct cbc_stage_info si = {0};
         snprintf(si.dname, sizeof si.dname, "%s", de->d_name);
         si.ours = sb.st_uid == geteuid();
-        si.age_s = (int64_t)(now - sb.st_mtime);
         si.publishing = faccessat(sfd, CBC_STAGE_MARKER, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
         if (flock(sfd, LOCK_EX | LOCK_NB) == 0)
             flock(sfd, LOCK_UN);

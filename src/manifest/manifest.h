@@ -107,7 +107,6 @@ struct cbc_stage_info {
     bool live;       /* its build still holds the lock */
     bool publishing; /* the renames into the out directory had begun */
     bool ours;       /* owned by this user */
-    int64_t age_s;
 };
 /* The staging directories of bundle `name` in the directory `outfd`. */
 enum cbc_status cbc_bundle_stages(int outfd, const char *name, struct cbc_stage_info **out,
