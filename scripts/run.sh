@@ -4,7 +4,10 @@
 # (apt-get, through sudo when not root), configures Meson once, then
 #   demo: builds the project and its kernels, shows what was built for which
 #         GPUs, and runs igrun's demo;
-#   test: runs the whole test suite (meson test).
+#   test: runs the whole test suite (meson test: unit, cli, fault, gpu), then
+#         the unit and command-line suites again built with AddressSanitizer
+#         and UndefinedBehaviorSanitizer, and the multi-threaded loader test
+#         with ThreadSanitizer (build dirs build-asan, build-tsan).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
@@ -34,7 +37,18 @@ build=${BUILD_DIR:-build}
 
 if [ "$mode" = test ]; then
     ninja -C "$build"
-    exec meson test -C "$build" --print-errorlogs
+    meson test -C "$build" --print-errorlogs
+    echo "== the unit and command-line suites under ASan and UBSan"
+    [ -f "$build-asan/build.ninja" ] ||
+        meson setup "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false \
+            -Dgpu_tests=disabled >/dev/null
+    ninja -C "$build-asan"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        meson test -C "$build-asan" --print-errorlogs --suite unit --suite cli
+    echo "== the loader from many threads under TSan"
+    [ -f "$build-tsan/build.ninja" ] ||
+        meson setup "$build-tsan" -Db_sanitize=thread -Db_lundef=false -Dgpu_tests=disabled >/dev/null
+    exec meson test -C "$build-tsan" --print-errorlogs loader_threads
 fi
 
 ninja -C "$build"

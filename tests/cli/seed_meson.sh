@@ -9,6 +9,10 @@
 # program the same way; a no-op build relinks nothing.
 . "$(dirname "$0")/lib.sh"
 : "${BUILDDIR:?}" "${SRCDIR:?}"
+if [ -n "${CBC_SANITIZED:-}" ]; then
+    echo "a sanitizer build's library cannot be loaded by the uninstrumented consumer" >&2
+    exit 77
+fi
 
 note "install cubincache into a staging prefix"
 meson install -C "$BUILDDIR" --no-rebuild --quiet --destdir "$T/stage" > "$T/install.log" 2>&1 ||

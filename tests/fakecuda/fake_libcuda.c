@@ -28,18 +28,18 @@ static int g_module_loads, g_module_gets, g_inits;
 int fake_cuda_count(const char *what)
 {
     if (!strcmp(what, "cuModuleLoadData"))
-        return g_module_loads;
+        return __atomic_load_n(&g_module_loads, __ATOMIC_SEQ_CST);
     if (!strcmp(what, "cuModuleGetFunction"))
-        return g_module_gets;
+        return __atomic_load_n(&g_module_gets, __ATOMIC_SEQ_CST);
     if (!strcmp(what, "cuInit"))
-        return g_inits;
+        return __atomic_load_n(&g_inits, __ATOMIC_SEQ_CST);
     return -1;
 }
 
 CUresult cuInit(unsigned int flags)
 {
     (void)flags;
-    g_inits++;
+    __atomic_fetch_add(&g_inits, 1, __ATOMIC_SEQ_CST);
     const char *e;
     if ((e = getenv("FAKE_CUDA_CC")))
         g_cc = atoi(e);
@@ -153,7 +153,7 @@ static unsigned isa_of(int driver)
 
 CUresult cuModuleLoadData(CUmodule *m, const void *image)
 {
-    g_module_loads++;
+    __atomic_fetch_add(&g_module_loads, 1, __ATOMIC_SEQ_CST);
     const unsigned char *p = image;
     if (memcmp(p, "\177ELF", 4) == 0) {
         uint32_t flags;
@@ -195,7 +195,7 @@ static int g_fn_token;
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
     (void)m;
-    g_module_gets++;
+    __atomic_fetch_add(&g_module_gets, 1, __ATOMIC_SEQ_CST);
     if (!strcmp(name, "no_such_kernel"))
         return CUDA_ERROR_NOT_FOUND;
     *f = (CUfunction)&g_fn_token;
