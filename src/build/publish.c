@@ -170,6 +170,38 @@ static void retire_release(struct retire_list *l)
     free(l->v);
 }
 
+/* RETIRE in a stage: what the build was about to retire, one
+ * "<target> <hash> <file>" line each (canonical names only, so no spaces),
+ * written before the first rename: a build killed in the middle of
+ * retiring leaves the rest to the next build. */
+static void retire_render(struct cbc_buf *b, const struct cbc_retire *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char tn[CBC_TARGET_NAME_MAX], hex[CBC_HASH_HEX_LEN + 1];
+        cbc_hash_hex(&v[i].hash, hex);
+        cbc_buf_printf(b, "%s %s %s\n", cbc_target_name(&v[i].target, tn), hex, v[i].file);
+    }
+}
+
+static void retire_parse(struct retire_list *rl, const char *text)
+{
+    for (const char *p = text; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        char line[512], tn[CBC_TARGET_NAME_MAX], hex[CBC_HASH_HEX_LEN + 1], file[300];
+        struct cbc_target t;
+        struct cbc_hash h;
+        if (n < sizeof line) {
+            memcpy(line, p, n);
+            line[n] = '\0';
+            if (sscanf(line, "%23s %32s %299s", tn, hex, file) == 3 && cbc_target_parse(tn, &t) &&
+                cbc_hash_from_hex(hex, &h))
+                retire_add(rl, file, &t, &h, true);
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+}
+
 /* Removes the staging directories of builds of this bundle that died,
  * adding the images their staged manifests name to `rl`: they may already
  * have been renamed into the out directory. */
@@ -202,6 +234,11 @@ static void recover_dead(struct cbc_stage *s, const struct cbc_publish_req *r,
                 retire_add(rl, m.entries[k].file, &m.entries[k].target, &m.entries[k].hash, true);
             cbc_manifest_release(&m);
         }
+        free(text);
+        text = NULL;
+        if (cbc_read_at(fd, v[i].dname, CBC_STAGE_RETIRE, CBC_MANIFEST_MAX, &text, &len, NULL) ==
+            CBC_OK)
+            retire_parse(rl, (const char *)text);
         free(text);
         clear_stage(s->outfd, fd, v[i].dname);
         close(fd);
@@ -289,6 +326,13 @@ enum cbc_status cbc_publish(struct cbc_stage *s, const struct cbc_publish_req *r
         st = cbc_write_at(s->fd, s->path, mname, r->manifest_text, mlen, NULL, true, err);
     if (st == CBC_OK && r->depfile)
         st = cbc_file_update(r->depfile, r->depfile_text, strlen(r->depfile_text), NULL, err);
+    if (st == CBC_OK && n_retire) {
+        struct cbc_buf b = {0};
+        retire_render(&b, rl.v, n_retire);
+        st = b.oom ? cbc_err_oom(err)
+                   : cbc_write_at(s->fd, s->path, CBC_STAGE_RETIRE, b.p, b.len, NULL, true, err);
+        cbc_buf_release(&b);
+    }
     if (st == CBC_OK && any) {
         char pid[32];
         int pl = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
@@ -314,11 +358,13 @@ enum cbc_status cbc_publish(struct cbc_stage *s, const struct cbc_publish_req *r
     if (st == CBC_OK && any)
         fsync(s->outfd);
     /* retire what this build no longer makes, now that the manifest says so */
-    for (size_t i = 0; st == CBC_OK && i < n_retire; i++)
+    for (size_t i = 0; st == CBC_OK && i < n_retire; i++) {
+        cbc_test_publish_delay();
         if (retirable(s->outfd, s->out_dir, s->name, &rl.v[i]) &&
             unlinkat(s->outfd, rl.v[i].file, 0) == 0)
             say(r, CBC_MSG_EXPLAIN, "removed %s: the target is no longer asked for",
                 rl.v[i].file);
+    }
     flock(s->outfd, LOCK_UN);
     if (keep && s->fd >= 0) {
         /* the lock on the stage goes with the process; leave it marked */

@@ -97,6 +97,7 @@ char *cbc_bundle_file(const char *name, const struct cbc_target *t);
 bool cbc_bundle_file_label(const char *file, const char *name, struct cbc_target *t);
 
 #define CBC_STAGE_MARKER "PUBLISHING"
+#define CBC_STAGE_RETIRE "RETIRE" /* what the build will retire once published */
 /* Whether a directory entry is a staging directory of bundle `name`. */
 bool cbc_bundle_is_stage(const char *name, const char *dname);
 /* "OUT/.NAME.cubincache-XXXXXX", for mkdtemp (malloc'd). */

@@ -24,6 +24,22 @@ files_of() { # the files a finished build of the set leaves
     esac
 }
 
+note "killed while retiring the outputs of the old target set: the next build finishes the job"
+expect_exit 0 "$C" build -q "${A[@]}" -o "$OUT" -n k k.cu
+CUBINCACHE_TEST_PUBLISH_DELAY_MS=300 "$C" build -q "${B[@]}" -o "$OUT" -n k k.cu &
+pid=$!
+for _ in $(seq 1 200); do # the new manifest is in place: it is retiring now
+    grep -q '"sm_80"' "$OUT/k.manifest.json" 2>/dev/null && [ -e "$OUT/k.sm_90.cubin" ] && break
+    sleep 0.02
+done
+sleep 0.35 # inside the retire steps, at least one done
+kill -9 $pid
+wait $pid 2>/dev/null
+expect_exit 0 "$C" build -q "${B[@]}" -o "$OUT" -n k k.cu
+expect_exit 0 "$C" check "$OUT"
+have=$(cd "$OUT" && ls -A | tr '\n' ' ' | sed 's/ $//')
+[ "$have" = "$(files_of B)" ] || fail "after a kill while retiring, the repaired bundle holds: $have"
+
 incomplete=0 intact=0
 RANDOM=4242
 for round in $(seq 1 "$ROUNDS"); do
