@@ -30,7 +30,8 @@ enum cbc_file_type {
     CBC_FILE_FATBIN = 2,   /* one or more containers, magic 0xBA55ED50 */
     CBC_FILE_PTX = 3,      /* text with a .version directive */
     CBC_FILE_HOST_ELF = 4, /* any other ELF: executable, shared library, object */
-    CBC_FILE_LTOIR = 5     /* NVVM LTO-IR, magic 7f4e43ed */
+    CBC_FILE_LTOIR = 5,    /* NVVM LTO-IR, magic 7f4e43ed */
+    CBC_FILE_ARCHIVE = 6   /* a static library: "!<arch>", members are host ELF objects */
 };
 
 /* Guesses the type from the first bytes. Never fails. Since 0.1. */
@@ -44,6 +45,8 @@ struct cbc_cubin_func {
     bool entry;       /* a kernel (__global__), not a device function */
 };
 
+#define CBC_CUBIN_UNDEF_MAX 8
+
 struct cbc_cubin_info {
     uint8_t osabi;          /* EI_OSABI: 0x33 (V1) or 0x41 (V2) */
     uint8_t abi_version;    /* EI_ABIVERSION: 7 (V1) or 8 (V2) */
@@ -52,12 +55,28 @@ struct cbc_cubin_info {
     unsigned sm;            /* 90 for sm_90 */
     unsigned virtual_arch;  /* the PTX arch it came from; 0 when unknown */
     uint8_t variant;        /* enum cbc_variant */
-    bool debug;             /* built with -G */
+    bool debug;             /* built with -G (DWARF .debug_info) */
+    bool lineinfo;          /* built with -lineinfo (.debug_line without .debug_info) */
     const char *tool_cmdline; /* .note.nv.tkinfo command line, or NULL */
     size_t tool_cmdline_len;
     struct cbc_cubin_func *funcs; /* FUNC symbols in .text.* sections */
     size_t n_funcs;
+    /* Global symbols it references but does not define (relocatable -rdc
+     * cubins: a device function of another unit, the device runtime's
+     * __cudaCDP2LaunchDeviceV2): only a device link resolves them, and no
+     * driver loads such a cubin alone. Weak references do not count. The
+     * first CBC_CUBIN_UNDEF_MAX names point into the input; n_undefined
+     * counts them all. cbc_cubin_parse only; 0 after parse_target. */
+    const char *undefined[CBC_CUBIN_UNDEF_MAX];
+    size_t n_undefined;
 };
+
+/* Whether a cubin needs a device link before any driver loads it: it is
+ * relocatable (ET_REL) and references symbols it does not define. */
+static inline bool cbc_cubin_needs_dlink(const struct cbc_cubin_info *ci)
+{
+    return ci->e_type == 1 && ci->n_undefined > 0;
+}
 
 /* Parses a cubin. On success release `out` with cbc_cubin_info_release. */
 enum cbc_status cbc_cubin_parse(const uint8_t *data, size_t len, const char *name,
@@ -214,6 +233,11 @@ struct cbc_image {
     uint64_t uncompressed_size; /* 0 when stored raw */
     uint8_t compression;        /* enum cbc_compression */
     bool debug;
+    /* Relocatable code no driver loads alone: an entry of __nv_relfatbin (the
+     * input of a device link), or a cubin that references symbols it does
+     * not define. The selection policy never picks one; see the program
+     * model (check, select) for when such code is linked. */
+    bool needs_dlink;
     const char *section;        /* ".nv_fatbin", "__nv_relfatbin", ".cbc_bundle" or NULL */
     size_t container;           /* fatbin container, or embedded record */
     const char *bundle;         /* in .cbc_bundle: the bundle's name; else NULL */

@@ -7,6 +7,7 @@
  *   PTX  compute_XY        on any CC >= X.Y (JIT), if the driver knows its ISA
  *   PTX  compute_XYa       on exactly X.Y;  compute_XYf on X.Z, Z >= Y
  *   LTO-IR, unknown kinds  never
+ *   relocatable code that needs a device link (cbc_image.needs_dlink)  never
  * Preference, as the driver's default CU_PREFER_PTX fallback documents it:
  *   1. SASS for exactly X.Y ('a' before 'f' before plain: measured {sm_90,
  *      sm_90a} -> sm_90a on an H200);

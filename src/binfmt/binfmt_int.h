@@ -63,6 +63,10 @@ struct elf_sections {
     struct shdr strtab;
 };
 
+/* Whether a section of this type has its bytes in the file: not for
+ * SHT_NOBITS, nor for the CUDA types that behave like it (cubin.c). */
+bool cbc_elf_section_in_file(uint32_t type);
+
 /* Validates the ELF64 little-endian header and section table. */
 enum cbc_status cbc_elf_sections(const uint8_t *data, size_t len, const char *name,
                                  struct elf_sections *s, struct cbc_err *err);

@@ -1,8 +1,9 @@
 /* cubin.c: the cubin ELF reader.
  *
  * Reads the ELF64 header and section table of an EM_CUDA (190) file and
- * derives the SM, the virtual arch, the 'a'/'f' variant, the debug flag and
- * the functions, per docs/formats.md:
+ * derives the SM, the virtual arch, the 'a'/'f' variant, -G or -lineinfo,
+ * the functions and, for relocatable (-rdc) cubins, the symbols only a
+ * device link can resolve, per docs/formats.md:
  *   V1 (EI_ABIVERSION 7):  SM = e_flags & 0xff, virtual = (e_flags >> 16) & 0xff,
  *                          'a' = e_flags & 0x800
  *   V2 (EI_ABIVERSION 8):  SM = (e_flags >> 8) & 0xff, virtual from
@@ -16,15 +17,29 @@
 #include <stdlib.h>
 
 #define EM_CUDA 190
+#define ET_REL 1
 #define SHT_SYMTAB 2
 #define SHT_NOTE 7
 #define SHT_NOBITS 8
+/* CUDA section types that, like SHT_NOBITS, occupy no space in the file:
+ * their offset and size describe memory, not bytes (docs/formats.md).
+ * Measured in nvcc 13 -rdc output: .nv.shared.<kernel> (0x7000000a) runs
+ * past the end of the file; .nv.global (0x70000007) holds uninitialised
+ * device variables where a non-rdc cubin has SHT_NOBITS. */
+#define SHT_CUDA_GLOBAL 0x70000007u
+#define SHT_CUDA_SHARED 0x7000000au
 #define SHT_CUDA_COMPAT 0x70000086u
+#define SHN_UNDEF 0
+#define STB_WEAK 2
 #define NOTE_CUINFO 1000
 #define NOTE_TKINFO 2000
 #define STO_CUDA_ENTRY 0x10
-#define V2_FLAG_DEBUG 0x08000000u
 #define V1_FLAG_ARCH_A 0x800u
+
+bool cbc_elf_section_in_file(uint32_t type)
+{
+    return type != SHT_NOBITS && type != SHT_CUDA_GLOBAL && type != SHT_CUDA_SHARED;
+}
 
 enum cbc_status cbc_elf_sections(const uint8_t *data, size_t len, const char *name,
                                  struct elf_sections *s, struct cbc_err *err)
@@ -190,8 +205,9 @@ static enum cbc_status parse(const uint8_t *data, size_t len, const char *name, 
     info.e_flags = cbc_rd32(data + 48);
     bool v2 = info.abi_version >= 8 || info.osabi == 0x41;
     if (v2) {
+        /* the e_flags bits above the SM differ for -G and -lineinfo by arch
+         * (0x0f / 0x09 on sm_90, 0x10 / 0x09 on sm_120): the sections tell */
         info.sm = (info.e_flags >> 8) & 0xff;
-        info.debug = (info.e_flags & V2_FLAG_DEBUG) != 0;
     } else {
         info.sm = info.e_flags & 0xff;
         info.virtual_arch = (info.e_flags >> 16) & 0xff;
@@ -209,7 +225,7 @@ static enum cbc_status parse(const uint8_t *data, size_t len, const char *name, 
     for (uint32_t i = 1; i < s.shnum; i++) {
         uint64_t hoff = s.shoff + 64ull * i;
         struct shdr sh = read_shdr(data + hoff);
-        if (sh.type != SHT_NOBITS && !cbc_in_bounds(len, sh.offset, sh.size)) {
+        if (cbc_elf_section_in_file(sh.type) && !cbc_in_bounds(len, sh.offset, sh.size)) {
             st = cbc_fmt_err(err, CBC_E_FORMAT, name, hoff + 24,
                              "section %u (%s) claims %llu bytes at %#llx, past the end of the file "
                              "(%zu bytes)",
@@ -218,9 +234,12 @@ static enum cbc_status parse(const uint8_t *data, size_t len, const char *name, 
             goto fail;
         }
         const char *sname = cbc_elf_section_name(data, len, &s, sh.name);
-        /* every cubin has .debug_frame; only -G adds DWARF info */
+        /* every cubin has .debug_frame; -G adds DWARF info, -lineinfo only
+         * the line table */
         if (strcmp(sname, ".debug_info") == 0)
             info.debug = true;
+        else if (strcmp(sname, ".debug_line") == 0)
+            info.lineinfo = true;
         if (sh.type == SHT_NOTE) {
             st = parse_notes(data, len, name, &sh, &notes, err);
             if (st != CBC_OK)
@@ -238,8 +257,18 @@ static enum cbc_status parse(const uint8_t *data, size_t len, const char *name, 
             struct shdr strs = read_shdr(data + s.shoff + 64ull * sh.link);
             for (uint64_t k = 0; k + 24 <= sh.size; k += 24) {
                 const uint8_t *sym = data + sh.offset + k;
-                uint8_t stype = sym[4] & 0xf, other = sym[5];
+                uint8_t stype = sym[4] & 0xf, bind = sym[4] >> 4, other = sym[5];
                 uint16_t shndx = cbc_rd16(sym + 6);
+                if (shndx == SHN_UNDEF && bind != STB_WEAK && bind != 0 /* STB_LOCAL */) {
+                    /* a reference only a device link can resolve */
+                    const char *uname = cbc_str_at(data, len, strs.offset, strs.size, cbc_rd32(sym));
+                    if (uname && *uname) {
+                        if (info.n_undefined < CBC_ARRAY_LEN(info.undefined))
+                            info.undefined[info.n_undefined] = uname;
+                        info.n_undefined++;
+                    }
+                    continue;
+                }
                 if (stype != 2 /* STT_FUNC */ || shndx == 0 || shndx >= s.shnum)
                     continue;
                 struct shdr target = read_shdr(data + s.shoff + 64ull * shndx);
@@ -261,6 +290,8 @@ static enum cbc_status parse(const uint8_t *data, size_t len, const char *name, 
             }
         }
     }
+    if (info.debug)
+        info.lineinfo = false; /* -G: more than line info */
     if (v2 && notes.cuinfo_virtual)
         info.virtual_arch = notes.cuinfo_virtual;
     info.tool_cmdline = notes.cmdline;

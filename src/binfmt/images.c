@@ -8,6 +8,7 @@
  * entry is its header version (major.minor). Nothing is decompressed here.
  */
 #include "binfmt_int.h"
+#include "elfextra.h"
 
 #include <stdlib.h>
 
@@ -17,6 +18,8 @@ enum cbc_file_type cbc_binfmt_detect(const uint8_t *data, size_t len)
 {
     if (len >= 4 && cbc_rd32(data) == 0xBA55ED50u)
         return CBC_FILE_FATBIN;
+    if (len >= 8 && memcmp(data, "!<arch>\n", 8) == 0)
+        return CBC_FILE_ARCHIVE;
     if (len >= 4 && data[0] == 0x7f && data[1] == 'N' && data[2] == 'C' && data[3] == 0xed)
         return CBC_FILE_LTOIR;
     if (len >= 20 && memcmp(data, "\177ELF", 4) == 0)
@@ -42,6 +45,7 @@ const char *cbc_file_type_name(enum cbc_file_type t)
     case CBC_FILE_PTX: return "ptx";
     case CBC_FILE_HOST_ELF: return "host-elf";
     case CBC_FILE_LTOIR: return "lto-ir";
+    case CBC_FILE_ARCHIVE: return "archive";
     case CBC_FILE_UNKNOWN: break;
     }
     return "unknown";
@@ -78,6 +82,7 @@ static enum cbc_status from_fatbin(const uint8_t *data, size_t len, uint64_t bas
         img.compression = e->compression;
         img.debug = (e->flags & CBC_FATBIN_FLAG_DEBUG) != 0;
         img.section = section;
+        img.needs_dlink = section && strcmp(section, "__nv_relfatbin") == 0;
         img.container = container_base + e->container;
         st = push(l, cap, &img, err);
     }
@@ -124,7 +129,8 @@ enum cbc_status cbc_binfmt_images(const uint8_t *data, size_t len, const char *n
         if (st != CBC_OK)
             break;
         struct cbc_image img = {.fatbin_kind = CBC_FATBIN_ELF, .target = cbc_cubin_target(&ci),
-                                .size = len, .debug = ci.debug};
+                                .size = len, .debug = ci.debug,
+                                .needs_dlink = cbc_cubin_needs_dlink(&ci)};
         cbc_cubin_info_release(&ci);
         st = push(&l, &cap, &img, err);
         break;
@@ -161,6 +167,31 @@ enum cbc_status cbc_binfmt_images(const uint8_t *data, size_t len, const char *n
     case CBC_FILE_LTOIR: {
         struct cbc_image img = {.fatbin_kind = CBC_FATBIN_LTOIR, .size = len};
         st = push(&l, &cap, &img, err);
+        break;
+    }
+    case CBC_FILE_ARCHIVE: {
+        /* every member object's images, containers numbered across them */
+        struct cbc_ar a;
+        st = cbc_ar_parse(data, len, name, &a, err);
+        size_t base = 0;
+        for (size_t i = 0; st == CBC_OK && i < a.n; i++) {
+            const struct cbc_ar_member *m = &a.v[i];
+            if (cbc_binfmt_detect(m->data, (size_t)m->size) != CBC_FILE_HOST_ELF)
+                continue;
+            struct cbc_host_elf he;
+            st = cbc_host_elf_parse(m->data, (size_t)m->size, name, &he, err);
+            size_t c1 = 0, c2 = 0;
+            if (st == CBC_OK && he.nv_fatbin.present && he.nv_fatbin.size)
+                st = from_fatbin(m->data + he.nv_fatbin.offset, (size_t)he.nv_fatbin.size,
+                                 m->offset + he.nv_fatbin.offset, name, ".nv_fatbin", &l, &cap,
+                                 base, &c1, err);
+            if (st == CBC_OK && he.nv_relfatbin.present && he.nv_relfatbin.size)
+                st = from_fatbin(m->data + he.nv_relfatbin.offset, (size_t)he.nv_relfatbin.size,
+                                 m->offset + he.nv_relfatbin.offset, name, "__nv_relfatbin", &l,
+                                 &cap, base + c1, &c2, err);
+            base += c1 + c2;
+        }
+        cbc_ar_release(&a);
         break;
     }
     case CBC_FILE_UNKNOWN:

@@ -84,6 +84,14 @@ enum cbc_status cbc_fd_read_max(int fd, const char *path, uint64_t max, uint8_t 
 /* Reads a whole regular file of at most `max` bytes. */
 enum cbc_status cbc_file_read_max(const char *path, uint64_t max, uint8_t **data, size_t *len,
                                   struct cbc_err *err);
+/* A regular file mapped read-only (binaries of any size are read without
+ * copying them). An empty file maps to data NULL, len 0. */
+struct cbc_map {
+    const uint8_t *data;
+    size_t len;
+};
+enum cbc_status cbc_file_map(const char *path, struct cbc_map *m, struct cbc_err *err);
+void cbc_file_unmap(struct cbc_map *m);
 /* Reads a whole regular file (at most CBC_FILE_MAX bytes). */
 enum cbc_status cbc_file_read(const char *path, uint8_t **data, size_t *len, struct cbc_err *err);
 /* Writes through a temporary in the same directory and rename(2): a reader

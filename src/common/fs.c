@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -146,6 +147,39 @@ enum cbc_status cbc_file_read_max(const char *path, uint64_t max, uint8_t **data
     st = cbc_fd_read_max(fd, path, max, data, len, err);
     close(fd);
     return st;
+}
+
+enum cbc_status cbc_file_map(const char *path, struct cbc_map *m, struct cbc_err *err)
+{
+    memset(m, 0, sizeof *m);
+    int fd;
+    uint64_t size;
+    enum cbc_status st = cbc_open_regular(path, 0, &fd, &size, err);
+    if (st != CBC_OK)
+        return st;
+    if (size > SIZE_MAX / 2) {
+        close(fd);
+        return cbc_err_set(err, CBC_E_FORMAT, "'%s' is too large to read", path);
+    }
+    if (size > 0) {
+        void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return cbc_err_set(err, CBC_E_IO, "cannot read '%s': %s", path, strerror(e));
+        }
+        m->data = p;
+        m->len = (size_t)size;
+    }
+    close(fd);
+    return CBC_OK;
+}
+
+void cbc_file_unmap(struct cbc_map *m)
+{
+    if (m->data)
+        munmap((void *)m->data, m->len);
+    memset(m, 0, sizeof *m);
 }
 
 enum cbc_status cbc_file_read(const char *path, uint8_t **data, size_t *len, struct cbc_err *err)

@@ -67,7 +67,11 @@ bool cbc_image_loadable(const struct cbc_image *img, const struct cbc_select_que
     unsigned am = a / 10, an = a % 10;
     const char *fail = NULL;
     char buf[256];
-    if (img->fatbin_kind == CBC_FATBIN_LTOIR) {
+    if (img->needs_dlink) {
+        snprintf(buf, sizeof buf, "%s is relocatable code: it needs a device link before a driver "
+                 "loads it", n);
+        fail = buf;
+    } else if (img->fatbin_kind == CBC_FATBIN_LTOIR) {
         fail = "LTO-IR must be linked with nvJitLink; the driver does not load it";
     } else if (img->fatbin_kind != CBC_FATBIN_ELF && img->fatbin_kind != CBC_FATBIN_PTX) {
         fail = "not an image kind the driver loads";
