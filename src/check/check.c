@@ -1,4 +1,6 @@
-/* check.c: the verdicts of check.h.
+/* check.c: the verdicts of check.h for bundles (a directory or a manifest),
+ * the items every verdict is reported as, and the dispatch by path; the
+ * verdicts of binaries are binary.c's.
  *
  * Design: integrity comes first (a missing, mislabeled or corrupt file is
  * reported as such whatever else is true), freshness second. Freshness
@@ -8,7 +10,7 @@
  * (ccache's direct-mode argument). When the key differs the manifest is
  * compared field by field to name what changed.
  */
-#include "check.h"
+#include "check_int.h"
 
 #include "archspec.h"
 #include "key.h"
@@ -41,19 +43,20 @@ const char *cbc_verdict_name(enum cbc_verdict v)
     case CBC_V_JIT: return "runs-jit";
     case CBC_V_WONT_RUN: return "will-not-run";
     case CBC_V_INCOMPLETE: return "incomplete";
+    case CBC_V_LINKED: return "runs-linked";
+    case CBC_V_NEEDS_DLINK: return "needs-dlink";
     }
     return "unknown";
 }
 
 bool cbc_verdict_is_problem(enum cbc_verdict v)
 {
-    return v != CBC_V_OK && v != CBC_V_RUNS && v != CBC_V_JIT;
+    return v != CBC_V_OK && v != CBC_V_RUNS && v != CBC_V_JIT && v != CBC_V_LINKED;
 }
 
-CBC_PRINTF(6, 7)
-static struct cbc_check_item *add(struct cbc_check_report *r, enum cbc_verdict v,
-                                  const char *container, const char *file, const char *target,
-                                  const char *fmt, ...)
+struct cbc_check_item *cbc_check_add(struct cbc_check_report *r, enum cbc_verdict v,
+                                     const char *container, const char *file, const char *target,
+                                     const char *fmt, ...)
 {
     if (!cbc_grow(&r->v, r->n, &r->cap, sizeof *r->v, 16))
         return NULL;
@@ -72,8 +75,7 @@ static struct cbc_check_item *add(struct cbc_check_report *r, enum cbc_verdict v
     return it;
 }
 
-CBC_PRINTF(2, 3)
-static void note(struct cbc_check_report *r, const char *fmt, ...)
+void cbc_check_note(struct cbc_check_report *r, const char *fmt, ...)
 {
     if (r->notes_n >= CBC_ARRAY_LEN(r->notes))
         return;
@@ -102,7 +104,7 @@ void cbc_check_report_release(struct cbc_check_report *rep)
 }
 
 /* The target a file name claims: "x.sm_90a.cubin" -> sm_90a. */
-static bool label_from_name(const char *path, struct cbc_target *t)
+bool cbc_check_label_from_name(const char *path, struct cbc_target *t)
 {
     const char *base = cbc_path_base(path);
     const char *ext = strrchr(base, '.');
@@ -125,305 +127,11 @@ static bool label_from_name(const char *path, struct cbc_target *t)
     return cbc_target_parse(label, t) && (t->kind == CBC_KIND_PTX) == ptx;
 }
 
-static void images_arch_env(struct cbc_arch_env *env)
+void cbc_check_arch_env(struct cbc_arch_env *env)
 {
     memset(env, 0, sizeof *env);
     env->nvcc_label = "nvcc";
     env->compute_cap = getenv("CUDA_COMPUTE_CAP");
-}
-
-/* --arch on a binary: one verdict per GPU compute capability. */
-/* Which fatbin containers (modules) of a file hold kernels: a device-link
- * container (nvcc adds one to every executable) has none, is never
- * launched from, and so cannot stop a program from running. */
-struct kernel_map {
-    bool *has;
-    size_t n;
-};
-
-/* Images load per module: each fatbin container (one per translation unit)
- * and each embedded bundle is registered or loaded on its own, so a binary
- * runs on a GPU only when every one of them that has kernels has an image
- * for it. */
-static bool same_module(const struct cbc_image *a, const struct cbc_image *b)
-{
-    return a->container == b->container &&
-           (a->section == b->section || (a->section && b->section && !strcmp(a->section, b->section)));
-}
-
-static void module_label(const struct cbc_image *im, char *buf, size_t size)
-{
-    if (im->bundle)
-        snprintf(buf, size, "embedded bundle '%s'", im->bundle);
-    else if (im->section)
-        snprintf(buf, size, "fatbin container %zu of %s", im->container, im->section);
-    else
-        snprintf(buf, size, "fatbin container %zu", im->container);
-}
-
-/* The verdict of one module on one GPU; *msg says why. */
-static enum cbc_verdict judge_module(const struct cbc_image *imgs, size_t n, unsigned cc,
-                                     const struct cbc_check_opts *o, char *msg, size_t size)
-{
-    struct cbc_select_query q = {cc, o->driver_isa, o->prefer_binary};
-    struct cbc_select_result r;
-    long pick = cbc_select(imgs, n, &q, &r);
-    if (pick < 0) {
-        snprintf(msg, size, "%s", r.reason);
-        return CBC_V_WONT_RUN;
-    }
-    const struct cbc_image *im = &imgs[pick];
-    char nm[CBC_TARGET_NAME_MAX];
-    cbc_target_name(&im->target, nm);
-    if (r.how == CBC_SELECT_PTX_JIT) {
-        snprintf(msg, size, "runs through PTX JIT from %s (needs a driver for PTX ISA %u.%u or newer)",
-                 nm, im->ptx_isa / 10, im->ptx_isa % 10);
-        return CBC_V_JIT;
-    }
-    snprintf(msg, size, "runs (%s SASS%s)", nm,
-             r.how == CBC_SELECT_SASS_COMPAT ? ", binary-compatible minor" : "");
-    return CBC_V_RUNS;
-}
-
-static int verdict_rank(enum cbc_verdict v)
-{
-    return v == CBC_V_WONT_RUN ? 2 : v == CBC_V_JIT ? 1 : 0;
-}
-
-/* A fatbin module with no kernels (known from km) is left out of the
- * verdict when anything else carries kernels: a fatbin module with them,
- * or an embedded bundle (whose kernels are the loader's business). */
-static bool judged(const struct cbc_image *im, const struct kernel_map *km, bool others)
-{
-    if (!km || !others || im->bundle || !im->section)
-        return true;
-    return im->container < km->n && km->has[im->container];
-}
-
-static enum cbc_status judge_gpus(const char *path, const struct cbc_image *imgs, size_t n,
-                                  const struct kernel_map *km, const struct cbc_check_opts *o,
-                                  struct cbc_check_report *rep, struct cbc_err *err)
-{
-    struct cbc_arch_env env;
-    images_arch_env(&env);
-    struct cbc_arch_choice ch;
-    enum cbc_status st = cbc_arch_resolve(o->arch, &env, &ch, err);
-    if (st != CBC_OK)
-        return st;
-    /* the judged images (pool), the first image of each module, and one
-     * module's images at a time (group) */
-    struct cbc_image *pool = malloc(sizeof *pool * (n ? n : 1));
-    struct cbc_image *group = malloc(sizeof *group * (n ? n : 1));
-    size_t *first = malloc(sizeof *first * (n ? n : 1)), nmod = 0;
-    if (!pool || !group || !first) {
-        free(pool);
-        free(group);
-        free(first);
-        cbc_arch_choice_release(&ch);
-        return cbc_err_oom(err);
-    }
-    bool others = false;
-    for (size_t i = 0; km && i < km->n; i++)
-        others |= km->has[i];
-    for (size_t i = 0; i < n; i++)
-        others |= imgs[i].bundle != NULL;
-    size_t nj = 0; /* the judged images, first */
-    for (size_t i = 0; i < n; i++) {
-        if (!judged(&imgs[i], km, others))
-            continue;
-        pool[nj++] = imgs[i];
-        bool seen = false;
-        for (size_t k = 0; k < nmod && !seen; k++)
-            seen = same_module(&imgs[first[k]], &imgs[i]);
-        if (!seen)
-            first[nmod++] = i;
-    }
-    unsigned done[64];
-    size_t nd = 0;
-    for (size_t i = 0; i < ch.n && nd < CBC_ARRAY_LEN(done); i++) {
-        unsigned cc = ch.targets[i].arch;
-        bool dup = false;
-        for (size_t k = 0; k < nd; k++)
-            dup |= done[k] == cc;
-        if (dup)
-            continue;
-        done[nd++] = cc;
-        char gpu[24], msg[600] = "", worst_msg[700] = "";
-        snprintf(gpu, sizeof gpu, "sm_%u", cc);
-        enum cbc_verdict worst = CBC_V_RUNS;
-        if (nmod <= 1) {
-            worst = judge_module(pool, nj, cc, o, worst_msg, sizeof worst_msg);
-        } else {
-            int worst_rank = -1;
-            for (size_t m = 0; m < nmod; m++) {
-                size_t gn = 0;
-                for (size_t k = 0; k < n; k++)
-                    if (same_module(&imgs[first[m]], &imgs[k]))
-                        group[gn++] = imgs[k];
-                enum cbc_verdict v = judge_module(group, gn, cc, o, msg, sizeof msg);
-                if (verdict_rank(v) > worst_rank) {
-                    char label[160];
-                    module_label(&imgs[first[m]], label, sizeof label);
-                    worst_rank = verdict_rank(v);
-                    worst = v;
-                    if (v == CBC_V_RUNS)
-                        snprintf(worst_msg, sizeof worst_msg,
-                                 "runs: all %zu modules with kernels have SASS for it", nmod);
-                    else
-                        snprintf(worst_msg, sizeof worst_msg, "%s: %s", label, msg);
-                }
-            }
-        }
-        add(rep, worst, path, NULL, gpu, "%s", worst_msg);
-    }
-    free(group);
-    free(first);
-    free(pool);
-    cbc_arch_choice_release(&ch);
-    return CBC_OK;
-}
-
-/* Every ELF entry of a fatbin must decompress and carry the SM its header
- * claims: the driver selects by the header and then refuses the image. */
-static void mark_kernels(struct kernel_map *km, size_t container, const uint8_t *p, size_t pl,
-                         uint16_t kind)
-{
-    bool any = false;
-    if (kind == CBC_FATBIN_ELF) {
-        struct cbc_cubin_info ci;
-        if (cbc_cubin_parse(p, pl, NULL, &ci, NULL) == CBC_OK) {
-            for (size_t f = 0; f < ci.n_funcs; f++)
-                any |= ci.funcs[f].entry;
-            cbc_cubin_info_release(&ci);
-        }
-    } else {
-        struct cbc_ptx_info pi;
-        any = cbc_ptx_parse(p, pl, NULL, &pi, NULL) == CBC_OK && pi.n_entries > 0;
-    }
-    if (!any)
-        return;
-    if (container >= km->n) {
-        bool *v = cbc_reallocarray(km->has, container + 1, sizeof *v);
-        if (!v)
-            return; /* unknown modules count as having kernels */
-        memset(v + km->n, 0, (container + 1 - km->n) * sizeof *v);
-        km->has = v;
-        km->n = container + 1;
-    }
-    km->has[container] = true;
-}
-
-static bool check_fatbin_entries(const char *path, const uint8_t *data, size_t len, uint64_t base,
-                                 struct cbc_check_report *rep, size_t container_base,
-                                 size_t *containers, struct kernel_map *km)
-{
-    struct cbc_fatbin fb;
-    struct cbc_err e = {0};
-    if (cbc_fatbin_parse(data, len, base, path, &fb, &e) != CBC_OK) {
-        add(rep, CBC_V_CORRUPT, path, path, NULL, "%s", e.msg);
-        return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < fb.n; i++) {
-        const struct cbc_fatbin_entry *en = &fb.entries[i];
-        if (en->kind != CBC_FATBIN_ELF && en->kind != CBC_FATBIN_PTX)
-            continue;
-        uint8_t *p;
-        size_t pl;
-        if (cbc_fatbin_entry_payload(en, path, &p, &pl, &e) != CBC_OK) {
-            add(rep, CBC_V_CORRUPT, path, path, NULL, "entry %zu: %s", i, e.msg);
-            ok = false;
-            continue;
-        }
-        struct cbc_target want = {en->kind == CBC_FATBIN_PTX ? CBC_KIND_PTX : CBC_KIND_SASS,
-                                  en->variant, (uint16_t)en->arch};
-        char nm[CBC_TARGET_NAME_MAX];
-        enum cbc_status st = cbc_binfmt_verify_target(p, pl, &want, path, NULL, &e);
-        if (st == CBC_E_VERIFY) {
-            add(rep, CBC_V_MISLABELED, path, path, cbc_target_name(&want, nm),
-                "fatbin entry %zu at %#llx: %s; the driver selects by the entry header and then "
-                "refuses the image (CUDA_ERROR_INVALID_SOURCE)",
-                i, (unsigned long long)en->offset, e.msg);
-            ok = false;
-        } else if (st != CBC_OK) {
-            add(rep, CBC_V_CORRUPT, path, path, cbc_target_name(&want, nm), "entry %zu: %s", i,
-                e.msg);
-            ok = false;
-        } else if (km) {
-            mark_kernels(km, container_base + en->container, p, pl, en->kind);
-        }
-        free(p);
-    }
-    if (containers)
-        *containers = fb.n_containers;
-    cbc_fatbin_release(&fb);
-    return ok;
-}
-
-static enum cbc_status check_file(const char *path, const struct cbc_check_opts *o,
-                                  struct cbc_check_report *rep, struct cbc_err *err)
-{
-    uint8_t *data;
-    size_t len;
-    enum cbc_status st = cbc_file_read(path, &data, &len, err);
-    if (st != CBC_OK)
-        return st;
-    enum cbc_file_type type = cbc_binfmt_detect(data, len);
-    if (type == CBC_FILE_UNKNOWN) {
-        free(data);
-        cbc_err_set(err, CBC_E_FORMAT, "'%s': not a cubin, fatbin, PTX file, ELF file or manifest",
-                    path);
-        cbc_err_hint(err, "check takes a bundle directory, a NAME.manifest.json, or a binary");
-        return CBC_E_FORMAT;
-    }
-    struct cbc_image_list l = {0};
-    struct cbc_err e = {0};
-    bool ok = true;
-    st = cbc_binfmt_images(data, len, path, &l, &e);
-    if (st != CBC_OK) {
-        /* an embedded image whose code is not for its label: mislabeled */
-        add(rep, st == CBC_E_VERIFY ? CBC_V_MISLABELED : CBC_V_CORRUPT, path, path, NULL, "%s",
-            e.msg);
-        ok = false;
-    }
-    struct cbc_target label;
-    if (ok && (type == CBC_FILE_CUBIN || type == CBC_FILE_PTX) && label_from_name(path, &label)) {
-        char nm[CBC_TARGET_NAME_MAX];
-        if (cbc_binfmt_verify_target(data, len, &label, path, NULL, &e) == CBC_E_VERIFY) {
-            add(rep, CBC_V_MISLABELED, path, path, cbc_target_name(&label, nm), "%s", e.msg);
-            ok = false;
-        }
-    }
-    struct kernel_map km = {0};
-    if (ok && type == CBC_FILE_FATBIN)
-        ok = check_fatbin_entries(path, data, len, 0, rep, 0, NULL, NULL);
-    if (ok && type == CBC_FILE_HOST_ELF) {
-        struct cbc_host_elf he;
-        size_t c1 = 0;
-        if (cbc_host_elf_parse(data, len, path, &he, NULL) == CBC_OK) {
-            if (he.nv_fatbin.present)
-                ok &= check_fatbin_entries(path, data + he.nv_fatbin.offset,
-                                           (size_t)he.nv_fatbin.size, he.nv_fatbin.offset, rep, 0,
-                                           &c1, &km);
-            if (he.nv_relfatbin.present)
-                ok &= check_fatbin_entries(path, data + he.nv_relfatbin.offset,
-                                           (size_t)he.nv_relfatbin.size, he.nv_relfatbin.offset, rep,
-                                           c1, NULL, &km);
-        }
-    }
-    st = CBC_OK;
-    if (ok && o->arch) {
-        st = judge_gpus(path, l.v, l.n, type == CBC_FILE_HOST_ELF ? &km : NULL, o, rep, err);
-    } else if (ok) {
-        char have[512];
-        cbc_images_summary(l.v, l.n, have, sizeof have);
-        add(rep, CBC_V_OK, path, path, NULL, "%s: %s", cbc_file_type_name(type),
-            l.n ? have : "no GPU code");
-    }
-    free(km.has);
-    cbc_image_list_release(&l);
-    free(data);
-    return st;
 }
 
 /* ---- bundles ------------------------------------------------------------- */
@@ -462,7 +170,7 @@ static void fresh_init(struct fresh *f, const struct cbc_manifest *m,
                                store ? &tools : NULL, &f->tc, &e) == CBC_OK)
         f->have_tc = true;
     else
-        note(rep, "nvcc '%s' cannot be identified here (%s): entries are stale until it can",
+        cbc_check_note(rep, "nvcc '%s' cannot be identified here (%s): entries are stale until it can",
              m->nvcc, e.msg[0] ? e.msg : "not found");
     cbc_store_close(store);
     cbc_key_env_read(f->env);
@@ -511,7 +219,7 @@ static void judge_freshness(const struct cbc_manifest *m, const struct cbc_manif
     free(deps);
     free(now);
     if (same) {
-        add(rep, CBC_V_OK, mpath, file, nm, "current");
+        cbc_check_add(rep, CBC_V_OK, mpath, file, nm, "current");
         return;
     }
     struct cbc_inputs_now in = {
@@ -530,7 +238,7 @@ static void judge_freshness(const struct cbc_manifest *m, const struct cbc_manif
     char *changes[16];
     size_t nc = cbc_manifest_changes(m, e, &in, f->memo, changes, CBC_ARRAY_LEN(changes));
     struct cbc_check_item *it =
-        add(rep, CBC_V_STALE, mpath, file, nm, "%s",
+        cbc_check_add(rep, CBC_V_STALE, mpath, file, nm, "%s",
             nc ? changes[0] : "its key no longer matches (built by another cubincache version?)");
     if (it && nc) {
         it->changes = calloc(nc, sizeof *it->changes);
@@ -564,7 +272,7 @@ static bool asked_now(const struct cbc_manifest *m, const struct cbc_check_opts 
                       struct cbc_check_report *rep, struct cbc_err *err, enum cbc_status *st)
 {
     struct cbc_arch_env env;
-    images_arch_env(&env);
+    cbc_check_arch_env(&env);
     if (f->have_tc) {
         env.supported = f->tc.supported;
         env.n_supported = f->tc.n_supported;
@@ -580,7 +288,7 @@ static bool asked_now(const struct cbc_manifest *m, const struct cbc_check_opts 
         return false;
     if (!o->arch && ch->rule == CBC_RULE_DEFAULT && m->arch_rule &&
         strcmp(m->arch_rule, cbc_arch_rule_name(CBC_RULE_DEFAULT)) != 0) {
-        note(rep, "%s: arch not re-checked: it was decided by %s, and here there is neither "
+        cbc_check_note(rep, "%s: arch not re-checked: it was decided by %s, and here there is neither "
                   "CUDA_COMPUTE_CAP nor a GPU (pass --arch to require targets)",
              m->name, m->arch_detail);
         cbc_arch_choice_release(ch);
@@ -616,16 +324,16 @@ static void judge_stages(const char *mpath, const char *dir, const struct cbc_ma
         char *p = cbc_path_join(dir, v[i].dname);
         if (v[i].publishing && !v[i].live) {
             *incomplete = true;
-            add(rep, CBC_V_INCOMPLETE, mpath, p, NULL,
+            cbc_check_add(rep, CBC_V_INCOMPLETE, mpath, p, NULL,
                 "a build of '%s' was interrupted while publishing: the files may mix two "
                 "builds; rerun the build, which repairs the bundle and removes '%s'",
                 m->name, v[i].dname);
         } else if (v[i].publishing) {
             *incomplete = true;
-            add(rep, CBC_V_INCOMPLETE, mpath, p, NULL,
+            cbc_check_add(rep, CBC_V_INCOMPLETE, mpath, p, NULL,
                 "a build of '%s' is publishing it right now; check again when it ends", m->name);
         } else if (!v[i].live) {
-            note(rep, "'%s' is left over from a build of '%s' that died before publishing "
+            cbc_check_note(rep, "'%s' is left over from a build of '%s' that died before publishing "
                       "(nothing of it reached the bundle); the next build removes it",
                  p ? p : v[i].dname, m->name);
         }
@@ -666,23 +374,23 @@ static enum cbc_status check_manifest(const char *mpath, const struct cbc_check_
         char *canon = cbc_bundle_file(m.name, &e->target);
         struct cbc_target named_as;
         bool has_label = cbc_bundle_file_label(e->file, m.name, &named_as) ||
-                         label_from_name(e->file, &named_as);
+                         cbc_check_label_from_name(e->file, &named_as);
         uint8_t *data = NULL;
         size_t len = 0;
         struct cbc_err e2 = {0};
         if (cbc_file_read(path, &data, &len, &e2) != CBC_OK) {
-            add(rep, incomplete ? CBC_V_INCOMPLETE : CBC_V_MISSING, mpath, path, nm,
+            cbc_check_add(rep, incomplete ? CBC_V_INCOMPLETE : CBC_V_MISSING, mpath, path, nm,
                 "the manifest names %s, which %s", e->file,
                 e2.status == CBC_E_NOT_FOUND ? "does not exist" : "cannot be read");
         } else if (canon && strcmp(canon, e->file) != 0) {
             /* a build names every image after its target: this entry was edited */
             char ln[CBC_TARGET_NAME_MAX];
             if (has_label)
-                add(rep, CBC_V_MISLABELED, mpath, path, nm,
+                cbc_check_add(rep, CBC_V_MISLABELED, mpath, path, nm,
                     "'%s' is named for %s but the manifest files it as %s (a build would call "
                     "it %s)", e->file, cbc_target_name(&named_as, ln), nm, canon);
             else
-                add(rep, CBC_V_MISLABELED, mpath, path, nm,
+                cbc_check_add(rep, CBC_V_MISLABELED, mpath, path, nm,
                     "'%s' is not the name a build gives %s of '%s' (%s)", e->file, nm, m.name,
                     canon);
         } else {
@@ -691,24 +399,24 @@ static enum cbc_status check_manifest(const char *mpath, const struct cbc_check_
             enum cbc_status vs = cbc_binfmt_verify_target(data, len, &e->target, path, NULL, &e2);
             bool differs = len != e->size || !cbc_hash_eq(&h, &e->hash);
             if (vs == CBC_E_VERIFY)
-                add(rep, CBC_V_MISLABELED, mpath, path, nm, "%s", e2.msg);
+                cbc_check_add(rep, CBC_V_MISLABELED, mpath, path, nm, "%s", e2.msg);
             else if (differs && incomplete)
-                add(rep, CBC_V_INCOMPLETE, mpath, path, nm,
+                cbc_check_add(rep, CBC_V_INCOMPLETE, mpath, path, nm,
                     "content differs from the manifest after an interrupted build: rerun it");
             else if (vs != CBC_OK)
-                add(rep, CBC_V_CORRUPT, mpath, path, nm, "unparseable: %s", e2.msg);
+                cbc_check_add(rep, CBC_V_CORRUPT, mpath, path, nm, "unparseable: %s", e2.msg);
             else if (differs)
-                add(rep, CBC_V_CORRUPT, mpath, path, nm,
+                cbc_check_add(rep, CBC_V_CORRUPT, mpath, path, nm,
                     "content differs from the manifest (%zu bytes, manifest says %llu; hash %s): "
                     "modified or truncated after the build",
                     len, (unsigned long long)e->size,
                     cbc_hash_eq(&h, &e->hash) ? "equal" : "differs");
             else if (asked && !o->arch && !in_choice(&ch, &e->target))
-                add(rep, CBC_V_STALE, mpath, path, nm, "%s; %s is no longer asked for", why, nm);
+                cbc_check_add(rep, CBC_V_STALE, mpath, path, nm, "%s; %s is no longer asked for", why, nm);
             else if (f.enabled)
                 judge_freshness(&m, e, &f, mpath, path, rep);
             else
-                add(rep, CBC_V_OK, mpath, path, nm, "intact (freshness not checked)");
+                cbc_check_add(rep, CBC_V_OK, mpath, path, nm, "intact (freshness not checked)");
         }
         free(canon);
         free(data);
@@ -717,7 +425,7 @@ static enum cbc_status check_manifest(const char *mpath, const struct cbc_check_
     for (size_t k = 0; st == CBC_OK && asked && k < ch.n; k++) {
         char nm[CBC_TARGET_NAME_MAX];
         if (!has_target(&m, &ch.targets[k]))
-            add(rep, CBC_V_MISSING, mpath, NULL, cbc_target_name(&ch.targets[k], nm),
+            cbc_check_add(rep, CBC_V_MISSING, mpath, NULL, cbc_target_name(&ch.targets[k], nm),
                 "%s: %s has no %s", why, m.name, nm);
     }
     if (asked)
@@ -790,19 +498,19 @@ static enum cbc_status check_dir(const char *dir, const struct cbc_check_opts *o
         for (size_t k = 0; k < n_named && !is_named; k++)
             is_named = named[k] && strcmp(named[k], p) == 0;
         if (!manifests) {
-            st = check_file(p, o, rep, err);
+            st = cbc_check_binary(p, o, rep, err);
         } else if (!is_named) {
             struct cbc_target label;
             char extra[600] = "";
             uint8_t *data;
             size_t len;
             struct cbc_err e = {0};
-            if (label_from_name(p, &label) && cbc_file_read(p, &data, &len, NULL) == CBC_OK) {
+            if (cbc_check_label_from_name(p, &label) && cbc_file_read(p, &data, &len, NULL) == CBC_OK) {
                 if (cbc_binfmt_verify_target(data, len, &label, p, NULL, &e) != CBC_OK)
                     cbc_fmt(extra, sizeof extra, "; also: %s", e.msg);
                 free(data);
             }
-            add(rep, CBC_V_ORPHAN, dir, p, NULL,
+            cbc_check_add(rep, CBC_V_ORPHAN, dir, p, NULL,
                 "no manifest in '%s' names it (left over from an older build?)%s", dir, extra);
         }
         free(p);
@@ -843,5 +551,5 @@ enum cbc_status cbc_check_path(const char *path, const struct cbc_check_opts *o,
         return check_dir(path, o, rep, err);
     if (ends_with(path, ".manifest.json"))
         return check_manifest(path, o, rep, NULL, NULL, err);
-    return check_file(path, o, rep, err);
+    return cbc_check_binary(path, o, rep, err);
 }

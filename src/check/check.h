@@ -15,9 +15,13 @@
  * and, for a directory, every cubin/PTX file no manifest names is an orphan.
  * Freshness never runs nvcc while the toolchain is unchanged (its identity is
  * cached by stat stamps) and never compiles.
- * For a cubin, fatbin, PTX file or host binary: mislabeled (file name or
- * fatbin entry header disagree with the ELF) or corrupt; and with --arch,
- * per target GPU: runs (SASS), runs through PTX JIT, or will not run.
+ * For a cubin, fatbin, PTX file, host binary or static library: mislabeled
+ * (file name or fatbin entry header disagree with the ELF), corrupt, or
+ * needs-dlink (a relocatable cubin); and with --arch, per target GPU, from
+ * the program model (src/program: every module of the file and of the
+ * shared libraries it needs): runs (SASS), runs-jit (PTX), runs-linked
+ * (relocatable code linked at load), or will not run; a needed library
+ * that cannot be found or read is missing.
  *
  * Internal and unstable. The library never prints: items carry the text.
  */
@@ -36,9 +40,12 @@ enum cbc_verdict {
     CBC_V_RUNS,      /* --arch on a binary: SASS for this GPU */
     CBC_V_JIT,       /* --arch on a binary: PTX JIT */
     CBC_V_WONT_RUN,  /* --arch on a binary: nothing loads */
-    CBC_V_INCOMPLETE /* a build was interrupted while publishing: rerun it */
+    CBC_V_INCOMPLETE, /* a build was interrupted while publishing: rerun it */
+    CBC_V_LINKED,    /* --arch on a binary: runs through relocatable code linked at load
+                        (or, in an object, once device-linked) */
+    CBC_V_NEEDS_DLINK /* a relocatable cubin no driver loads without a device link */
 };
-#define CBC_V_COUNT (CBC_V_INCOMPLETE + 1)
+#define CBC_V_COUNT (CBC_V_NEEDS_DLINK + 1)
 
 const char *cbc_verdict_name(enum cbc_verdict v); /* "ok", "stale", "will-not-run", ... */
 bool cbc_verdict_is_problem(enum cbc_verdict v);
@@ -66,6 +73,9 @@ struct cbc_check_opts {
     unsigned driver_isa;     /* PTX ISA of the driver to judge JIT against; 0: any */
     bool prefer_binary;
     const char *cache_dir;   /* for the cached toolchain identity; NULL: default */
+    const char *const *lib_dirs; /* binaries: searched first for needed libraries */
+    size_t n_lib_dirs;
+    bool no_libs;            /* binaries: judge the file alone, not its libraries */
 };
 
 /* Judges a path (bundle directory, manifest, or binary file). CBC_OK even

@@ -23,6 +23,8 @@ static const char usage[] =
     "      --cuda-driver X.Y  judge PTX against a driver of this CUDA version (default: any)\n"
     "      --prefer-binary    assume CU_PREFER_BINARY instead of the driver's default\n"
     "      --integrity-only   skip freshness (machines without the sources or nvcc)\n"
+    "  -L, --library-path DIR binaries: look here first for the shared libraries they need\n"
+    "      --no-libs          binaries: judge the file alone, not the libraries it needs\n"
     "      --cache-dir DIR    where the cached toolchain identity lives\n"
     "      --json             one JSON object per entry, then a summary object\n"
     "  exit: 0 everything fine, 1 a problem, 2 usage or unreadable input\n";
@@ -71,7 +73,7 @@ int cmd_check(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache check");
-    enum { O_JSON = 256, O_DRIVER, O_PREFER, O_INTEGRITY, O_CACHE, O_HELP };
+    enum { O_JSON = 256, O_DRIVER, O_PREFER, O_INTEGRITY, O_CACHE, O_NOLIBS, O_HELP };
     static const struct option longopts[] = {
         {"arch", required_argument, NULL, 'a'},
         {"json", no_argument, NULL, O_JSON},
@@ -79,18 +81,28 @@ int cmd_check(int argc, char **argv)
         {"prefer-binary", no_argument, NULL, O_PREFER},
         {"integrity-only", no_argument, NULL, O_INTEGRITY},
         {"cache-dir", required_argument, NULL, O_CACHE},
+        {"library-path", required_argument, NULL, 'L'},
+        {"no-libs", no_argument, NULL, O_NOLIBS},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
     struct cbc_check_opts o = {0};
+    const char *libs[32];
+    o.lib_dirs = libs;
     bool json = false;
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":a:q", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":a:qL:", longopts, NULL)) != -1) {
         switch (c) {
         case 'a': o.arch = optarg; break;
+        case 'L':
+            if (o.n_lib_dirs == CBC_ARRAY_LEN(libs))
+                return tool_usage_error(&t, usage, "at most %zu -L directories", CBC_ARRAY_LEN(libs));
+            libs[o.n_lib_dirs++] = optarg;
+            break;
+        case O_NOLIBS: o.no_libs = true; break;
         case O_JSON: json = true; break;
         case O_DRIVER:
             if (!tool_parse_driver(optarg, &o.driver_isa))
@@ -103,7 +115,7 @@ int cmd_check(int argc, char **argv)
         case 'q': t.verbosity = -1; break;
         case O_HELP: fputs(usage, stdout); return EXIT_OK;
         case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_usage_error(&t, usage, "unknown option '%s'", argv[optind - 1]);
+        default: return tool_unknown_option(&t, usage, argv);
         }
     }
     if (optind >= argc)

@@ -7,6 +7,7 @@
  * loads): a disagreement is the CUDA_ERROR_INVALID_SOURCE case. --json
  * prints one object per file per line (schema in docs/json.md).
  */
+#include "elfextra.h"
 #include "tool.h"
 
 #include <cubincache/binfmt.h>
@@ -17,7 +18,8 @@
 #include <string.h>
 
 static const char usage[] = "usage: cubincache inspect [--json] FILE...\n"
-                            "  FILE: a cubin, fatbin, PTX file, executable, shared library or object\n";
+                            "  FILE: a cubin, fatbin, PTX file, executable, shared library, object\n"
+                            "        or static library\n";
 
 static const char *variant_suffix(uint8_t v)
 {
@@ -39,6 +41,11 @@ static void add_cubin_json(cJSON *o, const struct cbc_cubin_info *ci)
     else
         cJSON_AddNullToObject(o, "virtual_arch");
     cJSON_AddBoolToObject(o, "debug", ci->debug);
+    cJSON_AddBoolToObject(o, "lineinfo", ci->lineinfo);
+    cJSON_AddBoolToObject(o, "needs_dlink", cbc_cubin_needs_dlink(ci));
+    cJSON *u = cJSON_AddArrayToObject(o, "undefined");
+    for (size_t i = 0; i < ci->n_undefined && i < CBC_CUBIN_UNDEF_MAX; i++)
+        cJSON_AddItemToArray(u, cJSON_CreateString(ci->undefined[i]));
     cJSON *k = cJSON_AddArrayToObject(o, "kernels");
     cJSON *d = cJSON_AddArrayToObject(o, "device_functions");
     for (size_t i = 0; i < ci->n_funcs; i++)
@@ -63,14 +70,28 @@ static void print_funcs(const struct cbc_cubin_info *ci, const char *indent)
     }
 }
 
+/* -G, -lineinfo or neither: the sections tell (e_flags differ by arch). */
+static const char *debug_kind(const struct cbc_cubin_info *ci)
+{
+    return ci->debug ? ", debug (-G)" : ci->lineinfo ? ", line info (-lineinfo)" : "";
+}
+
 static void print_cubin(const char *file, size_t len, const struct cbc_cubin_info *ci)
 {
     printf("%s: cubin sm_%u%s, %zu bytes (ELF %s, EI_ABIVERSION %u, e_flags 0x%08x, %s)", file, ci->sm,
            variant_suffix(ci->variant), len, ci->abi_version >= 8 ? "V2" : "V1", ci->abi_version,
-           ci->e_flags, ci->e_type == 1 ? "relocatable (-rdc)" : "executable");
+           ci->e_flags, ci->e_type == 1 ? "relocatable" : "executable");
     if (ci->virtual_arch)
         printf(", from compute_%u", ci->virtual_arch);
-    printf("%s\n", ci->debug ? ", debug (-G)" : "");
+    printf("%s\n", debug_kind(ci));
+    if (cbc_cubin_needs_dlink(ci)) {
+        printf("  relocatable: needs device link (undefined: ");
+        for (size_t i = 0; i < ci->n_undefined && i < CBC_CUBIN_UNDEF_MAX; i++)
+            printf("%s%s", i ? ", " : "", ci->undefined[i]);
+        printf("%s)\n", ci->n_undefined > CBC_CUBIN_UNDEF_MAX ? ", ..." : "");
+    } else if (ci->e_type == 1) {
+        printf("  relocatable (-rdc), but it references nothing it does not define: loads as is\n");
+    }
     print_funcs(ci, "  ");
     if (ci->tool_cmdline)
         printf("  ptxas command line: %s\n", ci->tool_cmdline);
@@ -228,6 +249,45 @@ static enum cbc_status do_embedded(const char *file, const uint8_t *data, size_t
     return CBC_OK;
 }
 
+/* One host ELF's CUDA sections; `member` names it inside a static library
+ * (then `base` is its offset there). */
+static enum cbc_status do_host(const char *file, const uint8_t *data, size_t len, uint64_t base,
+                               const char *member, cJSON *arr, struct cbc_err *err, bool *problem)
+{
+    struct cbc_host_elf he;
+    enum cbc_status st = cbc_host_elf_parse(data, len, file, &he, err);
+    if (st != CBC_OK)
+        return st;
+    static const char *const kinds[] = {"none", "relocatable object", "executable",
+                                        "shared object or PIE"};
+    if (!arr && member)
+        printf("  member %s: host ELF (%s), %zu bytes\n", member,
+               he.e_type < 4 ? kinds[he.e_type] : "other", len);
+    else if (!arr)
+        printf("%s: host ELF (%s), %zu bytes\n", file, he.e_type < 4 ? kinds[he.e_type] : "other",
+               len);
+    const struct {
+        const char *name;
+        const struct cbc_host_section *s;
+    } secs[] = {{".nv_fatbin", &he.nv_fatbin}, {"__nv_relfatbin", &he.nv_relfatbin}};
+    bool any = false;
+    for (size_t i = 0; i < 2 && st == CBC_OK; i++) {
+        if (!secs[i].s->present)
+            continue;
+        any = true;
+        st = do_fatbin(file, data + secs[i].s->offset, (size_t)secs[i].s->size,
+                       base + secs[i].s->offset, secs[i].name, arr, err, problem);
+    }
+    if (st == CBC_OK && he.cbc_bundle.present) {
+        any = true;
+        st = do_embedded(file, data + he.cbc_bundle.offset, (size_t)he.cbc_bundle.size,
+                         base + he.cbc_bundle.offset, arr, err, problem);
+    }
+    if (!any && !arr)
+        printf("  no .nv_fatbin, __nv_relfatbin or " CBC_EMBED_SECTION " section: no GPU code\n");
+    return st;
+}
+
 /* Returns the exit code for one file. */
 static int inspect_one(struct tool *t, const char *file, bool json)
 {
@@ -297,37 +357,28 @@ static int inspect_one(struct tool *t, const char *file, bool json)
             arr = cJSON_AddArrayToObject(root, "entries");
         st = do_fatbin(file, data, len, 0, NULL, arr, &err, &problem);
         break;
-    case CBC_FILE_HOST_ELF: {
-        struct cbc_host_elf he;
-        st = cbc_host_elf_parse(data, len, file, &he, &err);
+    case CBC_FILE_HOST_ELF:
+        if (root)
+            arr = cJSON_AddArrayToObject(root, "entries");
+        st = do_host(file, data, len, 0, NULL, arr, &err, &problem);
+        break;
+    case CBC_FILE_ARCHIVE: {
+        /* a static library: each member object as a host ELF */
+        struct cbc_ar a;
+        st = cbc_ar_parse(data, len, file, &a, &err);
         if (st != CBC_OK)
             break;
-        static const char *const kinds[] = {"none", "relocatable object", "executable",
-                                            "shared object or PIE"};
-        if (!root)
-            printf("%s: host ELF (%s), %zu bytes\n", file, he.e_type < 4 ? kinds[he.e_type] : "other",
-                   len);
-        else
+        if (root)
             arr = cJSON_AddArrayToObject(root, "entries");
-        const struct {
-            const char *name;
-            const struct cbc_host_section *s;
-        } secs[] = {{".nv_fatbin", &he.nv_fatbin}, {"__nv_relfatbin", &he.nv_relfatbin}};
-        bool any = false;
-        for (size_t i = 0; i < 2 && st == CBC_OK; i++) {
-            if (!secs[i].s->present)
+        else
+            printf("%s: static library, %zu member%s\n", file, a.n, a.n == 1 ? "" : "s");
+        for (size_t i = 0; i < a.n && st == CBC_OK; i++) {
+            if (cbc_binfmt_detect(a.v[i].data, (size_t)a.v[i].size) != CBC_FILE_HOST_ELF)
                 continue;
-            any = true;
-            st = do_fatbin(file, data + secs[i].s->offset, (size_t)secs[i].s->size, secs[i].s->offset,
-                           secs[i].name, arr, &err, &problem);
+            st = do_host(file, a.v[i].data, (size_t)a.v[i].size, a.v[i].offset, a.v[i].name, arr,
+                         &err, &problem);
         }
-        if (st == CBC_OK && he.cbc_bundle.present) {
-            any = true;
-            st = do_embedded(file, data + he.cbc_bundle.offset, (size_t)he.cbc_bundle.size,
-                             he.cbc_bundle.offset, arr, &err, &problem);
-        }
-        if (!any && !root)
-            printf("  no .nv_fatbin, __nv_relfatbin or " CBC_EMBED_SECTION " section: no GPU code\n");
+        cbc_ar_release(&a);
         break;
     }
     case CBC_FILE_LTOIR:
@@ -371,7 +422,7 @@ int cmd_inspect(int argc, char **argv)
             fputs(usage, stdout);
             return EXIT_OK;
         } else
-            return tool_usage_error(&t, usage, "unknown option '%s'", argv[optind - 1]);
+            return tool_unknown_option(&t, usage, argv);
     }
     if (optind >= argc)
         return tool_usage_error(&t, usage, "no FILE given");

@@ -3,6 +3,7 @@
  * same policy the loader uses at run time. Exit 1 when nothing would run.
  */
 #include "archspec.h"
+#include "program.h"
 #include "tool.h"
 
 #include <cubincache/loader.h>
@@ -19,11 +20,18 @@ static const char usage[] =
     "      --cc X.Y           the GPU's compute capability (9.0, 90 and sm_90 all work)\n"
     "      --cuda-driver X.Y  the driver's CUDA version, to judge PTX (default: any)\n"
     "      --prefer-binary    assume CU_PREFER_BINARY instead of the driver's default\n"
-    "      --json             one JSON object per bundle or file\n";
+    "  -L, --library-path DIR look here first for the shared libraries a binary needs\n"
+    "      --no-libs          judge the binary alone, not the libraries it needs\n"
+    "      --json             one JSON object per bundle, or per module of a binary\n"
+    "  A binary answers per module (each translation unit, device-linked image and\n"
+    "  embedded bundle, in it and its libraries); exit 1 when any has nothing for the GPU.\n";
 
 struct sel {
     struct cbc_select_query q;
     bool json;
+    const char **lib_dirs; /* -L, for the libraries a binary needs */
+    size_t n_lib_dirs;
+    bool no_libs;
 };
 
 static int report(const struct sel *s, const char *path, const struct cbc_image *imgs, size_t n,
@@ -86,22 +94,85 @@ static int select_bundle(struct tool *t, const struct sel *s, const char *manife
     return rc;
 }
 
+/* A binary: every module with kernels of the program (its shared
+ * libraries included), one answer each; exit 1 when any has nothing for
+ * the GPU, in the words `check --arch` uses. */
 static int select_file(struct tool *t, const struct sel *s, const char *path)
 {
-    uint8_t *data = NULL;
-    size_t len = 0;
+    struct cbc_program p;
     struct cbc_err err = {0};
-    enum cbc_status st = cbc_file_read(path, &data, &len, &err);
-    struct cbc_image_list l = {0};
-    if (st == CBC_OK)
-        st = cbc_binfmt_images(data, len, path, &l, &err);
-    free(data);
+    struct cbc_program_opts po = {s->lib_dirs, s->n_lib_dirs, s->no_libs};
+    enum cbc_status st = cbc_program_open(path, &po, &p, &err);
     if (st != CBC_OK) {
         tool_error(t, &err);
         return st == CBC_E_IO ? EXIT_USAGE : tool_exit_code(st);
     }
-    int rc = report(s, path, l.v, l.n, NULL);
-    cbc_image_list_release(&l);
+    int rc = EXIT_OK;
+    char cc[16];
+    snprintf(cc, sizeof cc, "%u.%u", s->q.cc / 10, s->q.cc % 10);
+    for (size_t f = 1; f < p.n_files; f++) {
+        if (!p.files[f].missing)
+            continue;
+        rc = EXIT_VERDICT;
+        if (s->json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "path", path);
+            cJSON_AddStringToObject(o, "file", p.files[f].path);
+            cJSON_AddStringToObject(o, "cc", cc);
+            cJSON_AddStringToObject(o, "how", "missing");
+            cJSON_AddNullToObject(o, "target");
+            cJSON_AddStringToObject(o, "reason", p.files[f].problem ? p.files[f].problem : "");
+            tool_print_json(o);
+        } else {
+            printf("%s: %s: missing: needed by %s, %s\n", path, p.files[f].needed_as,
+                   p.files[f].needed_by, p.files[f].problem);
+        }
+    }
+    for (size_t m = 0; m < p.n_mods; m++) {
+        const struct cbc_pmod *pm = &p.mods[m];
+        if (!cbc_pmod_counts(&p, pm))
+            continue;
+        struct cbc_mod_verdict v;
+        cbc_pmod_judge(&p, pm, &s->q, &v);
+        if (!cbc_load_runs(v.how))
+            rc = EXIT_VERDICT;
+        char tn[CBC_TARGET_NAME_MAX];
+        cbc_target_name(&v.target, tn);
+        const struct cbc_image *img = v.image >= 0 ? &pm->img[v.image] : NULL;
+        if (s->json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "path", path);
+            cJSON_AddStringToObject(o, "file", cbc_pmod_file(&p, pm));
+            cJSON_AddStringToObject(o, "module", pm->label);
+            cJSON_AddStringToObject(o, "cc", cc);
+            cJSON_AddStringToObject(o, "how", cbc_load_how_name(v.how));
+            if (v.how == CBC_LOAD_NONE)
+                cJSON_AddNullToObject(o, "target");
+            else
+                cJSON_AddStringToObject(o, "target", tn);
+            if (img)
+                cJSON_AddNumberToObject(o, "offset", (double)img->offset);
+            cJSON_AddStringToObject(o, "reason", v.reason);
+            tool_print_json(o);
+            continue;
+        }
+        printf("%s: ", path);
+        if (p.n_mods > 1 || pm->kind != CBC_MOD_IMAGE) {
+            tool_fputs_escaped(pm->label, stdout);
+            if (pm->file)
+                printf(" of %s", cbc_pmod_file(&p, pm));
+            fputs(": ", stdout);
+        }
+        if (v.how == CBC_LOAD_NONE)
+            printf("none: ");
+        else if (img)
+            printf("%s (image %ld at %#llx): ", tn, v.image, (unsigned long long)img->offset);
+        else
+            printf("%s (%s): ", tn, cbc_load_how_name(v.how));
+        tool_fputs_escaped(v.reason, stdout);
+        fputc('\n', stdout);
+    }
+    cbc_program_release(&p);
     return rc;
 }
 
@@ -109,21 +180,31 @@ int cmd_select(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache select");
-    enum { O_CC = 256, O_DRIVER, O_PREFER, O_JSON, O_HELP };
+    enum { O_CC = 256, O_DRIVER, O_PREFER, O_JSON, O_NOLIBS, O_HELP };
     static const struct option longopts[] = {
         {"cc", required_argument, NULL, O_CC},
         {"cuda-driver", required_argument, NULL, O_DRIVER},
         {"prefer-binary", no_argument, NULL, O_PREFER},
+        {"library-path", required_argument, NULL, 'L'},
+        {"no-libs", no_argument, NULL, O_NOLIBS},
         {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
-    struct sel s = {{0, 0, false}, false};
+    struct sel s = {{0, 0, false}, false, NULL, 0, false};
+    const char *libs[32];
+    s.lib_dirs = libs;
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":L:", longopts, NULL)) != -1) {
         switch (c) {
+        case 'L':
+            if (s.n_lib_dirs == CBC_ARRAY_LEN(libs))
+                return tool_usage_error(&t, usage, "at most %zu -L directories", CBC_ARRAY_LEN(libs));
+            libs[s.n_lib_dirs++] = optarg;
+            break;
+        case O_NOLIBS: s.no_libs = true; break;
         case O_CC: {
             struct cbc_target tg[2];
             if (cbc_arch_token_parse(optarg, tg) == 0)
@@ -141,7 +222,7 @@ int cmd_select(int argc, char **argv)
         case O_JSON: s.json = true; break;
         case O_HELP: fputs(usage, stdout); return EXIT_OK;
         case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_usage_error(&t, usage, "unknown option '%s'", argv[optind - 1]);
+        default: return tool_unknown_option(&t, usage, argv);
         }
     }
     if (!s.q.cc)

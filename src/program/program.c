@@ -1,0 +1,845 @@
+/* program.c: the program model of program.h, built from the readers of
+ * src/binfmt, judged with the selection policy of src/select.
+ *
+ * How the modules of a host ELF are told apart, from nvcc 13 output
+ * (tests/corpus): .nv_fatbin holds one container per non-rdc translation
+ * unit, nvcc's kernel-less device-link stub, and, for -rdc builds, the
+ * device-linked image; __nv_relfatbin holds one container per -rdc unit
+ * (the device runtime's among them), relocatable code only. A .nv_fatbin
+ * container whose kernels are all kernels of the relocatable units is the
+ * device-linked image of those units; a file with relocatable units and no
+ * such container (an object, a static library member) is not linked yet.
+ * Kernels are the STO_CUDA_ENTRY functions of each ELF entry, or the
+ * .entry directives of PTX.
+ */
+#include "program.h"
+
+#include "elfextra.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- small string sets ----------------------------------------------------- */
+
+struct names {
+    char **v;
+    size_t n, cap;
+};
+
+static bool names_has(const struct names *s, const char *x)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i], x))
+            return true;
+    return false;
+}
+
+static bool names_add(struct names *s, const char *x, size_t len)
+{
+    char *c = cbc_strndup(x, len);
+    if (!c || !cbc_grow(&s->v, s->n, &s->cap, sizeof *s->v, 8)) {
+        free(c);
+        return false;
+    }
+    if (names_has(s, c)) {
+        free(c);
+        return true;
+    }
+    s->v[s->n++] = c;
+    return true;
+}
+
+static void names_release(struct names *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+/* The kernels of one fatbin entry. */
+static void entry_kernels(const struct cbc_fatbin_entry *e, const char *name, struct names *out)
+{
+    uint8_t *p = NULL;
+    size_t pl = 0;
+    if (cbc_fatbin_entry_payload(e, name, &p, &pl, NULL) != CBC_OK)
+        return;
+    if (e->kind == CBC_FATBIN_ELF) {
+        struct cbc_cubin_info ci;
+        if (cbc_cubin_parse(p, pl, name, &ci, NULL) == CBC_OK) {
+            for (size_t f = 0; f < ci.n_funcs; f++)
+                if (ci.funcs[f].entry)
+                    names_add(out, ci.funcs[f].name, strlen(ci.funcs[f].name));
+            cbc_cubin_info_release(&ci);
+        }
+    } else if (e->kind == CBC_FATBIN_PTX) {
+        /* ".entry NAME(" or ".visible .entry NAME(" */
+        const char *t = (const char *)p, *end = t + pl;
+        for (const char *q = t; q && q + 7 < end; q = memchr(q + 1, '.', (size_t)(end - q - 1))) {
+            if (memcmp(q, ".entry", 6) != 0 || !isspace((unsigned char)q[6]))
+                continue;
+            const char *n0 = q + 6;
+            while (n0 < end && isspace((unsigned char)*n0))
+                n0++;
+            const char *n1 = n0;
+            while (n1 < end && (isalnum((unsigned char)*n1) || *n1 == '_' || *n1 == '$'))
+                n1++;
+            if (n1 > n0)
+                names_add(out, n0, (size_t)(n1 - n0));
+        }
+    }
+    free(p);
+}
+
+/* ---- building --------------------------------------------------------------- */
+
+struct builder {
+    struct cbc_program *p;
+    const struct cbc_program_opts *o;
+    size_t cap_files, cap_mods, cap_maps;
+    struct names conf_dirs;
+    bool conf_read;
+    struct names seen; /* "dev:ino" of every file read */
+    struct cbc_err *err;
+};
+
+static struct cbc_pmod *new_mod(struct builder *b, enum cbc_mod_kind kind, size_t file,
+                                const char *label)
+{
+    struct cbc_program *p = b->p;
+    if (!cbc_grow(&p->mods, p->n_mods, &b->cap_mods, sizeof *p->mods, 8))
+        return NULL;
+    struct cbc_pmod *m = &p->mods[p->n_mods++];
+    memset(m, 0, sizeof *m);
+    m->kind = kind;
+    m->file = file;
+    cbc_fmt(m->label, sizeof m->label, "%s", label);
+    return m;
+}
+
+static bool push_img(struct cbc_image **v, size_t *n, const struct cbc_image *img)
+{
+    struct cbc_image *nv = cbc_reallocarray(*v, *n + 1, sizeof **v);
+    if (!nv)
+        return false;
+    *v = nv;
+    nv[(*n)++] = *img;
+    return true;
+}
+
+static size_t new_file(struct builder *b, const char *path, const char *needed_as,
+                       const char *needed_by)
+{
+    struct cbc_program *p = b->p;
+    if (!cbc_grow(&p->files, p->n_files, &b->cap_files, sizeof *p->files, 4))
+        return SIZE_MAX;
+    struct cbc_pfile *f = &p->files[p->n_files];
+    memset(f, 0, sizeof *f);
+    f->path = cbc_strdup(path);
+    f->needed_as = needed_as ? cbc_strdup(needed_as) : NULL;
+    f->needed_by = needed_by ? cbc_strdup(needed_by) : NULL;
+    if (!f->path)
+        return SIZE_MAX;
+    return p->n_files++;
+}
+
+static struct cbc_image image_of(const struct cbc_fatbin_entry *e, const char *section,
+                                 size_t container)
+{
+    struct cbc_image img = {0};
+    img.fatbin_kind = e->kind;
+    img.target.kind = e->kind == CBC_FATBIN_PTX ? CBC_KIND_PTX : CBC_KIND_SASS;
+    img.target.variant = e->variant;
+    img.target.arch = (uint16_t)(e->arch > UINT16_MAX ? UINT16_MAX : e->arch);
+    img.ptx_isa = e->kind == CBC_FATBIN_PTX ? e->version_major * 10u + e->version_minor : 0;
+    img.offset = e->offset;
+    img.size = e->payload_size;
+    img.uncompressed_size = e->compression ? e->uncompressed_size : 0;
+    img.compression = e->compression;
+    img.debug = (e->flags & CBC_FATBIN_FLAG_DEBUG) != 0;
+    img.section = section;
+    img.needs_dlink = section && !strcmp(section, "__nv_relfatbin");
+    img.container = container;
+    return img;
+}
+
+struct container {
+    struct cbc_image *img;
+    size_t n;
+    struct names kernels;
+};
+
+static void containers_release(struct container *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(c[i].img);
+        names_release(&c[i].kernels);
+    }
+    free(c);
+}
+
+/* The containers of a fatbin section, with their images and kernels. */
+static enum cbc_status read_containers(const uint8_t *data, size_t len, uint64_t base,
+                                       const char *name, const char *section,
+                                       struct container **out, size_t *n, struct cbc_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (!len)
+        return CBC_OK;
+    struct cbc_fatbin fb;
+    enum cbc_status st = cbc_fatbin_parse(data, len, base, name, &fb, err);
+    if (st != CBC_OK)
+        return st;
+    struct container *c = calloc(fb.n_containers ? fb.n_containers : 1, sizeof *c);
+    if (!c) {
+        cbc_fatbin_release(&fb);
+        return cbc_err_oom(err);
+    }
+    for (size_t i = 0; i < fb.n && st == CBC_OK; i++) {
+        const struct cbc_fatbin_entry *e = &fb.entries[i];
+        struct container *k = &c[e->container];
+        struct cbc_image img = image_of(e, section, e->container);
+        if (!push_img(&k->img, &k->n, &img))
+            st = cbc_err_oom(err);
+        entry_kernels(e, name, &k->kernels);
+    }
+    *n = fb.n_containers;
+    cbc_fatbin_release(&fb);
+    if (st != CBC_OK) {
+        containers_release(c, *n);
+        *n = 0;
+        return st;
+    }
+    *out = c;
+    return CBC_OK;
+}
+
+/* The modules of one host ELF (an executable, a shared library, an object,
+ * a static library member); `what` prefixes labels ("member k.o: "). */
+static enum cbc_status host_modules(struct builder *b, size_t file, const uint8_t *data,
+                                    size_t len, const char *name, const char *what)
+{
+    struct cbc_host_elf he;
+    enum cbc_status st = cbc_host_elf_parse(data, len, name, &he, b->err);
+    if (st != CBC_OK)
+        return st;
+    struct container *fat = NULL, *rel = NULL;
+    size_t nf = 0, nr = 0;
+    if (he.nv_fatbin.present)
+        st = read_containers(data + he.nv_fatbin.offset, (size_t)he.nv_fatbin.size,
+                             he.nv_fatbin.offset, name, ".nv_fatbin", &fat, &nf, b->err);
+    if (st == CBC_OK && he.nv_relfatbin.present)
+        st = read_containers(data + he.nv_relfatbin.offset, (size_t)he.nv_relfatbin.size,
+                             he.nv_relfatbin.offset, name, "__nv_relfatbin", &rel, &nr, b->err);
+    struct names relk = {0};
+    for (size_t u = 0; u < nr; u++)
+        for (size_t k = 0; k < rel[u].kernels.n; k++)
+            names_add(&relk, rel[u].kernels.v[k], strlen(rel[u].kernels.v[k]));
+    bool linked_any = false;
+    for (size_t c = 0; st == CBC_OK && c < nf; c++) {
+        bool linked = nr && fat[c].kernels.n;
+        for (size_t k = 0; linked && k < fat[c].kernels.n; k++)
+            linked = names_has(&relk, fat[c].kernels.v[k]);
+        char label[200];
+        if (linked)
+            cbc_fmt(label, sizeof label, "%sdevice-linked image (container %zu of .nv_fatbin)",
+                    what, c);
+        else
+            cbc_fmt(label, sizeof label, "%sfatbin container %zu of .nv_fatbin", what, c);
+        struct cbc_pmod *m = new_mod(b, linked ? CBC_MOD_LINKED : CBC_MOD_UNIT, file, label);
+        if (!m) {
+            st = cbc_err_oom(b->err);
+            break;
+        }
+        m->kernels = fat[c].kernels.n > 0;
+        m->img = fat[c].img;
+        m->n_img = fat[c].n;
+        fat[c].img = NULL;
+        linked_any |= linked;
+        if (linked) {
+            for (size_t u = 0; st == CBC_OK && u < nr; u++)
+                for (size_t i = 0; st == CBC_OK && i < rel[u].n; i++) {
+                    size_t *ru = cbc_reallocarray(m->rel_unit, m->n_rel + 1, sizeof *ru);
+                    if (!ru || !push_img(&m->rel, &m->n_rel, &rel[u].img[i])) {
+                        if (ru)
+                            m->rel_unit = ru;
+                        st = cbc_err_oom(b->err);
+                        break;
+                    }
+                    m->rel_unit = ru;
+                    m->rel_unit[m->n_rel - 1] = u;
+                }
+            m->n_units = nr;
+        }
+    }
+    if (st == CBC_OK && nr && !linked_any) {
+        char label[200];
+        cbc_fmt(label, sizeof label, "%s-rdc code of %zu unit%s in __nv_relfatbin, not yet "
+                "device-linked", what, nr, nr == 1 ? "" : "s");
+        struct cbc_pmod *m = new_mod(b, CBC_MOD_RDC, file, label);
+        if (!m)
+            st = cbc_err_oom(b->err);
+        for (size_t u = 0; m && st == CBC_OK && u < nr; u++)
+            for (size_t i = 0; st == CBC_OK && i < rel[u].n; i++) {
+                size_t *ru = cbc_reallocarray(m->rel_unit, m->n_rel + 1, sizeof *ru);
+                if (!ru || !push_img(&m->rel, &m->n_rel, &rel[u].img[i])) {
+                    if (ru)
+                        m->rel_unit = ru;
+                    st = cbc_err_oom(b->err);
+                    break;
+                }
+                m->rel_unit = ru;
+                m->rel_unit[m->n_rel - 1] = u;
+            }
+        if (m) {
+            m->n_units = nr;
+            m->kernels = relk.n > 0;
+        }
+    }
+    names_release(&relk);
+    containers_release(fat, nf);
+    containers_release(rel, nr);
+    if (st == CBC_OK && he.cbc_bundle.present && he.cbc_bundle.size) {
+        struct cbc_embedded_list el;
+        st = cbc_embedded_parse(data + he.cbc_bundle.offset, (size_t)he.cbc_bundle.size,
+                                he.cbc_bundle.offset, name, true, &el, b->err);
+        for (size_t r = 0; st == CBC_OK && r < el.n_records; r++) {
+            struct cbc_pmod *m = NULL;
+            for (size_t i = 0; st == CBC_OK && i < el.n; i++) {
+                const struct cbc_embedded_entry *e = &el.v[i];
+                if (e->record != r)
+                    continue;
+                if (!m) {
+                    char label[200];
+                    cbc_fmt(label, sizeof label, "%sembedded bundle '%s'", what, e->bundle);
+                    if (!(m = new_mod(b, CBC_MOD_BUNDLE, file, label))) {
+                        st = cbc_err_oom(b->err);
+                        break;
+                    }
+                    m->kernels = true;
+                }
+                struct cbc_image img = {0};
+                img.fatbin_kind = e->target.kind == CBC_KIND_PTX ? CBC_FATBIN_PTX : CBC_FATBIN_ELF;
+                img.target = e->target;
+                img.ptx_isa = e->ptx_isa;
+                img.offset = e->offset;
+                img.size = e->size;
+                img.section = CBC_EMBED_SECTION;
+                img.container = e->record;
+                if (!push_img(&m->img, &m->n_img, &img))
+                    st = cbc_err_oom(b->err);
+            }
+        }
+        cbc_embedded_release(&el);
+    }
+    return st;
+}
+
+/* ---- finding shared libraries as the dynamic loader does --------------------- */
+
+static void read_ld_conf(struct builder *b, const char *path, int depth)
+{
+    uint8_t *text = NULL;
+    size_t len = 0;
+    if (depth > 8 || cbc_file_read_max(path, 1 << 20, &text, &len, NULL) != CBC_OK)
+        return;
+    char *dir = cbc_path_dir(path);
+    char *outer = NULL;
+    for (char *line = strtok_r((char *)text, "\n", &outer); line;
+         line = strtok_r(NULL, "\n", &outer)) {
+        char *h = strchr(line, '#');
+        if (h)
+            *h = '\0';
+        while (isspace((unsigned char)*line))
+            line++;
+        size_t n = strlen(line);
+        while (n && isspace((unsigned char)line[n - 1]))
+            line[--n] = '\0';
+        if (!n)
+            continue;
+        if (!strncmp(line, "include", 7) && isspace((unsigned char)line[7])) {
+            char *pat = line + 8;
+            while (isspace((unsigned char)*pat))
+                pat++;
+            char *full = pat[0] == '/' ? cbc_strdup(pat) : cbc_path_join(dir, pat);
+            glob_t g;
+            if (full && glob(full, 0, NULL, &g) == 0) {
+                for (size_t i = 0; i < g.gl_pathc; i++) {
+                    uint8_t *inc = NULL;
+                    size_t il = 0;
+                    if (cbc_file_read_max(g.gl_pathv[i], 1 << 20, &inc, &il, NULL) == CBC_OK) {
+                        char *sp = NULL;
+                        for (char *l2 = strtok_r((char *)inc, "\n", &sp); l2;
+                             l2 = strtok_r(NULL, "\n", &sp)) {
+                            while (isspace((unsigned char)*l2))
+                                l2++;
+                            if (*l2 == '/')
+                                names_add(&b->conf_dirs, l2, strcspn(l2, " \t#"));
+                        }
+                    }
+                    free(inc);
+                }
+                globfree(&g);
+            }
+            free(full);
+            continue;
+        }
+        if (line[0] == '/')
+            names_add(&b->conf_dirs, line, strcspn(line, " \t"));
+    }
+    free(dir);
+    free(text);
+}
+
+/* Whether `path` is an ELF shared object of this machine. */
+static bool loadable_lib(const char *path, uint16_t machine)
+{
+    int fd;
+    if (cbc_open_regular(path, 0, &fd, NULL, NULL) != CBC_OK)
+        return false;
+    uint8_t h[20];
+    bool ok = pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h, "\177ELF", 4) &&
+              h[4] == 2 && cbc_rd16(h + 18) == machine;
+    close(fd);
+    return ok;
+}
+
+/* Appends the directories of a ':' list, $ORIGIN expanded, to `dirs`. */
+static void add_path_list(struct names *dirs, const char *list, const char *origin)
+{
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        struct cbc_buf d = {0};
+        for (size_t i = 0; i < n;) {
+            if (!strncmp(p + i, "$ORIGIN", 7) && n - i >= 7) {
+                cbc_buf_puts(&d, origin);
+                i += 7;
+            } else if (!strncmp(p + i, "${ORIGIN}", 9) && n - i >= 9) {
+                cbc_buf_puts(&d, origin);
+                i += 9;
+            } else {
+                cbc_buf_append(&d, p + i, 1);
+                i++;
+            }
+        }
+        if (d.len && !d.oom)
+            names_add(dirs, d.p, d.len);
+        cbc_buf_release(&d);
+        p = e ? e + 1 : NULL;
+    }
+}
+
+/* The path of needed library `needed` of `from`, or NULL with the
+ * directories searched in `searched`. */
+static char *find_lib(struct builder *b, const char *needed, const char *from,
+                      const struct cbc_elf_dynamic *dyn, struct cbc_buf *searched)
+{
+    if (strchr(needed, '/')) {
+        char *dir = cbc_path_dir(from);
+        char *p = needed[0] == '/' ? cbc_strdup(needed) : cbc_path_join(dir, needed);
+        free(dir);
+        if (p && loadable_lib(p, dyn->machine))
+            return p;
+        cbc_buf_printf(searched, "%s", p ? p : needed);
+        free(p);
+        return NULL;
+    }
+    if (!b->conf_read) {
+        b->conf_read = true;
+        read_ld_conf(b, "/etc/ld.so.conf", 0);
+    }
+    char *real = realpath(from, NULL);
+    char *origin = cbc_path_dir(real ? real : from);
+    free(real);
+    struct names dirs = {0};
+    for (size_t i = 0; b->o && i < b->o->n_lib_dirs; i++)
+        names_add(&dirs, b->o->lib_dirs[i], strlen(b->o->lib_dirs[i]));
+    if (!dyn->runpath)
+        add_path_list(&dirs, dyn->rpath, origin);
+    add_path_list(&dirs, getenv("LD_LIBRARY_PATH"), origin);
+    add_path_list(&dirs, dyn->runpath, origin);
+    for (size_t i = 0; i < b->conf_dirs.n; i++)
+        names_add(&dirs, b->conf_dirs.v[i], strlen(b->conf_dirs.v[i]));
+    static const char *const sys[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                                      "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+                                      "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
+    for (size_t i = 0; i < CBC_ARRAY_LEN(sys); i++)
+        names_add(&dirs, sys[i], strlen(sys[i]));
+    char *found = NULL;
+    for (size_t i = 0; i < dirs.n && !found; i++) {
+        char *p = cbc_path_join(dirs.v[i], needed);
+        if (p && loadable_lib(p, dyn->machine))
+            found = p;
+        else
+            free(p);
+        if (!found)
+            cbc_buf_printf(searched, "%s%s", i ? ", " : "", dirs.v[i]);
+    }
+    names_release(&dirs);
+    free(origin);
+    return found;
+}
+
+/* ---- files -------------------------------------------------------------------- */
+
+static enum cbc_status map_file(struct builder *b, const char *path, struct cbc_map *out)
+{
+    struct cbc_program *p = b->p;
+    if (!cbc_grow(&p->maps, p->n_maps, &b->cap_maps, sizeof *p->maps, 4))
+        return cbc_err_oom(b->err);
+    enum cbc_status st = cbc_file_map(path, &p->maps[p->n_maps], b->err);
+    if (st == CBC_OK)
+        *out = p->maps[p->n_maps++];
+    return st;
+}
+
+static bool seen_before(struct builder *b, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return false;
+    char key[64];
+    snprintf(key, sizeof key, "%llu:%llu", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
+    if (names_has(&b->seen, key))
+        return true;
+    names_add(&b->seen, key, strlen(key));
+    return false;
+}
+
+static enum cbc_status add_host(struct builder *b, size_t file, const uint8_t *data, size_t len,
+                                const char *path, int depth);
+
+/* The libraries a host ELF needs, each with its own modules. */
+static enum cbc_status add_needed(struct builder *b, const uint8_t *data, size_t len,
+                                  const char *path, int depth)
+{
+    struct cbc_elf_dynamic dyn;
+    enum cbc_status st = cbc_elf_dynamic(data, len, path, &dyn, b->err);
+    if (st != CBC_OK || depth > 32)
+        return st;
+    for (size_t i = 0; st == CBC_OK && i < dyn.n_needed; i++) {
+        struct cbc_buf searched = {0};
+        char *lib = find_lib(b, dyn.needed[i], path, &dyn, &searched);
+        if (lib && seen_before(b, lib)) {
+            free(lib);
+            cbc_buf_release(&searched);
+            continue;
+        }
+        size_t f = new_file(b, lib ? lib : dyn.needed[i], dyn.needed[i], path);
+        if (f == SIZE_MAX) {
+            free(lib);
+            cbc_buf_release(&searched);
+            return cbc_err_oom(b->err);
+        }
+        if (!lib) {
+            b->p->files[f].missing = true;
+            b->p->files[f].problem = cbc_asprintf("not found (searched %s)",
+                                                  searched.p ? searched.p : "nothing");
+            cbc_buf_release(&searched);
+            continue;
+        }
+        cbc_buf_release(&searched);
+        /* a library's trouble is the library's verdict, not an error of the program */
+        struct cbc_map mp;
+        struct cbc_err e = {0};
+        struct cbc_err *outer = b->err;
+        b->err = &e;
+        enum cbc_status ls = map_file(b, lib, &mp);
+        if (ls == CBC_OK)
+            ls = add_host(b, f, mp.data, mp.len, lib, depth + 1);
+        b->err = outer;
+        if (ls == CBC_E_NOMEM)
+            st = cbc_err_oom(b->err);
+        else if (ls != CBC_OK) {
+            b->p->files[f].missing = true;
+            b->p->files[f].problem = cbc_asprintf("cannot be read: %s", e.msg);
+        }
+        free(lib);
+    }
+    return st;
+}
+
+static enum cbc_status add_host(struct builder *b, size_t file, const uint8_t *data, size_t len,
+                                const char *path, int depth)
+{
+    enum cbc_status st = host_modules(b, file, data, len, path, "");
+    if (st == CBC_OK && !(b->o && b->o->no_libs))
+        st = add_needed(b, data, len, path, depth);
+    return st;
+}
+
+static enum cbc_status add_archive(struct builder *b, const uint8_t *data, size_t len,
+                                   const char *path)
+{
+    struct cbc_ar a;
+    enum cbc_status st = cbc_ar_parse(data, len, path, &a, b->err);
+    for (size_t i = 0; st == CBC_OK && i < a.n; i++) {
+        const struct cbc_ar_member *m = &a.v[i];
+        if (cbc_binfmt_detect(m->data, (size_t)m->size) != CBC_FILE_HOST_ELF)
+            continue;
+        char *fp = cbc_asprintf("%s(%s)", path, m->name);
+        size_t f = fp ? new_file(b, fp, NULL, NULL) : SIZE_MAX;
+        if (f == SIZE_MAX) {
+            free(fp);
+            st = cbc_err_oom(b->err);
+            break;
+        }
+        st = host_modules(b, f, m->data, (size_t)m->size, fp, "");
+        free(fp);
+    }
+    cbc_ar_release(&a);
+    return st;
+}
+
+enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts *o,
+                                 struct cbc_program *p, struct cbc_err *err)
+{
+    memset(p, 0, sizeof *p);
+    struct builder b = {.p = p, .o = o, .err = err};
+    size_t root = new_file(&b, path, NULL, NULL);
+    if (root == SIZE_MAX)
+        return cbc_err_oom(err);
+    struct cbc_map mp;
+    enum cbc_status st = map_file(&b, path, &mp);
+    if (st == CBC_OK) {
+        seen_before(&b, path);
+        p->type = mp.len >= 8 && !memcmp(mp.data, "!<arch>\n", 8) ? CBC_FILE_ARCHIVE
+                                                                 : cbc_binfmt_detect(mp.data, mp.len);
+        switch (p->type) {
+        case CBC_FILE_HOST_ELF: st = add_host(&b, root, mp.data, mp.len, path, 0); break;
+        case CBC_FILE_ARCHIVE: st = add_archive(&b, mp.data, mp.len, path); break;
+        case CBC_FILE_FATBIN: {
+            struct container *c = NULL;
+            size_t n = 0;
+            st = read_containers(mp.data, mp.len, 0, path, NULL, &c, &n, err);
+            for (size_t i = 0; st == CBC_OK && i < n; i++) {
+                char label[64];
+                cbc_fmt(label, sizeof label, "fatbin container %zu", i);
+                struct cbc_pmod *m = new_mod(&b, CBC_MOD_IMAGE, root, label);
+                if (!m) {
+                    st = cbc_err_oom(err);
+                    break;
+                }
+                m->kernels = c[i].kernels.n > 0;
+                m->img = c[i].img;
+                m->n_img = c[i].n;
+                c[i].img = NULL;
+            }
+            containers_release(c, n);
+            break;
+        }
+        default: {
+            struct cbc_image_list l;
+            st = cbc_binfmt_images(mp.data, mp.len, path, &l, err);
+            struct cbc_pmod *m = st == CBC_OK ? new_mod(&b, CBC_MOD_IMAGE, root, cbc_path_base(path))
+                                              : NULL;
+            if (st == CBC_OK && !m)
+                st = cbc_err_oom(err);
+            if (m) {
+                m->img = l.v;
+                m->n_img = l.n;
+                l.v = NULL;
+                m->kernels = true;
+            }
+            cbc_image_list_release(&l);
+            break;
+        }
+        }
+    }
+    names_release(&b.conf_dirs);
+    names_release(&b.seen);
+    if (st != CBC_OK)
+        cbc_program_release(p);
+    return st;
+}
+
+void cbc_program_release(struct cbc_program *p)
+{
+    for (size_t i = 0; i < p->n_files; i++) {
+        free(p->files[i].path);
+        free(p->files[i].needed_as);
+        free(p->files[i].needed_by);
+        free(p->files[i].problem);
+    }
+    free(p->files);
+    for (size_t i = 0; i < p->n_mods; i++) {
+        free(p->mods[i].img);
+        free(p->mods[i].rel);
+        free(p->mods[i].rel_unit);
+    }
+    free(p->mods);
+    for (size_t i = 0; i < p->n_maps; i++)
+        cbc_file_unmap(&p->maps[i]);
+    free(p->maps);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- judging -------------------------------------------------------------------- */
+
+const char *cbc_load_how_name(enum cbc_load_how how)
+{
+    switch (how) {
+    case CBC_LOAD_NONE: return "none";
+    case CBC_LOAD_SASS: return "sass-exact";
+    case CBC_LOAD_SASS_COMPAT: return "sass-compatible";
+    case CBC_LOAD_PTX_JIT: return "ptx-jit";
+    case CBC_LOAD_LINK: return "link-at-load";
+    case CBC_LOAD_AFTER_DLINK: return "after-device-link";
+    case CBC_LOAD_NEEDS_DLINK: return "needs-device-link";
+    }
+    return "none";
+}
+
+bool cbc_load_runs(enum cbc_load_how how)
+{
+    return how != CBC_LOAD_NONE && how != CBC_LOAD_NEEDS_DLINK;
+}
+
+bool cbc_pmod_counts(const struct cbc_program *p, const struct cbc_pmod *m)
+{
+    if (m->kernels)
+        return true;
+    for (size_t i = 0; i < p->n_mods; i++)
+        if (p->mods[i].kernels)
+            return false;
+    return true;
+}
+
+const char *cbc_pmod_file(const struct cbc_program *p, const struct cbc_pmod *m)
+{
+    return m->file < p->n_files ? p->files[m->file].path : "?";
+}
+
+/* A relocatable target every unit of the module has, loadable on q's GPU,
+ * the best by the selection policy; false when there is none. *why says
+ * which unit lacks what, when there is none. */
+static bool link_target(const struct cbc_pmod *m, const struct cbc_select_query *q,
+                        struct cbc_target *out, char *why, size_t why_len)
+{
+    struct cbc_image cand[64];
+    size_t nc = 0;
+    for (size_t i = 0; i < m->n_rel && nc < CBC_ARRAY_LEN(cand); i++) {
+        const struct cbc_image *r = &m->rel[i];
+        if (r->fatbin_kind != CBC_FATBIN_ELF)
+            continue; /* linking PTX at load is not measured: never counted on */
+        bool dup = false;
+        for (size_t k = 0; k < nc && !dup; k++)
+            dup = cbc_target_eq(&cand[k].target, &r->target);
+        if (dup)
+            continue;
+        bool all = true;
+        size_t missing_unit = 0;
+        for (size_t u = 0; u < m->n_units && all; u++) {
+            bool has = false;
+            for (size_t k = 0; k < m->n_rel && !has; k++)
+                has = m->rel_unit[k] == u && m->rel[k].fatbin_kind == CBC_FATBIN_ELF &&
+                      cbc_target_eq(&m->rel[k].target, &r->target);
+            if (!has)
+                all = false, missing_unit = u;
+        }
+        if (!all) {
+            (void)missing_unit;
+            continue;
+        }
+        cand[nc] = *r;
+        cand[nc].needs_dlink = false;
+        nc++;
+    }
+    struct cbc_select_result sr;
+    long pick = nc ? cbc_select(cand, nc, q, &sr) : -1;
+    if (pick >= 0) {
+        *out = cand[pick].target;
+        return true;
+    }
+    /* why not: the targets each unit has */
+    struct cbc_buf b = {0};
+    for (size_t u = 0; u < m->n_units && u < 6; u++) {
+        cbc_buf_printf(&b, "%sunit %zu has", u ? "; " : "", u);
+        size_t shown = 0;
+        for (size_t k = 0; k < m->n_rel; k++) {
+            if (m->rel_unit[k] != u)
+                continue;
+            char tn[CBC_TARGET_NAME_MAX];
+            cbc_target_name(&m->rel[k].target, tn);
+            cbc_buf_printf(&b, "%s %s", shown++ ? "," : "", tn);
+        }
+        if (!shown)
+            cbc_buf_puts(&b, " nothing");
+    }
+    cbc_fmt(why, why_len, "%s", b.p ? b.p : "no relocatable code");
+    cbc_buf_release(&b);
+    return false;
+}
+
+void cbc_pmod_judge(const struct cbc_program *p, const struct cbc_pmod *m,
+                    const struct cbc_select_query *q, struct cbc_mod_verdict *v)
+{
+    (void)p;
+    memset(v, 0, sizeof *v);
+    v->image = -1;
+    struct cbc_select_result r = {0};
+    long pick = m->n_img ? cbc_select(m->img, m->n_img, q, &r) : -1;
+    unsigned M = q->cc / 10, mi = q->cc % 10;
+    char tn[CBC_TARGET_NAME_MAX];
+    if (pick >= 0) {
+        v->image = pick;
+        v->target = m->img[pick].target;
+        v->how = r.how == CBC_SELECT_SASS_EXACT    ? CBC_LOAD_SASS
+                 : r.how == CBC_SELECT_SASS_COMPAT ? CBC_LOAD_SASS_COMPAT
+                                                   : CBC_LOAD_PTX_JIT;
+        cbc_fmt(v->reason, sizeof v->reason, "%s", r.reason);
+        return;
+    }
+    if (m->n_img == 1 && m->img[0].needs_dlink && !m->n_rel) {
+        v->how = CBC_LOAD_NEEDS_DLINK;
+        v->target = m->img[0].target;
+        cbc_fmt(v->reason, sizeof v->reason, "%s is relocatable code that references symbols it "
+                "does not define: it needs a device link (nvcc -dlink) before any driver loads it",
+                cbc_target_name(&m->img[0].target, tn));
+        return;
+    }
+    char why[400] = "";
+    if (m->n_rel && link_target(m, q, &v->target, why, sizeof why)) {
+        cbc_target_name(&v->target, tn);
+        if (m->kind == CBC_MOD_LINKED) {
+            char have[200];
+            cbc_images_summary(m->img, m->n_img, have, sizeof have);
+            v->how = CBC_LOAD_LINK;
+            cbc_fmt(v->reason, sizeof v->reason,
+                    "relocatable %s code of its %zu -rdc unit%s (__nv_relfatbin), linked by the "
+                    "CUDA runtime when the program loads: the device-linked image has %s, nothing "
+                    "for %u.%u", tn, m->n_units, m->n_units == 1 ? "" : "s", have, M, mi);
+        } else {
+            v->how = CBC_LOAD_AFTER_DLINK;
+            cbc_fmt(v->reason, sizeof v->reason,
+                    "relocatable %s code in every unit: runs once device-linked for %s "
+                    "(nvcc -dlink -arch=%s, or by the runtime at load if the program's "
+                    "device link lacks it)", tn, tn, tn);
+        }
+        return;
+    }
+    v->how = CBC_LOAD_NONE;
+    if (m->n_rel && m->n_img) {
+        char have[200];
+        cbc_images_summary(m->img, m->n_img, have, sizeof have);
+        cbc_fmt(v->reason, sizeof v->reason, "will not run on compute capability %u.%u: the "
+                "device-linked image has %s, and no arch loadable there is in the relocatable "
+                "code of every unit (%s)", M, mi, have, why);
+    } else if (m->n_rel) {
+        cbc_fmt(v->reason, sizeof v->reason, "will not run on compute capability %u.%u: no arch "
+                "loadable there is in the relocatable code of every unit (%s)", M, mi, why);
+    } else {
+        cbc_fmt(v->reason, sizeof v->reason, "%s", r.reason);
+    }
+}
