@@ -3,7 +3,9 @@
 # GPU machine (an H200 here): build the project there, run the GPU and unit
 # test suites, then the loader, IG-engine and PyTorch benchmarks. Writes at
 # most eight files under OUTDIR: summary.txt (what matters, also printed),
-# gpu-tests.log, unit-tests.log, bench.jsonl, build.log.
+# gpu-tests.log, unit-tests.log, bench.jsonl, build.log, consumer.log, and
+# truth-sm_90.txt: what this GPU did with each member of the deploy-gate
+# corpus (copy it to tests/corpus/ when the corpus changes).
 set -uo pipefail
 out=${1:?usage: scripts/gpu_run.sh OUTDIR}
 mkdir -p "$out"
@@ -28,6 +30,9 @@ say "== GPU test suite"
 step timeout 900 meson test -C build-gpu --suite gpu -v > "$out/gpu-tests.log" 2>&1
 grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|  8 calls|FAIL|gpu_ig:|gpu_loader:)' "$out/gpu-tests.log" | tee -a "$S"
 grep -E '^ *[0-9]+/[0-9]+ ' "$out/gpu-tests.log" | tee -a "$S"
+say "== deploy-gate corpus: each program run, its kernels' results read back"
+step bash tests/corpus/run_truth.sh build-gpu/tests/corpus "$out/truth-sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .').txt" > /dev/null 2>&1
+grep -c ' runs ' "$out"/truth-sm_*.txt | sed 's/^/  members that ran: /' | tee -a "$S"
 say "== unit test suite on this machine (the fake driver and the real one side by side)"
 step timeout 600 meson test -C build-gpu --suite unit > "$out/unit-tests.log" 2>&1
 grep -E '^ *[0-9]+/[0-9]+ ' "$out/unit-tests.log" | tee -a "$S"

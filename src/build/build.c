@@ -127,6 +127,29 @@ static bool flag_matches(const char *flag, const char *name)
                                           (n == 2 && strcmp(name, "-o") == 0 && flag[n]));
 }
 
+/* The NVCC_*_FLAGS variable that carries an arch option (the first six
+ * reserved flags), as "NAME='value'" in buf; empty when none does. The
+ * flags after '--' are checked against the whole reserved list. */
+static void env_arch_override(char *buf, size_t len)
+{
+    static const char *const envs[] = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"};
+    buf[0] = '\0';
+    for (size_t e = 0; e < CBC_ARRAY_LEN(envs) && !buf[0]; e++) {
+        const char *v = getenv(envs[e]);
+        for (const char *p = v; p && *p && !buf[0];) {
+            while (*p == ' ' || *p == '\t')
+                p++;
+            size_t n = strcspn(p, " \t");
+            char tok[256];
+            cbc_fmt(tok, sizeof tok, "%.*s", (int)n, p);
+            for (size_t k = 0; k < 6 && !buf[0]; k++)
+                if (flag_matches(tok, reserved_flags[k]))
+                    cbc_fmt(buf, len, "%s='%s'", envs[e], v);
+            p += n;
+        }
+    }
+}
+
 static enum cbc_status check_flags(struct ctx *c)
 {
     const struct cbc_build_opts *o = c->o;
@@ -144,6 +167,16 @@ static enum cbc_status check_flags(struct ctx *c)
                          : "remove it: use -o DIR, -n NAME and --depfile");
             return CBC_E_USAGE;
         }
+    }
+    /* the same options in the flags nvcc reads from the environment */
+    char why[600];
+    env_arch_override(why, sizeof why);
+    if (why[0]) {
+        cbc_err_set(c->err, CBC_E_USAGE, "%s sets the targets, which cubincache build controls: "
+                    "every output would be code for another target than its name", why);
+        cbc_err_hint(c->err, "remove the arch option from it and name the targets with --arch, "
+                     "e.g. --arch 89,90");
+        return CBC_E_USAGE;
     }
     const char *ccbin = cbc_flags_ccbin(o->flags, o->n_flags);
     if (ccbin && !(c->ccbin = cbc_strdup(ccbin)))
@@ -503,29 +536,6 @@ static bool disk_full(struct ctx *c, const struct tstate *t)
     return false;
 }
 
-/* Where an option that picks the arch comes from, when something other
- * than --arch sets one: the flags after '--' or the NVCC_*_FLAGS nvcc
- * reads. Empty when nothing does. */
-static void arch_override(const struct ctx *c, char *buf, size_t len)
-{
-    static const char *const opts[] = {"-arch", "--gpu-architecture", "-gencode",
-                                       "--generate-code", "-code", "--gpu-code"};
-    buf[0] = '\0';
-    for (size_t i = 0; i < c->o->n_flags && !buf[0]; i++)
-        for (size_t k = 0; k < CBC_ARRAY_LEN(opts) && !buf[0]; k++)
-            if (!strncmp(c->o->flags[i], opts[k], strlen(opts[k])))
-                cbc_fmt(buf, len, "the flag '%s' after '--'", c->o->flags[i]);
-    static const char *const envs[] = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"};
-    for (size_t e = 0; e < CBC_ARRAY_LEN(envs) && !buf[0]; e++) {
-        const char *v = getenv(envs[e]);
-        for (size_t k = 0; v && k < CBC_ARRAY_LEN(opts) && !buf[0]; k++) {
-            const char *at = strstr(v, opts[k]);
-            if (at)
-                cbc_fmt(buf, len, "%s='%s'", envs[e], v);
-        }
-    }
-}
-
 static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t started_ns)
 {
     struct cbc_err e = {0};
@@ -537,24 +547,39 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
     if (st != CBC_OK && st != CBC_E_VERIFY && disk_full(c, t))
         return CBC_E_IO;
     if (st == CBC_E_VERIFY) {
-        /* real code, for another target than asked */
-        char why[600];
-        arch_override(c, why, sizeof why);
+        /* real code, for another target than asked: the flags and NVCC_*_FLAGS
+         * were checked for arch options before nvcc ran, so nvcc or a
+         * wrapper changed it */
         cbc_err_set(c->err, CBC_E_VERIFY, "nvcc output for %s is not %s code: %s", t->name,
                     t->name, e.msg);
-        if (why[0])
-            cbc_err_hint(c->err, "%s overrides the target: remove it and name the targets "
-                         "with --arch", why);
-        else
-            cbc_err_hint(c->err, "nvcc ('%s'), or a wrapper around it, built another target "
-                         "than the -gencode it was given: check that it passes the option "
-                         "through unchanged", c->nvcc);
+        cbc_err_hint(c->err, "nvcc ('%s'), or a wrapper around it, built another target than the "
+                     "-gencode it was given: check that it passes the option through unchanged",
+                     c->nvcc);
         return CBC_E_VERIFY;
     }
     if (st != CBC_OK) {
         cbc_err_set(c->err, CBC_E_COMPILE, "nvcc exited 0 but its output for %s is unusable: %s",
                     t->name, e.msg);
         return CBC_E_COMPILE;
+    }
+    if (t->t.kind == CBC_KIND_SASS) {
+        /* -rdc output is fine as long as it is whole: a cubin that needs a
+         * device link loads nowhere, so it is not a bundle's image */
+        struct cbc_cubin_info ci;
+        if (cbc_cubin_parse(t->data, t->len, t->file, &ci, NULL) == CBC_OK) {
+            bool rel = cbc_cubin_needs_dlink(&ci);
+            if (rel)
+                cbc_err_set(c->err, CBC_E_UNSUPPORTED, "nvcc output for %s is relocatable code "
+                            "that references '%s'%s, which it does not define: it needs a device "
+                            "link, and a build of one source makes none", t->name,
+                            ci.undefined[0], ci.n_undefined > 1 ? " and more" : "");
+            cbc_cubin_info_release(&ci);
+            if (rel) {
+                cbc_err_hint(c->err, "drop -rdc: code that calls into other sources or the "
+                             "device runtime (dynamic parallelism) needs their device link");
+                return CBC_E_UNSUPPORTED;
+            }
+        }
     }
     uint8_t *dtext = NULL;
     size_t dlen = 0;

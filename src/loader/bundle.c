@@ -289,6 +289,23 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
                          "'cubincache check' on it");
             return CBC_E_VERIFY;
         }
+        if (s->img.target.kind == CBC_KIND_SASS) {
+            /* relocatable code that needs a device link: no driver loads it
+             * (cuModuleLoadData would fail on its undefined symbols) */
+            struct cbc_cubin_info ci;
+            if (cbc_cubin_parse(s->data, s->size, label, &ci, NULL) == CBC_OK) {
+                bool rel = cbc_cubin_needs_dlink(&ci);
+                if (rel)
+                    cbc_err_set(err, CBC_E_VERIFY, "bundle '%s': %s image '%s' is relocatable code "
+                                "referencing '%s' it does not define: it needs a device link; "
+                                "refusing to load it", b->name, name, label, ci.undefined[0]);
+                cbc_cubin_info_release(&ci);
+                if (rel) {
+                    cbc_err_hint(err, "build the bundle without -rdc, or device-link it first");
+                    return CBC_E_VERIFY;
+                }
+            }
+        }
         if (!cbc_hash_eq(&h, &s->hash)) {
             cbc_err_set(err, CBC_E_VERIFY,
                         "bundle '%s': %s image '%s' does not match the hash its manifest recorded "

@@ -60,10 +60,17 @@ grep -q "nvcc failed for 2 of 2 targets" "$T/last.out" || fail "summary line: $(
 [ ! -e "$T/badout/bad.manifest.json" ] || fail "a failed compile wrote a manifest"
 [ -z "$(ls -A "$T/badout" 2>/dev/null)" ] || fail "a failed compile left files: $(ls -A "$T/badout")"
 
-note "an environment override of the arch is caught, not filed as the wrong target"
+note "an environment override of the arch is caught before nvcc runs, not filed as the wrong target"
 cd "$T/src"
-expect_out 1 "" env NVCC_APPEND_FLAGS="-arch=sm_89" "$CUBINCACHE" build -a 90 -o "$T/ovr" k.cu
+make_counting_nvcc
+for v in "-arch=sm_89" "-O3 -gencode arch=compute_89,code=sm_89" "--gpu-architecture sm_89"; do
+    reset_nvcc_log
+    expect_out 2 "NVCC_APPEND_FLAGS='$v' sets the targets" env NVCC="$T/nvcc-count" NVCC_APPEND_FLAGS="$v" "$CUBINCACHE" build -a 90 -o "$T/ovr" k.cu
+    expect_out 2 "NVCC_PREPEND_FLAGS='$v' sets the targets" env NVCC="$T/nvcc-count" NVCC_PREPEND_FLAGS="$v" "$CUBINCACHE" build -a 90 -o "$T/ovr" k.cu
+    [ "$(nvcc_runs)" = 0 ] || fail "nvcc ran with an arch override in the environment: $(cat "$T/nvcc.log")"
+done
 [ ! -e "$T/ovr/k.sm_90.cubin" ] || fail "a build with an arch override wrote k.sm_90.cubin"
+expect_exit 0 env NVCC_APPEND_FLAGS="-lineinfo" "$CUBINCACHE" build -q -a 90 -o "$T/ovr" k.cu
 
 note "a toolchain that silently builds another arch is caught by the ELF check"
 cat > "$T/nvcc-liar" <<EOF2
@@ -78,6 +85,8 @@ EOF2
 chmod +x "$T/nvcc-liar"
 n0=$(count_entries)
 expect_out 1 "holds sm_89 code" env NVCC="$T/nvcc-liar" "$CUBINCACHE" build -a 90 -o "$T/liar" k.cu
+grep -q "a wrapper around it, built another target" "$T/last.out" || fail "the hint should blame the wrapper: $(cat "$T/last.out")"
+grep -q "NVCC_PREPEND_FLAGS" "$T/last.out" && fail "the hint blames the flags, which are not the cause: $(cat "$T/last.out")"
 [ ! -e "$T/liar/k.sm_90.cubin" ] || fail "a mislabeled output was written"
 [ "$(count_entries)" = "$n0" ] || fail "a mislabeled output was stored"
 

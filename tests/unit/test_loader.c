@@ -460,3 +460,28 @@ Test(loader, threads_racing_to_the_driver_open_it_once)
     }
     cr_assert_eq(driver_calls("cuInit"), 1, "cuInit ran %d times", driver_calls("cuInit"));
 }
+
+/* -rdc code that calls into another unit needs a device link: no driver
+ * loads it, so the loader refuses it before the driver sees it. */
+Test(loader, a_cubin_that_needs_a_device_link_is_refused_before_the_driver)
+{
+    fake_gpu(90, "NVIDIA H200", 13000);
+    size_t n;
+    uint8_t *rel = fixture("calls.rdc.cubin", &n);
+    struct cbc_hash h;
+    char hex[33];
+    cbc_hash_bytes(rel, n, &h);
+    cbc_hash_hex(&h, hex);
+    const struct cbc_embedded_image img = {"sm_90", rel, n, hex};
+    struct cbc_embedded_bundle eb = {"rdc", 1, &img, NULL};
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_embedded(&eb, &b, &err), CBC_OK, "%s", err.msg);
+    struct cbc_module *m = NULL;
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_VERIFY);
+    cr_assert(strstr(err.msg, "needs a device link"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "_Z9elsewherei"), "%s", err.msg);
+    cr_assert_eq(driver_calls("cuModuleLoadData"), 0);
+    cbc_bundle_close(b);
+    free(rel);
+}

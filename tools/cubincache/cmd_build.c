@@ -97,7 +97,7 @@ int cmd_build(int argc, char **argv)
         case 'v': t.verbosity = 1; break;
         case O_HELP: fputs(usage, stdout); return EXIT_OK;
         case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_usage_error(&t, usage, "unknown option '%s'", argv[optind - 1]);
+        default: return tool_unknown_option(&t, usage, argv);
         }
     }
     if (optind >= split)

@@ -37,7 +37,7 @@ int cmd_devices(int argc, char **argv)
         case 'n': name = optarg; break;
         case 'h': fputs(usage, stdout); return EXIT_OK;
         case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_usage_error(&t, usage, "unknown option '%s'", argv[optind - 1]);
+        default: return tool_unknown_option(&t, usage, argv);
         }
     }
     if (argc - optind > 1)

@@ -84,7 +84,7 @@ int cmd_embed(int argc, char **argv)
         case 'o': output = optarg; break;
         case 'h': fputs(usage, stdout); return EXIT_OK;
         case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_usage_error(&t, usage, "unknown option '%s'", argv[optind - 1]);
+        default: return tool_unknown_option(&t, usage, argv);
         }
     }
     if (!output)

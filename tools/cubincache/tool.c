@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include <errno.h>
+#include <getopt.h>
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -140,6 +141,13 @@ void tool_fputs_escaped(const char *s, FILE *f)
         else
             fputc(c, f);
     }
+}
+
+int tool_unknown_option(const struct tool *t, const char *usage, char **argv)
+{
+    if (optopt > 0 && optopt < 256)
+        return tool_usage_error(t, usage, "unknown option '-%c'", optopt);
+    return tool_usage_error(t, usage, "unknown option '%s'", argv[optind - 1]);
 }
 
 void tool_print_json(struct cJSON *o)

@@ -36,6 +36,9 @@ int tool_exit_code(enum cbc_status st);
  * Lines, docs/json.md) and deletes it. */
 struct cJSON;
 void tool_print_json(struct cJSON *o);
+/* After getopt_long returned '?': names the option it did not know (a
+ * letter inside a group like -qX, or the whole argument) and prints usage. */
+int tool_unknown_option(const struct tool *t, const char *usage, char **argv);
 /* Prints "usage: ..." to stderr and returns EXIT_USAGE. */
 int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, ...) CBC_PRINTF(3, 4);
 
