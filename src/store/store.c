@@ -227,7 +227,48 @@ static bool lock_dir(int fd, int how)
     }
 }
 
-/* Runs fn on the counters: read v1/stats, fn, and with write_back publish
+/* The counters as text, every value padded to 20 digits: the file has one
+ * length whatever the counts, so an in-place rewrite is one pwrite that
+ * never leaves a longer tail behind. */
+static int format_counters(const uint64_t v[C_COUNT], char *buf, size_t cap)
+{
+    int n = 0;
+    for (int i = 0; i < C_COUNT; i++)
+        n += snprintf(buf + n, cap - (size_t)n, "%s %20llu\n", counter_names[i],
+                      (unsigned long long)v[i]);
+    return n;
+}
+
+/* Rewrites v1/stats in place when it is a plain file with one name (a link
+ * is refused by O_NOFOLLOW, a hard link or anything else by the fstat), so a
+ * close costs one pwrite, not a rename. Returns false when the file is not
+ * fit for that (or absent); the caller then replaces it. */
+static bool counters_in_place(struct cbc_store *s, void (*fn)(uint64_t v[C_COUNT], void *),
+                              void *ctx)
+{
+    int fd = openat(s->fd, "stats", O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    char buf[SMALL_MAX + 1];
+    ssize_t got = -1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_size < SMALL_MAX)
+        got = pread(fd, buf, SMALL_MAX, 0);
+    if (got < 0) {
+        close(fd);
+        return false;
+    }
+    buf[got] = '\0';
+    uint64_t v[C_COUNT] = {0};
+    parse_counters(buf, v);
+    fn(v, ctx);
+    int n = format_counters(v, buf, sizeof buf);
+    bool ok = pwrite(fd, buf, (size_t)n, 0) == n && (got <= n || ftruncate(fd, n) == 0);
+    close(fd);
+    return ok;
+}
+
+/* Runs fn on the counters: read v1/stats, fn, and with write_back store
  * the result, all under the directory lock. */
 static enum cbc_status with_counters(struct cbc_store *s, void (*fn)(uint64_t v[C_COUNT], void *),
                                      void *ctx, bool write_back, struct cbc_err *err)
@@ -235,23 +276,22 @@ static enum cbc_status with_counters(struct cbc_store *s, void (*fn)(uint64_t v[
     bool locked = lock_dir(s->fd, write_back ? LOCK_EX : LOCK_SH);
     if (!locked && write_back)
         return cbc_err_set(err, CBC_E_CACHE, "cannot lock the cache counters in '%s'", s->root);
-    uint8_t *data = NULL;
-    size_t len = 0;
-    uint64_t v[C_COUNT] = {0};
-    if (cbc_read_at(s->fd, s->root, "stats", SMALL_MAX, &data, &len, NULL) == CBC_OK)
-        parse_counters((const char *)data, v);
-    free(data);
-    fn(v, ctx);
     enum cbc_status st = CBC_OK;
-    if (write_back) {
-        char buf[512];
-        int n = 0;
-        for (int i = 0; i < C_COUNT; i++)
-            n += snprintf(buf + n, sizeof buf - (size_t)n, "%s %llu\n", counter_names[i],
-                          (unsigned long long)v[i]);
-        st = cbc_write_at(s->fd, s->root, "stats", buf, (size_t)n, store_perm(s), false, err);
-        if (st != CBC_OK)
-            st = CBC_E_CACHE;
+    if (!(write_back && counters_in_place(s, fn, ctx))) {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        uint64_t v[C_COUNT] = {0};
+        if (cbc_read_at(s->fd, s->root, "stats", SMALL_MAX, &data, &len, NULL) == CBC_OK)
+            parse_counters((const char *)data, v);
+        free(data);
+        fn(v, ctx);
+        if (write_back) {
+            char buf[512];
+            int n = format_counters(v, buf, sizeof buf);
+            st = cbc_write_at(s->fd, s->root, "stats", buf, (size_t)n, store_perm(s), false, err);
+            if (st != CBC_OK)
+                st = CBC_E_CACHE;
+        }
     }
     if (locked)
         flock(s->fd, LOCK_UN);

@@ -32,9 +32,12 @@
  *    header carries its magic, and its own temporaries once they are older
  *    than an hour (a live writer's are younger); anything else is reported
  *    and left alone;
- *  - every file is published by renameat of a complete temporary (stats and
- *    config too), so no reader sees part of one, even after kill -9, and a
- *    link or hard link planted at a name is replaced, never written through;
+ *  - every file is published by renameat of a complete temporary (config
+ *    too), so no reader sees part of one, even after kill -9, and a link or
+ *    hard link planted at a name is replaced, never written through; the one
+ *    exception is v1/stats, rewritten in place under the directory lock by a
+ *    single fixed-length pwrite when it is a plain file with one name (else
+ *    replaced like the rest);
  *  - every get re-verifies the header, the payload hash and the image's own
  *    arch (cbc_binfmt_verify_target) and drops an entry that fails;
  *  - files are created 0666 and directories 0777 less the umask
