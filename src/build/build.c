@@ -823,8 +823,12 @@ static enum cbc_status write_outputs(struct ctx *c, struct cbc_build_result *res
     for (size_t i = 0; st == CBC_OK && i < c->n; i++)
         files[i] = (struct cbc_publish_file){c->ts[i].file, c->ts[i].data, c->ts[i].len,
                                              c->ts[i].state == T_HIT};
-    /* what the previous manifest recorded: the images it may retire */
-    if (st == CBC_OK && previous(c, NULL, 0)) {
+    /* what the previous manifest recorded: the images it may retire (none
+     * when it is this very manifest, the common hit, which skips its parse) */
+    char mname[CBC_NAME_MAX + 32];
+    snprintf(mname, sizeof mname, "%s.manifest.json", c->name);
+    if (st == CBC_OK && !cbc_stage_holds(&c->stage, mname, text, strlen(text)) &&
+        previous(c, NULL, 0)) {
         retire = calloc(c->prev.n ? c->prev.n : 1, sizeof *retire);
         if (!retire)
             st = cbc_err_oom(err);

@@ -253,12 +253,19 @@ static void recover_dead(struct cbc_stage *s, const struct cbc_publish_req *r,
  * regular file, not a link). */
 static bool holds(int outfd, const char *dir, const char *name, const void *data, size_t len)
 {
+    if (outfd < 0)
+        return false;
     uint8_t *old = NULL;
     size_t old_len = 0;
     bool same = cbc_read_at(outfd, dir, name, (uint64_t)len + 1, &old, &old_len, NULL) == CBC_OK &&
                 old_len == len && (len == 0 || memcmp(old, data, len) == 0);
     free(old);
     return same;
+}
+
+bool cbc_stage_holds(const struct cbc_stage *s, const char *file, const void *data, size_t len)
+{
+    return holds(s->outfd, s->out_dir, file, data, len);
 }
 
 /* Whether `file` in the out directory is one of our images as recorded. */

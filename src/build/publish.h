@@ -33,6 +33,9 @@ struct cbc_stage {
 /* Opens (creating it) the out directory; no staging directory yet. */
 enum cbc_status cbc_stage_init(struct cbc_stage *s, const char *out_dir, const char *name,
                                struct cbc_err *err);
+/* Whether the out directory holds exactly these bytes under `file` (a
+ * plain file, never through a link). */
+bool cbc_stage_holds(const struct cbc_stage *s, const char *file, const void *data, size_t len);
 /* Creates and locks the staging directory (once; later calls do nothing). */
 enum cbc_status cbc_stage_begin(struct cbc_stage *s, struct cbc_err *err);
 /* Removes the staging directory (unless `keep`) and closes everything. */
