@@ -136,51 +136,119 @@ void cbc_check_arch_env(struct cbc_arch_env *env)
 
 /* ---- bundles ------------------------------------------------------------- */
 
+/* What one check run learns once and every bundle it reads shares: file
+ * hashes (a header included by 250 bundles is read once), the toolchains
+ * identified (once per nvcc and host compiler), the cache they are read
+ * from and the key's environment. Read only: check never writes a cache. */
+struct toolchain_seen {
+    char *nvcc, *ccbin;
+    bool ok;
+    char why[sizeof ((struct cbc_err *)0)->msg];
+    struct cbc_toolchain tc;
+};
+
+struct check_run {
+    struct cbc_filememo *memo;
+    struct cbc_store *store;
+    bool store_tried;
+    struct toolchain_seen *tcs;
+    size_t n_tcs;
+    const char *env[CBC_KEY_ENV_COUNT];
+};
+
+static void run_init(struct check_run *r)
+{
+    memset(r, 0, sizeof *r);
+    cbc_key_env_read(r->env);
+}
+
+static void run_release(struct check_run *r)
+{
+    cbc_filememo_free(r->memo);
+    cbc_store_close(r->store);
+    for (size_t i = 0; i < r->n_tcs; i++) {
+        free(r->tcs[i].nvcc);
+        free(r->tcs[i].ccbin);
+        if (r->tcs[i].ok)
+            cbc_toolchain_release(&r->tcs[i].tc);
+    }
+    free(r->tcs);
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The toolchain `nvcc` (with `ccbin`) is, identified at most once per run;
+ * NULL with *why set when it cannot be here. */
+static const struct cbc_toolchain *run_toolchain(struct check_run *r,
+                                                 const struct cbc_check_opts *o, const char *nvcc,
+                                                 const char *ccbin, const char **why)
+{
+    for (size_t i = 0; i < r->n_tcs; i++)
+        if (same_str(r->tcs[i].nvcc, nvcc) && same_str(r->tcs[i].ccbin, ccbin)) {
+            *why = r->tcs[i].why;
+            return r->tcs[i].ok ? &r->tcs[i].tc : NULL;
+        }
+    struct toolchain_seen *v = cbc_reallocarray(r->tcs, r->n_tcs + 1, sizeof *v);
+    if (!v) {
+        *why = "out of memory";
+        return NULL;
+    }
+    r->tcs = v;
+    struct toolchain_seen *t = &v[r->n_tcs++];
+    memset(t, 0, sizeof *t);
+    t->nvcc = cbc_strdup(nvcc);
+    t->ccbin = ccbin ? cbc_strdup(ccbin) : NULL;
+    if (!r->store_tried) {
+        r->store_tried = true;
+        char *root = cbc_store_default_root(o->cache_dir);
+        if (root && cbc_store_open_existing(root, &r->store, NULL) != CBC_OK)
+            r->store = NULL;
+        free(root);
+    }
+    struct cbc_record_cache tools = r->store ? cbc_store_tools_cache(r->store)
+                                             : (struct cbc_record_cache){0};
+    struct cbc_err e = {0};
+    if (!cbc_is_file(nvcc))
+        snprintf(t->why, sizeof t->why, "not found");
+    else if (cbc_toolchain_identify(nvcc, ccbin, r->store ? &tools : NULL, &t->tc, &e) == CBC_OK)
+        t->ok = true;
+    else
+        snprintf(t->why, sizeof t->why, "%s", e.msg);
+    *why = t->why;
+    return t->ok ? &t->tc : NULL;
+}
+
+/* One bundle's view of the run: its source's hash and its toolchain. */
 struct fresh {
     bool enabled;
     struct cbc_filememo *memo;
     struct cbc_hash source_hash;
     bool have_source;
-    struct cbc_toolchain tc;
-    bool have_tc;
-    const char *env[CBC_KEY_ENV_COUNT];
+    const struct cbc_toolchain *tc;
+    const char *const *env;
 };
 
-static void fresh_init(struct fresh *f, const struct cbc_manifest *m,
+static void fresh_init(struct fresh *f, struct check_run *r, const struct cbc_manifest *m,
                        const struct cbc_check_opts *o, struct cbc_check_report *rep)
 {
     memset(f, 0, sizeof *f);
     if (o->integrity_only)
         return;
+    if (!r->memo)
+        r->memo = cbc_filememo_new();
     f->enabled = true;
-    f->memo = cbc_filememo_new();
+    f->memo = r->memo;
+    f->env = r->env;
     f->have_source = f->memo && cbc_filememo_hash(f->memo, m->source, NULL, NULL, 0, &f->source_hash,
                                                   NULL, NULL) == CBC_OK;
-    /* the cached toolchain identity, read only: check never writes a cache */
-    char *root = cbc_store_default_root(o->cache_dir);
-    struct cbc_store *store = NULL;
-    if (root && cbc_store_open_existing(root, &store, NULL) != CBC_OK)
-        store = NULL;
-    free(root);
-    struct cbc_record_cache tools = store ? cbc_store_tools_cache(store)
-                                          : (struct cbc_record_cache){0};
-    struct cbc_err e = {0};
-    if (cbc_is_file(m->nvcc) &&
-        cbc_toolchain_identify(m->nvcc, cbc_flags_ccbin(m->flags, m->n_flags),
-                               store ? &tools : NULL, &f->tc, &e) == CBC_OK)
-        f->have_tc = true;
-    else
+    const char *why = "";
+    f->tc = run_toolchain(r, o, m->nvcc, cbc_flags_ccbin(m->flags, m->n_flags), &why);
+    if (!f->tc)
         cbc_check_note(rep, "nvcc '%s' cannot be identified here (%s): entries are stale until it can",
-             m->nvcc, e.msg[0] ? e.msg : "not found");
-    cbc_store_close(store);
-    cbc_key_env_read(f->env);
-}
-
-static void fresh_release(struct fresh *f)
-{
-    cbc_filememo_free(f->memo);
-    if (f->have_tc)
-        cbc_toolchain_release(&f->tc);
+                       m->nvcc, why[0] ? why : "not found");
 }
 
 /* Stale-or-ok for one intact entry. */
@@ -193,7 +261,7 @@ static void judge_freshness(const struct cbc_manifest *m, const struct cbc_manif
     size_t nd = 0;
     const struct cbc_dep **deps = cbc_manifest_entry_deps(m, e, &nd);
     struct cbc_dep *now = calloc(nd ? nd : 1, sizeof *now);
-    bool complete = deps && now && f->have_source && f->have_tc;
+    bool complete = deps && now && f->have_source && f->tc;
     for (size_t i = 0; complete && i < nd; i++) {
         now[i].path = deps[i]->path;
         complete = cbc_filememo_hash(f->memo, deps[i]->path, NULL, NULL, 0, &now[i].hash, NULL,
@@ -207,8 +275,8 @@ static void judge_freshness(const struct cbc_manifest *m, const struct cbc_manif
         in.source_hash = f->source_hash;
         in.deps = now;
         in.n_deps = nd;
-        in.nvcc_id = f->tc.nvcc_id;
-        in.host_id = f->tc.host_id;
+        in.nvcc_id = f->tc->nvcc_id;
+        in.host_id = f->tc->host_id;
         in.flags = m->flags;
         in.n_flags = m->n_flags;
         memcpy(in.env, f->env, sizeof in.env);
@@ -225,11 +293,11 @@ static void judge_freshness(const struct cbc_manifest *m, const struct cbc_manif
     struct cbc_inputs_now in = {
         m->source,
         f->have_source ? &f->source_hash : NULL,
-        f->have_tc ? f->tc.nvcc : m->nvcc,
-        f->have_tc ? f->tc.version : "?",
-        f->have_tc ? &f->tc.nvcc_id : NULL,
-        f->have_tc ? f->tc.host_cc : m->host_cc,
-        f->have_tc ? &f->tc.host_id : NULL,
+        f->tc ? f->tc->nvcc : m->nvcc,
+        f->tc ? f->tc->version : "?",
+        f->tc ? &f->tc->nvcc_id : NULL,
+        f->tc ? f->tc->host_cc : m->host_cc,
+        f->tc ? &f->tc->host_id : NULL,
         m->flags,
         m->n_flags,
         f->env,
@@ -273,10 +341,10 @@ static bool asked_now(const struct cbc_manifest *m, const struct cbc_check_opts 
 {
     struct cbc_arch_env env;
     cbc_check_arch_env(&env);
-    if (f->have_tc) {
-        env.supported = f->tc.supported;
-        env.n_supported = f->tc.n_supported;
-        env.nvcc_label = f->tc.label;
+    if (f->tc) {
+        env.supported = f->tc->supported;
+        env.n_supported = f->tc->n_supported;
+        env.nvcc_label = f->tc->label;
     }
     const char *spec = o->arch ? o->arch : m->arch_spec;
     bool envdep = !strcasecmp(spec, "auto") || !strcasecmp(spec, "native");
@@ -342,7 +410,10 @@ static void judge_stages(const char *mpath, const char *dir, const struct cbc_ma
     free(v);
 }
 
-static enum cbc_status check_manifest(const char *mpath, const struct cbc_check_opts *o,
+/* any_stages: whether the directory may hold staging directories (check_dir
+ * has listed it already and says none: no second listing per bundle). */
+static enum cbc_status check_manifest(struct check_run *run, const char *mpath, bool any_stages,
+                                      const struct cbc_check_opts *o,
                                       struct cbc_check_report *rep, char ***named, size_t *n_named,
                                       struct cbc_err *err)
 {
@@ -352,10 +423,10 @@ static enum cbc_status check_manifest(const char *mpath, const struct cbc_check_
         return st;
     char *dir = cbc_path_dir(mpath);
     bool incomplete = false;
-    if (dir)
+    if (dir && any_stages)
         judge_stages(mpath, dir, &m, rep, &incomplete);
     struct fresh f;
-    fresh_init(&f, &m, o, rep);
+    fresh_init(&f, run, &m, o, rep);
     struct cbc_arch_choice ch = {0};
     char why[512] = "";
     bool asked = asked_now(&m, o, &f, &ch, why, sizeof why, rep, err, &st);
@@ -430,7 +501,6 @@ static enum cbc_status check_manifest(const char *mpath, const struct cbc_check_
     }
     if (asked)
         cbc_arch_choice_release(&ch);
-    fresh_release(&f);
     free(dir);
     cbc_manifest_release(&m);
     return st;
@@ -447,7 +517,8 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static enum cbc_status check_dir(const char *dir, const struct cbc_check_opts *o,
+static enum cbc_status check_dir(struct check_run *run, const char *dir,
+                                 const struct cbc_check_opts *o,
                                  struct cbc_check_report *rep, struct cbc_err *err)
 {
     DIR *d = opendir(dir);
@@ -455,11 +526,13 @@ static enum cbc_status check_dir(const char *dir, const struct cbc_check_opts *o
         return cbc_err_set(err, CBC_E_IO, "cannot open directory '%s'", dir);
     char **names = NULL, **stages = NULL;
     size_t n = 0, n_stages = 0;
+    bool any_stages = false;
     struct dirent *de;
     while ((de = readdir(d))) {
         const char *infix = strstr(de->d_name, ".cubincache-");
         if (de->d_name[0] == '.' && infix && infix > de->d_name + 1) {
             /* a staging directory: judged with its bundle, or below when it has none */
+            any_stages = true;
             char **sv = cbc_reallocarray(stages, n_stages + 1, sizeof *stages);
             if (sv) {
                 stages = sv;
@@ -485,7 +558,7 @@ static enum cbc_status check_dir(const char *dir, const struct cbc_check_opts *o
         if (!names[i] || !ends_with(names[i], ".manifest.json"))
             continue;
         char *p = cbc_path_join(dir, names[i]);
-        st = check_manifest(p, o, rep, &named, &n_named, err);
+        st = check_manifest(run, p, any_stages, o, rep, &named, &n_named, err);
         free(p);
         manifests++;
     }
@@ -547,9 +620,15 @@ static enum cbc_status check_dir(const char *dir, const struct cbc_check_opts *o
 enum cbc_status cbc_check_path(const char *path, const struct cbc_check_opts *o,
                                struct cbc_check_report *rep, struct cbc_err *err)
 {
+    struct check_run run;
+    run_init(&run);
+    enum cbc_status st;
     if (cbc_is_dir(path))
-        return check_dir(path, o, rep, err);
-    if (ends_with(path, ".manifest.json"))
-        return check_manifest(path, o, rep, NULL, NULL, err);
-    return cbc_check_binary(path, o, rep, err);
+        st = check_dir(&run, path, o, rep, err);
+    else if (ends_with(path, ".manifest.json"))
+        st = check_manifest(&run, path, true, o, rep, NULL, NULL, err);
+    else
+        st = cbc_check_binary(path, o, rep, err);
+    run_release(&run);
+    return st;
 }

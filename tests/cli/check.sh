@@ -26,6 +26,26 @@ cp kh.cuh.orig kh.cuh
 expect_out 1 "NVCC_APPEND_FLAGS changed" env NVCC_APPEND_FLAGS=-lineinfo "$C" check "$T/b"
 expect_exit 0 "$C" check "$T/b"
 
+note "one directory, two bundles sharing a header, built by two nvcc: each judged by its own"
+mkdir -p "$T/two"
+printf '#include "kh.cuh"\n__global__ void k2(float *x) { x[0] = sq(x[1]); }\n' > k2.cu
+cp "$T/nvcc-count" "$T/nvcc-other"
+sleep 1.1 # the toolchain's identity is recorded only once its files are older than a tick
+expect_exit 0 "$C" build -q -a 90 -o "$T/two" -n one k.cu
+expect_exit 0 env NVCC="$T/nvcc-other" "$C" build -q -a 90 -o "$T/two" -n other k2.cu
+expect_out 0 "2 checked, 0 problems" "$C" check "$T/two"
+echo '// edited' >> kh.cuh
+expect_out 1 "STALE        sm_90     one.sm_90.cubin: dependency '$T/src/kh.cuh' changed" "$C" check "$T/two"
+grep -q "^STALE        sm_90     other.sm_90.cubin: dependency '$T/src/kh.cuh' changed" "$T/last.out" ||
+    fail "the second bundle sharing the header is not stale: $(cat "$T/last.out")"
+cp kh.cuh.orig kh.cuh
+expect_out 0 "2 checked, 0 problems" "$C" check "$T/two"
+echo '# another nvcc now' >> "$T/nvcc-other"
+expect_out 1 "STALE        sm_90     other.sm_90.cubin: nvcc" "$C" check "$T/two"
+grep -q "^OK           sm_90     one.sm_90.cubin: current" "$T/last.out" ||
+    fail "a change to one bundle's nvcc made the other stale: $(cat "$T/last.out")"
+rm -rf "$T/two"
+
 note "the seed's file: an sm_89 cubin under the sm_90 name"
 cp "$T/b/kern.sm_90.cubin" "$T/sm90.keep"
 cp "$T/b/kern.sm_89.cubin" "$T/b/kern.sm_90.cubin"
