@@ -359,6 +359,26 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
         }
         total += (size_t)(tw[l].shape[0] * tw[l].shape[1]) + (has_b[l] ? (size_t)tw[l].shape[0] : 0);
     }
+    /* the data of two tensors never overlaps (safetensors' own rule): a
+     * header that says otherwise lies about at least one of them */
+    const struct tensor *all[128];
+    size_t na2 = 0;
+    for (size_t l = 0; l < nl; l++) {
+        all[na2++] = &tw[l];
+        if (has_b[l])
+            all[na2++] = &tb[l];
+    }
+    for (size_t i = 0; i < na2; i++)
+        for (size_t k = i + 1; k < na2; k++)
+            if (all[i]->end > all[i]->begin && all[k]->end > all[k]->begin &&
+                all[i]->begin < all[k]->end && all[k]->begin < all[i]->end) {
+                st = cbc_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' (bytes %llu to %llu) and "
+                                 "'%s' (bytes %llu to %llu) overlap: the header lies", path,
+                                 all[i]->name, (unsigned long long)all[i]->begin,
+                                 (unsigned long long)all[i]->end, all[k]->name,
+                                 (unsigned long long)all[k]->begin, (unsigned long long)all[k]->end);
+                goto out;
+            }
     size_t used = 0;
     for (size_t l = 0; l < nl; l++)
         used += has_b[l];
@@ -453,9 +473,7 @@ static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, 
     if (!descr || !fo || !shape)
         return cbc_err_set(err, CBC_E_FORMAT, "'%s': .npy header lacks descr, fortran_order or shape",
                            path);
-    if (!strncmp(fo, "True", 4))
-        return cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': Fortran-ordered array; save it with "
-                           "numpy.ascontiguousarray", path);
+    bool fortran = !strncmp(fo, "True", 4);
     char kind[8] = "";
     if (*descr == '\'') {
         size_t k = 0;
@@ -463,18 +481,16 @@ static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, 
             kind[k++] = *c;
         kind[k] = '\0';
     }
-    size_t es;
-    if (!strcmp(kind, "<f4"))
-        es = 4;
-    else if (!strcmp(kind, "<f8") || !strcmp(kind, "<i8"))
-        es = 8;
-    else if (!strcmp(kind, "<i4"))
-        es = 4;
-    else if (!strcmp(kind, "|u1"))
-        es = 1;
-    else
-        return cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': dtype '%s'; expected float32, float64, "
-                           "int32, int64 or uint8", path, kind);
+    /* byte order, type letter, size: '<f4', '>i2', '|u1', '|b1' */
+    char order = kind[0], type = kind[1];
+    long es = kind[0] && kind[1] ? strtol(kind + 2, NULL, 10) : 0;
+    bool known = (order == '<' || order == '>' || order == '|' || order == '=') &&
+                 ((type == 'f' && (es == 2 || es == 4 || es == 8)) ||
+                  ((type == 'i' || type == 'u') && (es == 1 || es == 2 || es == 4 || es == 8)) ||
+                  (type == 'b' && es == 1));
+    if (!known)
+        return cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': dtype '%s'; expected a float (f2, f4, "
+                           "f8), integer (i1 to i8, u1 to u8) or bool array", path, kind);
     /* shape: "(a, b)" or "(a,)" */
     if (*shape != '(')
         return cbc_err_set(err, CBC_E_FORMAT, "'%s': bad shape in the .npy header", path);
@@ -498,9 +514,9 @@ static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, 
         return cbc_err_set(err, CBC_E_SHAPE, "'%s': a %d-D array; expected 1-D (one input) or 2-D "
                            "(inputs x features)", path, nd);
     size_t rows = nd == 2 ? (size_t)dims[0] : 1, cols = (size_t)dims[nd - 1];
-    if (rows && cols > SIZE_MAX / rows / es)
+    if (rows && cols > SIZE_MAX / rows / (size_t)es)
         return cbc_err_set(err, CBC_E_FORMAT, "'%s': shape too large", path);
-    size_t need = rows * cols * es, at = off + hl;
+    size_t need = rows * cols * (size_t)es, at = off + hl;
     if (len - at < need)
         return cbc_err_set(err, CBC_E_FORMAT, "'%s': holds %zu bytes of data, the shape needs %zu "
                            "(truncated)", path, len - at, need);
@@ -508,22 +524,33 @@ static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, 
     if (!v)
         return cbc_err_oom(err);
     const uint8_t *p = d + at;
+    bool big = order == '>';
     for (size_t i = 0; i < rows * cols; i++) {
-        if (es == 1) {
-            v[i] = p[i];
-        } else if (!strcmp(kind, "<f4")) {
-            uint32_t u = cbc_rd32(p + 4 * i);
-            memcpy(&v[i], &u, 4);
-        } else if (!strcmp(kind, "<f8")) {
-            uint64_t u = cbc_rd64(p + 8 * i);
-            double x;
-            memcpy(&x, &u, 8);
-            v[i] = (float)x;
-        } else if (!strcmp(kind, "<i4")) {
-            v[i] = (float)(int32_t)cbc_rd32(p + 4 * i);
+        /* element i of the file: row-major, or column-major when Fortran-ordered */
+        size_t r = fortran ? i % rows : i / cols, c2 = fortran ? i / rows : i % cols;
+        uint8_t b8[8];
+        for (long k = 0; k < es; k++)
+            b8[k] = p[i * (size_t)es + (size_t)(big ? es - 1 - k : k)];
+        uint64_t u = 0;
+        for (long k = es - 1; k >= 0; k--)
+            u = u << 8 | b8[k];
+        float x;
+        if (type == 'f' && es == 2) {
+            x = half_to_float((uint16_t)u);
+        } else if (type == 'f' && es == 4) {
+            uint32_t w = (uint32_t)u;
+            memcpy(&x, &w, 4);
+        } else if (type == 'f') {
+            double dd;
+            memcpy(&dd, &u, 8);
+            x = (float)dd;
+        } else if (type == 'i') {
+            int64_t sv = es == 8 ? (int64_t)u : (int64_t)(u << (64 - 8 * es)) >> (64 - 8 * es);
+            x = (float)sv;
         } else {
-            v[i] = (float)(int64_t)cbc_rd64(p + 8 * i);
+            x = (float)u; /* unsigned and bool */
         }
+        v[r * cols + c2] = x;
     }
     out->data = v;
     out->rows = rows;

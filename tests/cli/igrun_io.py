@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""igrun_io.py: igrun and its readers (src/ig/io.c) on files written by the
+real `safetensors` and `numpy` packages, and on damaged copies of them.
+
+- safetensors in F32, F16, BF16 and F64, a linear model, so the
+  attributions have a closed form: IG_i = w_i (x_i - x'_i), for every rule;
+- .npy inputs in every dtype igrun reads, little- and big-endian, C and
+  Fortran order; .csv with and without a header line;
+- --out in .json, .csv and .npy, read back and compared with the closed form;
+- --tolerance exits 3 when a delta exceeds it, 0 when none does;
+- damaged copies: truncated, a lying header length, offsets past the end,
+  overlapping tensors, an unknown dtype, a missing tensor, shapes that do
+  not chain, NaN and Inf; each must exit 2 with words that name the cause.
+Meson passes BUILDDIR; CBC_PYTHON is the interpreter with numpy and
+safetensors (scripts/run.sh installs them)."""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    from safetensors.numpy import save_file
+except ImportError as e:
+    print("numpy and safetensors are needed (scripts/run.sh test installs them): %s" % e,
+          file=sys.stderr)
+    sys.exit(77)
+
+IGRUN = os.path.join(os.environ["BUILDDIR"], "tools", "igrun", "igrun")
+tmp = tempfile.mkdtemp(prefix="cbc-igrun.")
+failures = 0
+
+
+def fail(msg):
+    global failures
+    failures += 1
+    print("FAIL: " + msg, file=sys.stderr)
+
+
+def igrun(*args):
+    p = subprocess.run([IGRUN, "--device", "cpu", *args], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=120)
+    if p.returncode < 0:
+        fail("igrun %s died of signal %d" % (" ".join(args), -p.returncode))
+    return p.returncode, p.stdout.decode(errors="replace")
+
+
+def expect(code, needles, *args):
+    rc, out = igrun(*args)
+    if rc != code:
+        fail("igrun %s exited %d, expected %d: %s" % (" ".join(args), rc, code, out[-400:]))
+    for n in needles if isinstance(needles, (list, tuple)) else [needles]:
+        if n not in out:
+            fail("igrun %s: output lacks '%s': %s" % (" ".join(args), n, out[-400:]))
+    return out
+
+
+def path(name):
+    return os.path.join(tmp, name)
+
+
+F = 6
+rng = np.random.default_rng(7)
+W = rng.standard_normal((1, F)).astype(np.float32)
+b = np.array([0.25], dtype=np.float32)
+X = rng.standard_normal((3, F)).astype(np.float32)
+
+
+def want_attr(w):
+    return (w[0].astype(np.float64) * X.astype(np.float64)).astype(np.float32)
+
+
+# ---- valid models: every float dtype safetensors writes ------------------
+models = {}
+for dt in ("float32", "float16", "bfloat16", "float64"):
+    if dt == "bfloat16":
+        # numpy has no bfloat16: safetensors' numpy API takes its bits as uint16
+        # only through the torch API, so write the file the format's own way
+        w32 = W.view(np.uint32)
+        w16 = ((w32 + 0x8000) >> 16).astype(np.uint16)  # round to nearest
+        wq = (w16.astype(np.uint32) << 16).view(np.float32)
+        hdr = {"0.weight": {"dtype": "BF16", "shape": [1, F], "data_offsets": [0, 2 * F]},
+               "0.bias": {"dtype": "BF16", "shape": [1], "data_offsets": [2 * F, 2 * F + 2]},
+               "__metadata__": {"activations": "identity"}}
+        bq = ((b.view(np.uint32) + 0x8000) >> 16).astype(np.uint16)
+        h = json.dumps(hdr).encode()
+        with open(path("m_bf16.safetensors"), "wb") as f:
+            f.write(struct.pack("<Q", len(h)) + h + w16.tobytes() + bq.tobytes())
+        models["bf16"] = (path("m_bf16.safetensors"), wq)
+        continue
+    w = W.astype(dt)
+    save_file({"0.weight": w, "0.bias": b.astype(dt)}, path("m_%s.safetensors" % dt),
+              metadata={"activations": "identity"})
+    models[dt] = (path("m_%s.safetensors" % dt), w.astype(np.float32))
+
+np.save(path("x.npy"), X)
+for name, (mfile, wq) in models.items():
+    want = want_attr(wq)
+    for fmt in ("json", "csv", "npy"):
+        out = path("out_%s.%s" % (name, fmt))
+        expect(0, "delta", "--model", mfile, "--input", path("x.npy"), "--steps", "16", "-q",
+               "--out", out)
+        if fmt == "npy":
+            got = np.load(out)
+        elif fmt == "csv":
+            rows = open(out).read().strip().split("\n")
+            head = rows[0].split(",")
+            if head[:5] != ["input", "f_x", "f_baseline", "sum", "delta"]:
+                fail("csv header: %s" % rows[0])
+            got = np.array([[float(v) for v in r.split(",")[5:]] for r in rows[1:]], dtype=np.float32)
+        else:
+            doc = json.load(open(out))
+            got = np.array([i["attributions"] for i in doc["inputs"]], dtype=np.float32)
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+            fail("%s model, --out .%s: attributions %s, closed form %s" % (name, fmt, got, want))
+
+# ---- inputs: every dtype and order of .npy, and .csv ---------------------
+mfile = models["float32"][0]
+Xi = np.array([[1, -2, 3, 0, 5, -1], [2, 2, 2, 2, 2, 2]], dtype=np.int64)
+ref = None
+for dt in ("<f2", "<f4", ">f4", "<f8", "|i1", "<i2", ">i4", "<i8", "|u1", "<u2", "<u4", "<u8"):
+    arr = np.abs(Xi).astype(dt) if dt[1] == "u" else Xi.astype(dt)
+    for order in ("C", "F"):
+        f = path("in_%s_%s.npy" % (dt.replace("<", "le").replace(">", "be").replace("|", ""), order))
+        np.save(f, np.asfortranarray(arr) if order == "F" else np.ascontiguousarray(arr))
+        out = path("o.npy")
+        expect(0, "delta", "--model", mfile, "--input", f, "-q", "--out", out)
+        got = np.load(out)
+        want = (W[0].astype(np.float64) * arr.astype(np.float64)).astype(np.float32)
+        if not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+            fail("input %s order %s: %s, expected %s" % (dt, order, got, want))
+np.save(path("bool.npy"), np.array([[True, False] * 3]))
+expect(0, "delta", "--model", mfile, "--input", path("bool.npy"), "-q")
+np.save(path("c64.npy"), X.astype(np.complex64))
+expect(2, "dtype '<c8'", "--model", mfile, "--input", path("c64.npy"))
+with open(path("x.csv"), "w") as f:
+    f.write("\n".join(",".join("%.9g" % v for v in r) for r in X) + "\n")
+with open(path("xh.csv"), "w") as f:
+    f.write(",".join("f%d" % i for i in range(F)) + "\n")
+    f.write("\n".join(",".join("%.9g" % v for v in r) for r in X) + "\n")
+for f in ("x.csv", "xh.csv"):
+    expect(0, "delta", "--model", mfile, "--input", path(f), "-q", "--out", path("oc.npy"))
+    if not np.allclose(np.load(path("oc.npy")), want_attr(W), rtol=1e-5, atol=1e-6):
+        fail("csv input %s: attributions differ from the closed form" % f)
+
+# ---- --tolerance: exit 3 only when a delta exceeds it -------------------
+save_file({"0.weight": np.ones((4, F), np.float32) / 3, "2.weight": np.ones((1, 4), np.float32)},
+          path("tanh.safetensors"), metadata={"activations": "tanh,identity"})
+out = expect(3, "exceeds --tolerance", "--model", path("tanh.safetensors"), "--input",
+             path("x.npy"), "--steps", "2", "--method", "riemann_left", "--tolerance", "1e-9")
+expect(0, "delta", "--model", path("tanh.safetensors"), "--input", path("x.npy"), "--steps",
+       "64", "--tolerance", "1e-2")
+
+# ---- damaged copies ------------------------------------------------------
+good = open(mfile, "rb").read()
+hlen = struct.unpack("<Q", good[:8])[0]
+
+
+def damaged(name, data):
+    p = path(name)
+    with open(p, "wb") as f:
+        f.write(data)
+    return p
+
+
+def st_file(name, header, payload):
+    h = json.dumps(header).encode()
+    return damaged(name, struct.pack("<Q", len(h)) + h + payload)
+
+
+data = good[8 + hlen:]
+expect(2, ["truncated"], "--model", damaged("trunc.safetensors", good[:len(good) - 10]),
+       "--input", path("x.npy"))
+expect(2, ["header length", "runs past the end"], "--model",
+       damaged("lying.safetensors", struct.pack("<Q", hlen + 1000) + good[8:]), "--input", path("x.npy"))
+expect(2, ["ends at byte", "truncated file or lying header"], "--model",
+       st_file("past.safetensors", {"0.weight": {"dtype": "F32", "shape": [1, F], "data_offsets": [0, 4 * F + 64]},
+                                    "__metadata__": {"activations": "identity"}}, data), "--input", path("x.npy"))
+expect(2, ["overlap"], "--model",
+       st_file("overlap.safetensors", {"0.weight": {"dtype": "F32", "shape": [1, F], "data_offsets": [0, 4 * F]},
+                                       "0.bias": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]},
+                                       "__metadata__": {"activations": "identity"}}, data), "--input", path("x.npy"))
+expect(2, ["has dtype 'F8_E4M3'"], "--model",
+       st_file("dtype.safetensors", {"0.weight": {"dtype": "F8_E4M3", "shape": [1, F], "data_offsets": [0, F]},
+                                     "__metadata__": {"activations": "identity"}}, data), "--input", path("x.npy"))
+expect(2, ["no '<i>.weight' tensor"], "--model",
+       st_file("missing.safetensors", {"0.bias": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                                       "__metadata__": {"activations": "identity"}}, data[:4]), "--input", path("x.npy"))
+save_file({"0.weight": np.ones((4, F), np.float32), "2.weight": np.ones((1, 5), np.float32)},
+          path("chain.safetensors"), metadata={"activations": "tanh,identity"})
+expect(2, ["takes 5 inputs", "gives 4 outputs"], "--model", path("chain.safetensors"), "--input", path("x.npy"))
+np.save(path("x7.npy"), rng.standard_normal((2, F + 1)).astype(np.float32))
+expect(2, ["7 features per input", "takes 6"], "--model", mfile, "--input", path("x7.npy"))
+wn = W.copy()
+wn[0, 2] = np.nan
+save_file({"0.weight": wn}, path("nan.safetensors"), metadata={"activations": "identity"})
+expect(2, ["'0.weight' [0][2] is nan"], "--model", path("nan.safetensors"), "--input", path("x.npy"))
+wi = W.copy()
+wi[0, 4] = np.inf
+save_file({"0.weight": wi}, path("inf.safetensors"), metadata={"activations": "identity"})
+expect(2, ["'0.weight' [0][4] is inf"], "--model", path("inf.safetensors"), "--input", path("x.npy"))
+xn = X.copy()
+xn[1, 3] = np.nan
+np.save(path("xnan.npy"), xn)
+expect(2, ["input 1 feature 3 is nan"], "--model", mfile, "--input", path("xnan.npy"))
+npy = open(path("x.npy"), "rb").read()
+expect(2, ["truncated"], "--model", mfile, "--input", damaged("tr.npy", npy[:-5]))
+expect(2, ["not a .npy file"], "--model", mfile, "--input", damaged("magic.npy", b"PK" + npy[2:]))
+expect(2, [".npy header length"], "--model", mfile, "--input",
+       damaged("hl.npy", npy[:8] + struct.pack("<H", 60000) + npy[10:]))
+with open(path("bad.csv"), "w") as f:
+    f.write("1,2,3,4,5,6\n1,2,x,4,5,6\n")
+expect(2, ["line 2 field 3 is not a number"], "--model", mfile, "--input", path("bad.csv"))
+with open(path("ragged.csv"), "w") as f:
+    f.write("1,2,3,4,5,6\n1,2,3\n")
+expect(2, ["line 2 has 3 fields"], "--model", mfile, "--input", path("ragged.csv"))
+
+print("# igrun: 4 model dtypes x 3 output formats, 24 .npy dtype/order inputs, 2 csv forms, "
+      "15 damaged files")
+if failures:
+    print("%d failures" % failures, file=sys.stderr)
+    sys.exit(1)
+print("ok")
