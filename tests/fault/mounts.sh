@@ -60,6 +60,8 @@ note "a read-only cache: hits served, clean and trim refuse with the reason, exi
 expect_exit 0 "$C" build -q -a 89 -o "$T/o6" k.cu
 mount --bind "$CUBINCACHE_DIR" "$CUBINCACHE_DIR" && mount -o remount,bind,ro "$CUBINCACHE_DIR" || fail "ro bind"
 expect_out 0 "1 hit" "$C" build -v -a 89 -o "$T/o7" k.cu
+expect_out 0 "cannot write to the cache" "$C" build -a 120 -o "$T/o7b" k.cu
+[ "$(sm_of "$T/o7b/k.sm_120.cubin")" = 120 ] || fail "read-only cache miss output"
 expect_out 4 "Read-only file system" "$C" cache clean
 expect_out 4 "Read-only file system" "$C" cache trim --max-size 1
 expect_out 0 "hits" "$C" cache stats

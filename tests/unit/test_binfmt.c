@@ -252,6 +252,10 @@ Test(binfmt, malformed_inputs_give_errors_naming_file_offset_and_expectation)
     expect_malformed("lying_lz4.fatbin", "header says");
 }
 
+/* Every prefix of a real file either fails with an error that names the
+ * file and the byte offset, or (a tail nothing reads was cut) lists images
+ * the whole file has: never a crash, never an over-read (exact-size
+ * copies, under ASan in CI), never an invented image. */
 Test(binfmt, every_prefix_of_real_files_parses_or_fails_cleanly)
 {
     const char *files[] = {"k.sm_90.cubin", "k.size.fatbin", "k.speed.fatbin", "host.exe",
@@ -259,15 +263,42 @@ Test(binfmt, every_prefix_of_real_files_parses_or_fails_cleanly)
     for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
         size_t len;
         uint8_t *d = fixture(files[f], &len);
-        size_t step = len > 20000 ? len / 2000 : 1;
-        for (size_t cut = 0; cut < len; cut += step) {
+        struct cbc_image_list full;
+        cr_assert_eq(cbc_binfmt_images(d, len, files[f], &full, NULL), CBC_OK, "%s", files[f]);
+        size_t step = len > 20000 ? len / 2000 : 1, failed = 0, cuts = 0;
+        for (size_t cut = 0; cut < len; cut += step, cuts++) {
             uint8_t *copy = malloc(cut ? cut : 1); /* exact size: ASan/valgrind see over-reads */
             memcpy(copy, d, cut);
             struct cbc_image_list l;
-            if (cbc_binfmt_images(copy, cut, files[f], &l, NULL) == CBC_OK)
+            struct cbc_err err = {0};
+            enum cbc_status st = cbc_binfmt_images(copy, cut, files[f], &l, &err);
+            if (st == CBC_OK) {
+                cr_assert_leq(l.n, full.n, "%s cut at %zu: more images than the file", files[f],
+                              cut);
+                for (size_t i = 0; i < l.n; i++) {
+                    bool known = false;
+                    for (size_t k = 0; k < full.n && !known; k++)
+                        known = cbc_target_eq(&l.v[i].target, &full.v[k].target);
+                    cr_assert(known, "%s cut at %zu: an image the file does not have", files[f],
+                              cut);
+                }
                 cbc_image_list_release(&l);
+            } else {
+                failed++;
+                cr_assert(st == CBC_E_FORMAT || st == CBC_E_UNSUPPORTED,
+                          "%s cut at %zu: status %d (%s)", files[f], cut, st, err.msg);
+                cr_assert(strstr(err.msg, files[f]), "%s cut at %zu: '%s' names no file",
+                          files[f], cut, err.msg);
+                cr_assert(strstr(err.msg, "offset") || strstr(err.msg, "not a cubin"),
+                          "%s cut at %zu: '%s' names no offset", files[f], cut, err.msg);
+            }
             free(copy);
         }
+        /* a binary's structures span it; PTX text is whole once .target is read */
+        bool text = strstr(files[f], ".ptx") != NULL;
+        cr_assert_gt(failed, text ? 0 : cuts / 2, "%s: only %zu of %zu prefixes refused", files[f],
+                     failed, cuts);
+        cbc_image_list_release(&full);
         free(d);
     }
 }
@@ -376,11 +407,22 @@ Test(binfmt, embedded_records_are_read_verified_and_bounds_checked)
                   "lie %zu: %s", i, err.msg);
         free(bad);
     }
-    /* every truncation fails cleanly or reads a shorter, valid prefix */
+    /* every truncation fails with an error naming the file and the offset,
+     * or reads whole records only (the empty prefix reads none) */
+    size_t refused = 0;
     for (size_t cut = 0; cut < len; cut += 7) {
-        if (cbc_embedded_parse(sec, cut, 0, "prog", true, &el, &err) == CBC_OK)
+        struct cbc_err te = {0};
+        enum cbc_status st = cbc_embedded_parse(sec, cut, 0, "prog", true, &el, &te);
+        if (st == CBC_OK) {
+            cr_assert(el.n == 0 || el.n == 2, "cut at %zu read %zu images of 2", cut, el.n);
             cbc_embedded_release(&el);
+        } else {
+            refused++;
+            cr_assert_eq(st, CBC_E_FORMAT, "cut at %zu: status %d", cut, st);
+            cr_assert(strstr(te.msg, "'prog': offset"), "cut at %zu: %s", cut, te.msg);
+        }
     }
+    cr_assert_gt(refused, len / 7 / 2, "only %zu truncations refused", refused);
     free(sec);
     free(c86);
     free(c90);

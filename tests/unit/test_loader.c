@@ -330,16 +330,21 @@ Test(loader, corrupt_or_mislabeled_embedded_images_are_refused_every_time)
             struct cbc_bundle *b = NULL;
             cr_assert_eq(cbc_bundle_open_embedded(&eb, &b, &err), CBC_OK, "%s", err.msg);
             struct cbc_module *m = NULL;
-            enum cbc_status st = i == 3 ? CBC_E_NO_IMAGE : cbc_module_load(b, 0, NULL, &m, &err);
+            enum cbc_status st = cbc_module_load(b, 0, NULL, &m, &err);
             const unsigned char *data;
             size_t size;
             if (i == 0) {
                 cr_assert_eq(st, CBC_OK, "round %d: %s", round, err.msg);
                 cbc_module_unload(m);
             } else {
-                /* image 3 is not even selected for this GPU; its bytes are
-                 * still refused when asked for */
-                cr_assert_eq(st, i == 3 ? CBC_E_NO_IMAGE : CBC_E_VERIFY, "round %d, image %zu", round, i);
+                /* image 3 claims sm_89, so a 9.0 GPU has no image in that
+                 * bundle (the loader says so); its bytes are still refused
+                 * when asked for */
+                cr_assert_eq(st, i == 3 ? CBC_E_NO_IMAGE : CBC_E_VERIFY, "round %d, image %zu: %s",
+                             round, i, err.msg);
+                cr_assert_null(m);
+                if (i == 3)
+                    cr_assert(strstr(err.msg, "no image for GPU 0"), "%s", err.msg);
                 cr_assert_eq(cbc_bundle_image_bytes(b, 0, &data, &size, &err), CBC_E_VERIFY,
                              "round %d, image %zu", round, i);
                 cr_assert(strstr(err.msg, i == 3 ? "labelled sm_89 but holds sm_90"
