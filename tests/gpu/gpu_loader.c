@@ -111,19 +111,23 @@ static void project_kernels_run(void)
            N, bad);
 }
 
-static void sm89_only_is_explained(void)
+/* On any GPU outside 8.6 to 8.9, where an sm_86 + sm_89 bundle has nothing. */
+static void sm89_only_is_explained(const struct cbc_device_info *d)
 {
     char *dir = bundle_dir();
     struct cbc_err err = {0};
     struct cbc_bundle *b = NULL;
     struct cbc_module *m = NULL;
     CHECK(cbc_bundle_open_path(dir, "which_b86_89", &b, &err) == CBC_OK, "%s", err.msg);
-    struct cbc_load_opts o = {.rebuild_hint = "-Dcuda-arch=90 or CUDA_COMPUTE_CAP=90"};
+    char hint[96], want[400];
+    snprintf(hint, sizeof hint, "-Dcuda-arch=%d%d or CUDA_COMPUTE_CAP=%d%d", d->cc_major,
+             d->cc_minor, d->cc_major, d->cc_minor);
+    snprintf(want, sizeof want, "compute capability %d.%d): the bundle has sm_86, sm_89 and no "
+             "PTX; rebuild with %s", d->cc_major, d->cc_minor, hint);
+    struct cbc_load_opts o = {.rebuild_hint = hint};
     enum cbc_status st = b ? cbc_module_load(b, 0, &o, &m, &err) : CBC_E_IO;
     CHECK(st == CBC_E_NO_IMAGE, "status %d", st);
-    CHECK(strstr(err.msg, "which_b86_89: no image for GPU 0 (") &&
-              strstr(err.msg, "compute capability 9.0): the bundle has sm_86, sm_89 and no PTX; "
-                              "rebuild with -Dcuda-arch=90 or CUDA_COMPUTE_CAP=90"),
+    CHECK(strstr(err.msg, "which_b86_89: no image for GPU 0 (") && strstr(err.msg, want),
           "message: %s", err.msg);
     printf("sm_89-only bundle on this GPU: %s\n", err.msg);
     /* what the driver alone says about the same cubin */
@@ -270,10 +274,23 @@ int main(void)
            d.driver_version);
     symbols();
     project_kernels_run(); /* makes the primary context current for the raw calls */
-    sm89_only_is_explained();
-    ptx_only_jits();
-    sm90_and_sm90a_like_the_driver();
-    patched_cubin_is_refused();
+    /* the cases adapt to the GPU, or say what they skip and why */
+    int cc = d.cc_major * 10 + d.cc_minor;
+    if (cc < 86 || cc > 89)
+        sm89_only_is_explained(&d);
+    else
+        printf("skipped: an sm_86 + sm_89 bundle runs on this %d.%d GPU\n", d.cc_major, d.cc_minor);
+    if (cc >= 80)
+        ptx_only_jits();
+    else
+        printf("skipped: compute_80 PTX does not run on this %d.%d GPU\n", d.cc_major, d.cc_minor);
+    if (cc == 90) {
+        sm90_and_sm90a_like_the_driver();
+        patched_cubin_is_refused();
+    } else {
+        printf("skipped: sm_90 with sm_90a, and a patched sm_90 cubin, need a 9.0 GPU (this is "
+               "%d.%d)\n", d.cc_major, d.cc_minor);
+    }
     cbc_module_unload(g_m);
     cbc_bundle_close(g_b);
     return finish("gpu_loader");
