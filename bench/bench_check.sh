@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench_check.sh: `cubincache check` of a bundle directory of 1000 cubins
 # (250 manifests x 4 targets): every image read, hashed and its ELF checked,
-# every key recomputed from the sources.
+# every key recomputed from the sources. The peer, when xxhsum is
+# installed: reading and hashing the same 1000 cubins and 250 manifests
+# with `xxhsum -H2` (XXH128), the floor of any check that reads them.
 . "$(dirname "$0")/bench_lib.sh"
 kernel "$B/src" k
 cd "$B/src"
@@ -15,3 +17,6 @@ done
 "$CUBINCACHE" check -q "$D" > "$B/check.out" || { cat "$B/check.out" >&2; exit 1; }
 [ "$(grep -c '^OK' "$B/check.out")" = 1000 ] || { echo "expected 1000 OK lines" >&2; exit 1; }
 measure check_1000_cubins 20 3 "$CUBINCACHE" check -q "$D"
+if command -v xxhsum > /dev/null; then
+    measure xxhsum_1000_cubins 20 3 xxhsum -H2 "$D"/*
+fi

@@ -6,6 +6,8 @@
  * round, on the embedded ig_kernels bundle: open it, select the image for
  * GPU 0, verify it (memoised for the process) and time that; then time
  * cuModuleLoadData of the same bytes and unload. Medians over many rounds,
+ * then the whole API, cbc_module_load + cbc_module_unload against
+ * cuModuleLoadData + cuModuleUnload, the context current on both sides;
  * one JSON line; then kernel launch latency. Before all that, the first
  * load of fresh (forked) processes end to end, ours against the driver's
  * alone (fresh_first_load), with CUDA's default lazy loading and again
@@ -245,6 +247,35 @@ int main(void)
         }
     }
     double s = bench_median(sel, ROUNDS), l = bench_median(drv, ROUNDS);
+    /* The whole API against the driver's, as a program calls them, the
+     * context current on both sides (cbc_module_load makes it so; the raw
+     * side has it from above): cbc_module_load + cbc_module_unload (device
+     * query, primary context retain, set current, select, the memoised
+     * verification, cuModuleLoadData; unload, context release) against
+     * cuModuleLoadData + cuModuleUnload, alternating, medians of ROUNDS. */
+    static double api_ours[ROUNDS], api_raw[ROUNDS];
+    for (int i = 0; i < ROUNDS + 10; i++) {
+        struct cbc_module *m;
+        double t0 = bench_now_us();
+        if (cbc_module_load(b0, 0, NULL, &m, &err) != CBC_OK) {
+            fprintf(stderr, "loader_bench: %s\n", err.msg);
+            return 1;
+        }
+        cbc_module_unload(m);
+        double t1 = bench_now_us();
+        CUmodule mod;
+        if (load(&mod, d0) != CUDA_SUCCESS) {
+            fprintf(stderr, "loader_bench: cuModuleLoadData failed\n");
+            return 1;
+        }
+        unload(mod);
+        double t2 = bench_now_us();
+        if (i >= 10) {
+            api_ours[i - 10] = t1 - t0;
+            api_raw[i - 10] = t2 - t1;
+        }
+    }
+    const double ao = bench_median(api_ours, ROUNDS), ar = bench_median(api_raw, ROUNDS);
     /* the cost of the two checks alone, on the warm image */
     double hash_us = 0, label_us = 0;
     struct cbc_target want;
@@ -267,11 +298,17 @@ int main(void)
            "\"fresh_ours_before_load_us\":%.2f,\"fresh_ours_cuModuleLoadData_us\":%.2f,"
            "\"fresh_eager_runs\":%d,\"fresh_eager_raw_us\":%.2f,\"fresh_eager_ours_us\":%.2f,"
            "\"fresh_eager_overhead_percent\":%.3f,"
-           "\"first_overhead_percent\":%.3f,\"overhead_percent\":%.3f}\n",
+           "\"first_overhead_percent\":%.3f,\"overhead_percent\":%.3f,"
+           "\"api_load_unload_ours_us\":%.2f,\"api_load_unload_raw_us\":%.2f,"
+           "\"api_overhead_percent\":%.3f}\n",
            d.name, cbc_module_target(m0), bytes, ROUNDS, first_raw, first_verify, s, l, hash_us,
            label_us, first_split[0], first_split[1], first_split[2], FRESH, fr, fo,
            100 * (fo - fr) / fr, fo_before, fo_load, FRESH_EAGER, er, eo, 100 * (eo - er) / er,
-           100 * first_verify / (first_raw > 0 ? first_raw : l), 100 * s / l);
+           100 * first_verify / (first_raw > 0 ? first_raw : l), 100 * s / l, ao, ar,
+           100 * (ao - ar) / ar);
+    fprintf(stderr, "loader: later loads, whole API (median of %d): cbc_module_load + unload "
+            "%.2f us, cuModuleLoadData + cuModuleUnload %.2f us: %+.1f%%\n", ROUNDS, ao, ar,
+            100 * (ao - ar) / ar);
     fprintf(stderr, "loader: first in the process: open %.2f us, select %.2f us, verify %.2f us\n",
             first_split[0], first_split[1], first_split[2]);
     fprintf(stderr, "loader: first load of a fresh process, end to end (median of %d each): "

@@ -2,10 +2,12 @@
 # scripts/gpu_run.sh OUTDIR: everything that needs a GPU, in one go, on the
 # GPU machine (an H200 here): build the project there, run the GPU and unit
 # test suites, then the loader, IG-engine and PyTorch benchmarks. Writes at
-# most eight files under OUTDIR: summary.txt (what matters, also printed),
-# gpu-tests.log, unit-tests.log, bench.jsonl, build.log, consumer.log, and
-# truth-sm_90.txt: what this GPU did with each member of the deploy-gate
-# corpus (copy it to tests/corpus/ when the corpus changes).
+# at most eight files under OUTDIR (more with GPU_RUN_PROFILE=1): summary.txt
+# (what matters, also printed), gpu-tests.log, unit-tests.log, bench.jsonl,
+# tables.md (the GPU tables of BENCHMARKS.md, from bench/report.py),
+# build.log, consumer.log, and truth-sm_XY.txt: what this GPU did with each
+# member of the deploy-gate corpus (copy it to tests/corpus/ when the corpus
+# changes).
 set -uo pipefail
 out=${1:?usage: scripts/gpu_run.sh OUTDIR}
 mkdir -p "$out"
@@ -67,6 +69,10 @@ step timeout 300 build-gpu/bench/loader_bench >> "$out/bench.jsonl" 2>> "$S"
 step timeout 300 build-gpu/bench/first_load_floor >> "$out/bench.jsonl" 2>> "$S"
 step timeout 900 build-gpu/bench/ig_bench /tmp/ig-bench-data >> "$out/bench.jsonl" 2>> "$S"
 step timeout 900 python3 bench/torch_ig.py /tmp/ig-bench-data >> "$out/bench.jsonl" 2>> "$S"
+say "== the GPU tables of BENCHMARKS.md (bench/report.py), in tables.md"
+machine="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nvcc --version | tail -1), $(nproc) CPU cores, $(python3 -c 'import torch; print("PyTorch", torch.__version__)' 2>/dev/null)"
+python3 bench/report.py --commit "${GPU_RUN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" \
+    --machine "$machine" --command "scripts/gpu_run.sh OUT" "$out/bench.jsonl" > "$out/tables.md"
 if [ -n "${GPU_RUN_PROFILE:-}" ] && command -v ncu >/dev/null; then
     say "== ncu: per-kernel time of 784 features, one input and 1024"
     IG_BENCH_QUICK=1 step timeout 300 ncu --clock-control none --print-summary per-kernel \

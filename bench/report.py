@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""report.py [--commit C] [--machine M] [--command CMD] FILE.jsonl...: the
+tables of BENCHMARKS.md from the JSON lines the benchmarks print
+(bench/bench_*.sh, bench/loader_bench.c, bench/first_load_floor.c,
+bench/ig_bench.c, bench/torch_ig.py). Prints Markdown: one table per
+benchmark that has rows in the input, each headed by the command that
+produced it, the commit and the machine. Ratios are peer / ours: above 1,
+cubincache is faster. Nothing here is typed in by hand."""
+import argparse
+import json
+import sys
+
+
+def load(paths):
+    rows = []
+    for p in paths:
+        for line in open(p):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+    return rows
+
+
+def ms(v):
+    return "%.2f ms" % v if v >= 1 else "%.3f ms" % v
+
+
+def us(v):
+    return "{:,.1f} us".format(v)
+
+
+def header(title, args, command):
+    print("### %s\n" % title)
+    print("Command: `%s`; commit %s; machine: %s.\n" % (command, args.commit, args.machine))
+
+
+# (key, label, [(our key, what ours is called in the ratio)]): a row with a
+# list is a peer, and its ratio is peer / ours for each of ours measured.
+CPU_ROWS = [
+    ("cubincache_hit_1_target", "`cubincache build` hit, 1 source, 1 target", []),
+    ("cubincache_hit_7_targets", "`cubincache build` hit, 1 source, 7 targets", []),
+    ("ccache_nvcc_c_hit", "peer: `ccache nvcc -c` hit, 1 target (ccache cannot cache `-cubin`)",
+     [("cubincache_hit_1_target", "1 target"), ("cubincache_hit_7_targets", "7 targets")]),
+    ("nvcc_cubin_1_target", "peer: raw `nvcc -cubin -arch=sm_90`",
+     [("cubincache_hit_1_target", "1 target")]),
+    ("process_floor_bin_true", "`/bin/true` (starting any process here)", []),
+    ("noop_ninja_20_kernels_x_4_targets", "no-op `ninja`, 20 kernels x 4 targets, 20 `cubincache "
+     "build` hits", []),
+    ("ccache_noop_ninja_20_kernels_x_4_targets", "peer: the same with 80 `ccache nvcc -c` hits",
+     [("noop_ninja_20_kernels_x_4_targets", "no-op ninja")]),
+    ("check_1000_cubins", "`cubincache check` of 1000 cubins (250 manifests)", []),
+    ("xxhsum_1000_cubins", "peer: `xxhsum -H2` of the same 1000 cubins and 250 manifests "
+     "(reading and hashing them, no more)", [("check_1000_cubins", "check")]),
+]
+
+
+def cpu_table(rows, args):
+    by = {r["bench"]: r for r in rows if "bench" in r and "median_ms" in r and "impl" not in r}
+    if not by:
+        return
+    header("Build driver and check (CPU)", args, args.command or "bench/run_cpu.sh")
+    print("| what | median | sd | runs | peer / ours |")
+    print("|---|---|---|---|---|")
+    for key, label, ours in CPU_ROWS:
+        r = by.get(key)
+        if not r:
+            continue
+        ratio = ", ".join("%.2fx (%s)" % (r["median_ms"] / by[o]["median_ms"], what)
+                          for o, what in ours if o in by)
+        print("| %s | %s | %.2f | %d | %s |" % (label, ms(r["median_ms"]), r["stddev_ms"], r["runs"],
+                                              ratio))
+    print()
+
+
+def loader_table(rows, args):
+    r = next((x for x in rows if x.get("bench") == "loader_overhead"), None)
+    f = next((x for x in rows if x.get("bench") == "first_load_floor"), None)
+    if not r:
+        return
+    header("Loader overhead (`bench/loader_bench.c`, `bench/first_load_floor.c`)", args,
+           args.command or "scripts/gpu_run.sh OUT")
+    print("The %s image of the project's kernels, %s bytes, on %s; CUDA's default lazy loading "
+          "unless said otherwise.\n" % (r["image"], "{:,}".format(r["image_bytes"]), r["gpu"]))
+    print("| what | ours | the driver alone | overhead |")
+    print("|---|---|---|---|")
+    print("| later loads, whole API: `cbc_module_load` + `cbc_module_unload` vs `cuModuleLoadData` "
+          "+ `cuModuleUnload`, context current on both sides, median of %d | %s | %s | %+.1f%% |" % (
+              r["rounds"], us(r["api_load_unload_ours_us"]), us(r["api_load_unload_raw_us"]),
+              r["api_overhead_percent"]))
+    print("| later loads, open + select + the memoised verification vs `cuModuleLoadData`, median "
+          "of %d | %s | %s | %+.1f%% |" % (r["rounds"], us(r["select_verify_median_us"]),
+                                          us(r["cuModuleLoadData_median_us"]), r["overhead_percent"]))
+    print("| first load in a process (context current, pages faulted in): open + select + verify "
+          "vs the first `cuModuleLoadData` | %s | %s | %+.1f%% |" % (
+              us(r["first_select_verify_us"]), us(r["first_cuModuleLoadData_us"]),
+              r["first_overhead_percent"]))
+    print("| first load of a fresh process, end to end, medians of %d: ours (open, select, verify, "
+          "`cuModuleLoadData`) vs `cuModuleLoadData` | %s | %s | %+.1f%% |" % (
+              r["fresh_process_runs"], us(r["fresh_first_load_ours_us"]),
+              us(r["fresh_first_load_raw_us"]), r["fresh_first_overhead_percent"]))
+    print("| the same with `CUDA_MODULE_LOADING=EAGER`, medians of %d | %s | %s | %+.1f%% |" % (
+        r["fresh_eager_runs"], us(r["fresh_eager_ours_us"]), us(r["fresh_eager_raw_us"]),
+        r["fresh_eager_overhead_percent"]))
+    print()
+    print("Of the first load in a process: open %s, select %s, verify %s. Warm, the XXH3-128 of "
+          "the image takes %s and its ELF label check %s." % (
+              us(r["first_open_us"]), us(r["first_select_us"]), us(r["first_verify_us"]),
+              us(r["hash_warm_us"]), us(r["label_check_warm_us"])))
+    if f:
+        keys = [k for k in f if k.endswith("_us")]
+        print("`first_load_floor`, medians of %d fresh processes: %s." % (
+            f["runs"], ", ".join("%s %s" % (k[:-3].replace("_", " "), us(f[k])) for k in keys)))
+    print()
+
+
+IG_CASES = [("one_input", "one input, from host arrays (CUDA graph replay on our side)"),
+            ("batch", "1024 inputs, from host arrays"),
+            ("one_input_on_gpu", "one input, arrays on the GPU (graph replay on our side)"),
+            ("batch_on_gpu", "1024 inputs, arrays on the GPU")]
+
+
+def ig_table(rows, args):
+    ours = {(r["bench"], r["features"]): r for r in rows if r.get("impl") == "cubincache"}
+    torch = {(r["bench"], r["features"]): r for r in rows if r.get("impl") == "pytorch"
+             and "median_ms" in r}
+    if not ours:
+        return
+    ver = next((r for r in rows if r.get("impl") == "pytorch" and r.get("bench") == "versions"), None)
+    header("Integrated Gradients (`bench/ig_bench.c`, `bench/torch_ig.py`)", args,
+           args.command or "scripts/gpu_run.sh OUT")
+    print("A tanh MLP F-512-256-1, 50 Gauss-Legendre steps, zero baseline, FP32 (PyTorch with TF32 "
+          "off%s). End to end per call, medians; ratio = PyTorch time / ours. Our one-input calls "
+          "replay a CUDA graph (taken for a zero or scalar baseline and a repeated shape), so "
+          "PyTorch is also timed with its IG captured in a CUDA graph.\n" % (
+              ", %s" % ver["torch"] if ver else ""))
+    print("| F | case | ours | PyTorch eager | ratio | PyTorch graph | ratio | explanations/s (ours) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for F in sorted({k[1] for k in ours}):
+        for case, label in IG_CASES:
+            o = ours.get(("analytic_" + case, F))
+            if not o:
+                continue
+            e = torch.get(("autograd_eager_" + case, F))
+            g = torch.get(("autograd_graph_" + case, F))
+            cells = []
+            for p in (e, g):
+                cells += [ms(p["median_ms"]), "%.1fx" % (p["median_ms"] / o["median_ms"])] if p else ["", ""]
+            print("| %d | %s | %s | %s | %s | %s | %s | %s |" % (
+                F, label, ms(o["median_ms"]), cells[0], cells[1], cells[2], cells[3],
+                "{:,.0f}".format(o["explanations_per_s"])))
+    fd, naive = ours.get(("fd_batched_one_input", 784)), ours.get(("fd_per_feature_loop", 784))
+    if fd and naive:
+        print("\nCentral differences, one input, F = 784: batched %s (median of %d) against the "
+              "per-feature loop %s (median of %d): %.0fx." % (
+                  ms(fd["median_ms"]), fd["runs"], ms(naive["median_ms"]), naive["runs"],
+                  naive["median_ms"] / fd["median_ms"]))
+    acc = [r for r in torch.values() if "attr_rel_l2_vs_cubincache" in r]
+    if acc:
+        print("Attributions against PyTorch's, inputs 0 to 7: relative L2 at most %.1e, the worst "
+              "single feature %.1e of the largest (torch_ig.py fails beyond 1e-5 and 1e-4)." % (
+                  max(r["attr_rel_l2_vs_cubincache"] for r in acc),
+                  max(r.get("attr_worst_feature_vs_cubincache", 0) for r in acc)))
+    print()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--commit", default="?")
+    ap.add_argument("--machine", default="?")
+    ap.add_argument("--command", default=None)
+    ap.add_argument("files", nargs="+")
+    args = ap.parse_args()
+    rows = load(args.files)
+    if not rows:
+        print("report.py: no benchmark lines in %s" % ", ".join(args.files), file=sys.stderr)
+        return 1
+    cpu_table(rows, args)
+    loader_table(rows, args)
+    ig_table(rows, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

