@@ -42,9 +42,8 @@ struct tstate {
     struct cbc_target t;
     char name[CBC_TARGET_NAME_MAX];
     char *file; /* NAME.<target>.cubin|ptx */
-    struct cbc_hash direct_key, result_key;
-    struct cbc_direct_rec rec;
-    long list; /* the matched dependency list: an index into ctx.lists, or -1 */
+    struct cbc_direct_target dt; /* direct key, record, matched list */
+    struct cbc_hash result_key;
     enum tstate_kind state;
     char dropped_why[CBC_ERR_MSG_MAX];
     bool dropped;
@@ -52,7 +51,7 @@ struct tstate {
     size_t len;
     struct cbc_dep *deps;
     size_t n_deps;
-    bool deps_borrowed; /* paths owned by a list in ctx.lists (a hit), else by deps */
+    bool deps_borrowed; /* paths owned by ctx.direct's list (a hit), else by deps */
     /* compile */
     pid_t pid;
     char *tmp_out, *tmp_dep, *tmp_log;
@@ -83,17 +82,7 @@ struct ctx {
     struct tstate *ts;
     size_t n;
     bool warned_store;
-    /* dependency lists met in this run, each fetched, decoded and matched
-     * once however many targets share it */
-    struct list_slot *lists;
-    size_t n_lists, cap_lists;
-};
-
-struct list_slot {
-    struct cbc_dep_list l;
-    bool present;  /* in the store: fetched and decoded, or stored by a compile here */
-    bool matches;  /* every file still holds its recorded content */
-    bool stale;    /* matching needed hashing: store fresh stamps */
+    struct cbc_direct *direct; /* direct mode over the store (src/direct) */
 };
 
 CBC_PRINTF(3, 4)
@@ -184,20 +173,19 @@ static enum cbc_status check_flags(struct ctx *c)
     return CBC_OK;
 }
 
+/* The inputs of now, as this build sees them (key.h). */
+static struct cbc_key_now build_now(const struct ctx *c)
+{
+    return (struct cbc_key_now){c->source,        &c->source_hash, c->tc.nvcc,
+                                c->tc.version,    &c->tc.nvcc_id,  c->tc.host_cc,
+                                &c->tc.host_id,   c->o->flags,     c->o->n_flags,
+                                c->env,           c->cwd};
+}
+
 static void key_inputs(const struct ctx *c, const struct tstate *t, struct cbc_key_inputs *in)
 {
-    memset(in, 0, sizeof *in);
-    in->target = t->t;
-    in->source = c->source;
-    in->source_hash = c->source_hash;
-    in->deps = t->deps;
-    in->n_deps = t->n_deps;
-    in->nvcc_id = c->tc.nvcc_id;
-    in->host_id = c->tc.host_id;
-    in->flags = c->o->flags;
-    in->n_flags = c->o->n_flags;
-    memcpy(in->env, c->env, sizeof in->env);
-    in->cwd = c->cwd;
+    struct cbc_key_now now = build_now(c);
+    cbc_key_inputs_make(&now, &t->t, t->deps, t->n_deps, in); /* every hash is known here */
 }
 
 /* ---- explain ----------------------------------------------------------- */
@@ -268,12 +256,9 @@ static void explain_miss(struct ctx *c, const struct tstate *t, char *buf, size_
                     c->arch.detail ? c->arch.detail : c->arch.spec);
         return;
     }
-    struct cbc_inputs_now now = {
-        c->source,  &c->source_hash, c->tc.nvcc,   c->tc.version, &c->tc.nvcc_id, c->tc.host_cc,
-        &c->tc.host_id, c->o->flags, c->o->n_flags, c->env,      c->cwd,
-    };
+    struct cbc_key_now now = build_now(c);
     char *change = NULL;
-    if (cbc_manifest_changes(&c->prev, pe, &now, c->memo, &change, 1) == 1) {
+    if (cbc_key_changes(&c->prev, pe, &now, c->memo, &change, 1) == 1) {
         cbc_fmt(buf, len, "%s", change);
         free(change);
         return;
@@ -284,66 +269,19 @@ static void explain_miss(struct ctx *c, const struct tstate *t, char *buf, size_
 
 /* ---- lookup ------------------------------------------------------------ */
 
-/* A hit's dependency list, its paths borrowed from the list (which lives
- * until cleanup). */
-static enum cbc_status deps_from_list(struct tstate *t, const struct cbc_dep_list *l,
-                                      struct cbc_err *err)
+/* A hit's dependency list, its paths borrowed from the direct mode's list
+ * (which lives until cleanup). */
+static enum cbc_status deps_from_list(struct tstate *t, const struct cbc_direct_dep *deps,
+                                      size_t n, struct cbc_err *err)
 {
-    t->deps = calloc(l->n ? l->n : 1, sizeof *t->deps);
+    t->deps = calloc(n ? n : 1, sizeof *t->deps);
     if (!t->deps)
         return cbc_err_oom(err);
-    for (size_t i = 0; i < l->n; i++)
-        t->deps[i] = (struct cbc_dep){l->deps[i].path, l->deps[i].hash};
-    t->n_deps = l->n;
+    for (size_t i = 0; i < n; i++)
+        t->deps[i] = (struct cbc_dep){deps[i].path, deps[i].hash};
+    t->n_deps = n;
     t->deps_borrowed = true;
     return CBC_OK;
-}
-
-static long find_list(const struct ctx *c, const struct cbc_hash *id)
-{
-    for (size_t i = 0; i < c->n_lists; i++)
-        if (cbc_hash_eq(&c->lists[i].l.id, id))
-            return (long)i;
-    return -1;
-}
-
-/* A new slot taking `l` (its id set), or -1 when out of memory. */
-static long add_list(struct ctx *c, struct cbc_dep_list *l)
-{
-    if (!cbc_grow(&c->lists, c->n_lists, &c->cap_lists, sizeof *c->lists, 8))
-        return -1;
-    c->lists[c->n_lists] = (struct list_slot){*l, false, false, false};
-    memset(l, 0, sizeof *l);
-    return (long)c->n_lists++;
-}
-
-/* The list with this id: fetched from the store and matched against the
- * files on the first ask, remembered for the other targets. -1 when out
- * of memory. */
-static long list_for(struct ctx *c, const struct cbc_hash *id)
-{
-    long i = find_list(c, id);
-    if (i >= 0)
-        return i;
-    struct cbc_dep_list l = {.id = *id};
-    uint8_t *raw;
-    size_t len;
-    bool present = false;
-    if (cbc_store_blob_get(c->store, "deps", id, &raw, &len, NULL) == CBC_OK) {
-        present = cbc_dep_list_decode(raw, len, id, &l, NULL) == CBC_OK;
-        free(raw);
-        if (!present)
-            l = (struct cbc_dep_list){.id = *id};
-    }
-    i = add_list(c, &l);
-    if (i < 0) {
-        cbc_dep_list_release(&l);
-        return -1;
-    }
-    struct list_slot *s = &c->lists[i];
-    s->present = present;
-    s->matches = present && cbc_dep_list_match(&s->l, c->memo, &s->stale);
-    return i;
 }
 
 static void free_deps(struct tstate *t)
@@ -355,34 +293,18 @@ static void free_deps(struct tstate *t)
     t->n_deps = 0;
 }
 
+/* prepare -> lookup -> compile -> publish: a target is a hit when the
+ * direct mode knows its result key and the store holds a good entry. */
 static enum cbc_status lookup(struct ctx *c, struct tstate *t)
 {
     struct cbc_key_inputs in;
     key_inputs(c, t, &in);
-    cbc_key_direct(&in, &t->direct_key);
-    t->list = -1;
+    cbc_key_direct(&in, &t->dt.direct_key);
     t->state = T_MISS;
-    if (!c->store)
-        return CBC_OK;
-    uint8_t *raw;
-    size_t len;
-    if (cbc_store_blob_get(c->store, "direct", &t->direct_key, &raw, &len, NULL) == CBC_OK) {
-        /* an older format, or a damaged record: a miss that rewrites it */
-        if (cbc_direct_decode(raw, len, &t->rec, NULL) != CBC_OK)
-            t->rec.n = 0;
-        free(raw);
-    }
-    long matched = -1;
-    for (size_t i = 0; i < t->rec.n && matched < 0; i++) {
-        long k = list_for(c, &t->rec.c[i].list);
-        if (k < 0)
-            return cbc_err_oom(c->err);
-        if (c->lists[k].matches)
-            matched = (long)i, t->list = k;
-    }
-    if (matched < 0)
-        return CBC_OK;
-    t->result_key = t->rec.c[matched].result;
+    bool matched = false;
+    enum cbc_status st = cbc_direct_lookup(c->direct, &t->dt, &matched, &t->result_key, c->err);
+    if (st != CBC_OK || !matched)
+        return st;
     enum cbc_lookup r;
     struct cbc_err e = {0};
     if (cbc_store_get(c->store, &t->result_key, &t->t, &t->data, &t->len, &r, t->dropped_why,
@@ -398,7 +320,9 @@ static enum cbc_status lookup(struct ctx *c, struct tstate *t)
     }
     if (r == CBC_LOOKUP_HIT) {
         t->state = T_HIT;
-        return deps_from_list(t, &c->lists[t->list].l, c->err);
+        size_t n;
+        const struct cbc_direct_dep *deps = cbc_direct_deps(c->direct, &t->dt, &n);
+        return deps_from_list(t, deps, n, c->err);
     }
     return CBC_OK;
 }
@@ -410,11 +334,10 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     t->tmp_out = cbc_asprintf("%s/%s", c->stage.path, t->file);
     t->tmp_dep = cbc_asprintf("%s/%s.d", c->stage.path, t->name);
     t->tmp_log = cbc_asprintf("%s/%s.log", c->stage.path, t->name);
-    char v = t->t.variant == CBC_VARIANT_A ? 'a' : t->t.variant == CBC_VARIANT_F ? 'f' : 0;
+    const char *v = cbc_variant_suffix(t->t.variant);
     char gencode[96];
-    snprintf(gencode, sizeof gencode, "arch=compute_%u%.1s,code=%s_%u%.1s", (unsigned)t->t.arch,
-             v ? &v : "", t->t.kind == CBC_KIND_PTX ? "compute" : "sm", (unsigned)t->t.arch,
-             v ? &v : "");
+    snprintf(gencode, sizeof gencode, "arch=compute_%u%s,code=%s_%u%s", (unsigned)t->t.arch, v,
+             t->t.kind == CBC_KIND_PTX ? "compute" : "sm", (unsigned)t->t.arch, v);
     size_t n = 0, cap = c->o->n_flags + 16;
     char **argv = calloc(cap, sizeof *argv);
     if (!t->tmp_out || !t->tmp_dep || !t->tmp_log || !argv) {
@@ -634,45 +557,10 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
         say(c, CBC_MSG_WARNING, "%s: an input changed while nvcc ran; using the result but not "
                                 "caching it", t->name);
     } else if (c->store) {
+        /* the entry, then what lets the next build find it without nvcc */
         struct cbc_err e2 = {0};
-        bool ok = cbc_store_put(c->store, &t->result_key, &t->t, t->data, t->len, &e2) == CBC_OK;
-        /* the list first, then the record that names it */
-        ok = ok && l.deps && cbc_dep_list_id(&l, &l.id);
-        long k = ok ? find_list(c, &l.id) : -1;
-        if (ok && (k < 0 || !c->lists[k].present || c->lists[k].stale)) {
-            /* A list met here already (same id: the same files in the same
-             * order) takes the fresh stamps in place, as hits may borrow its
-             * paths; one fetched but unreadable is replaced. */
-            struct cbc_dep_list *put = &l;
-            if (k >= 0 && c->lists[k].present && c->lists[k].l.n == l.n) {
-                for (size_t i = 0; i < l.n; i++)
-                    c->lists[k].l.deps[i].stamp = l.deps[i].stamp;
-                put = &c->lists[k].l;
-            } else if (k >= 0 && !c->lists[k].present) {
-                cbc_dep_list_release(&c->lists[k].l);
-                c->lists[k].l = l;
-                memset(&l, 0, sizeof l);
-                put = &c->lists[k].l;
-            }
-            put->recorded_ns = cbc_now_ns();
-            size_t ll = 0;
-            uint8_t *lb = cbc_dep_list_encode(put, &ll);
-            ok = lb && cbc_store_blob_put(c->store, "deps", &put->id, lb, ll, &e2) == CBC_OK;
-            free(lb);
-            if (ok && k < 0)
-                k = add_list(c, &l);
-            if (ok && k >= 0)
-                c->lists[k] = (struct list_slot){c->lists[k].l, true, true, false};
-        }
-        if (ok) {
-            struct cbc_direct_cand cand = {t->result_key, k >= 0 ? c->lists[k].l.id : l.id};
-            cbc_direct_push(&t->rec, &cand);
-            size_t rl = 0;
-            uint8_t *rec = cbc_direct_encode(&t->rec, &rl);
-            ok = rec && cbc_store_blob_put(c->store, "direct", &t->direct_key, rec, rl, &e2) ==
-                            CBC_OK;
-            free(rec);
-        }
+        bool ok = cbc_store_put(c->store, &t->result_key, &t->t, t->data, t->len, &e2) == CBC_OK &&
+                  cbc_direct_record(c->direct, &t->dt, &t->result_key, &l, &e2);
         if (!ok && !c->warned_store) {
             c->warned_store = true;
             say(c, CBC_MSG_WARNING, "cannot write to the cache in '%s' (%s); compiling without "
@@ -681,25 +569,6 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
     }
     cbc_dep_list_release(&l);
     return CBC_OK;
-}
-
-/* After a hit whose stamps had to be re-checked by hashing (a touched
- * file), store the list again with fresh stamps, once for all the targets
- * that share it, so the next hit reads no file contents. */
-static void refresh_list(struct ctx *c, struct list_slot *s)
-{
-    for (size_t i = 0; i < s->l.n; i++) {
-        struct cbc_hash h;
-        cbc_filememo_hash(c->memo, s->l.deps[i].path, NULL, NULL, 0, &h, &s->l.deps[i].stamp,
-                          NULL);
-    }
-    s->l.recorded_ns = cbc_now_ns();
-    size_t len = 0;
-    uint8_t *b = cbc_dep_list_encode(&s->l, &len);
-    if (b)
-        cbc_store_blob_put(c->store, "deps", &s->l.id, b, len, NULL);
-    free(b);
-    s->stale = false;
 }
 
 /* ---- outputs ------------------------------------------------------------- */
@@ -957,6 +826,9 @@ static enum cbc_status prepare(struct ctx *c)
         }
         free(root);
     }
+    c->direct = cbc_direct_new(c->store, c->memo);
+    if (!c->direct)
+        return cbc_err_oom(err);
     struct cbc_record_cache tools = c->store ? cbc_store_tools_cache(c->store)
                                              : (struct cbc_record_cache){0};
     st = cbc_toolchain_identify(c->nvcc, c->ccbin, c->store ? &tools : NULL, &c->tc, err);
@@ -1045,9 +917,7 @@ static void cleanup(struct ctx *c)
         free(t->data);
         free_deps(t);
     }
-    for (size_t i = 0; i < c->n_lists; i++)
-        cbc_dep_list_release(&c->lists[i].l);
-    free(c->lists);
+    cbc_direct_free(c->direct);
     free(c->ts);
     if (c->stage_open)
         cbc_stage_release(&c->stage, false);
@@ -1141,9 +1011,7 @@ enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_r
         if (st != CBC_OK)
             goto out;
     }
-    for (size_t i = 0; c.store && i < c.n; i++)
-        if (c.ts[i].state == T_HIT && c.lists[c.ts[i].list].stale)
-            refresh_list(&c, &c.lists[c.ts[i].list]);
+    cbc_direct_refresh(c.direct); /* lists a hit had to re-hash get fresh stamps */
     st = write_outputs(&c, res);
 out:
     if (c.store)

@@ -258,39 +258,9 @@ static void judge_freshness(const struct cbc_manifest *m, const struct cbc_manif
 {
     char nm[CBC_TARGET_NAME_MAX];
     cbc_target_name(&e->target, nm);
-    size_t nd = 0;
-    const struct cbc_dep **deps = cbc_manifest_entry_deps(m, e, &nd);
-    struct cbc_dep *now = calloc(nd ? nd : 1, sizeof *now);
-    bool complete = deps && now && f->have_source && f->tc;
-    for (size_t i = 0; complete && i < nd; i++) {
-        now[i].path = deps[i]->path;
-        complete = cbc_filememo_hash(f->memo, deps[i]->path, NULL, NULL, 0, &now[i].hash, NULL,
-                                     NULL) == CBC_OK;
-    }
-    bool same = false;
-    if (complete) {
-        struct cbc_key_inputs in = {0};
-        in.target = e->target;
-        in.source = m->source;
-        in.source_hash = f->source_hash;
-        in.deps = now;
-        in.n_deps = nd;
-        in.nvcc_id = f->tc->nvcc_id;
-        in.host_id = f->tc->host_id;
-        in.flags = m->flags;
-        in.n_flags = m->n_flags;
-        memcpy(in.env, f->env, sizeof in.env);
-        struct cbc_hash k;
-        cbc_key_result(&in, &k);
-        same = cbc_hash_eq(&k, &e->key);
-    }
-    free(deps);
-    free(now);
-    if (same) {
-        cbc_check_add(rep, CBC_V_OK, mpath, file, nm, "current");
-        return;
-    }
-    struct cbc_inputs_now in = {
+    /* the inputs of now, as build would see them with the manifest's
+     * source and flags (the working directory is in no result key) */
+    struct cbc_key_now now = {
         m->source,
         f->have_source ? &f->source_hash : NULL,
         f->tc ? f->tc->nvcc : m->nvcc,
@@ -303,8 +273,30 @@ static void judge_freshness(const struct cbc_manifest *m, const struct cbc_manif
         f->env,
         NULL,
     };
+    size_t nd = 0;
+    const struct cbc_dep **deps = cbc_manifest_entry_deps(m, e, &nd);
+    struct cbc_dep *cur = calloc(nd ? nd : 1, sizeof *cur);
+    bool complete = deps && cur;
+    for (size_t i = 0; complete && i < nd; i++) {
+        cur[i].path = deps[i]->path;
+        complete = cbc_filememo_hash(f->memo, deps[i]->path, NULL, NULL, 0, &cur[i].hash, NULL,
+                                     NULL) == CBC_OK;
+    }
+    struct cbc_key_inputs in;
+    bool same = false;
+    if (complete && cbc_key_inputs_make(&now, &e->target, cur, nd, &in)) {
+        struct cbc_hash k;
+        cbc_key_result(&in, &k);
+        same = cbc_hash_eq(&k, &e->key);
+    }
+    free(deps);
+    free(cur);
+    if (same) {
+        cbc_check_add(rep, CBC_V_OK, mpath, file, nm, "current");
+        return;
+    }
     char *changes[16];
-    size_t nc = cbc_manifest_changes(m, e, &in, f->memo, changes, CBC_ARRAY_LEN(changes));
+    size_t nc = cbc_key_changes(m, e, &now, f->memo, changes, CBC_ARRAY_LEN(changes));
     struct cbc_check_item *it =
         cbc_check_add(rep, CBC_V_STALE, mpath, file, nm, "%s",
             nc ? changes[0] : "its key no longer matches (built by another cubincache version?)");

@@ -7,7 +7,8 @@
  * disk and into hex, so a key written on one host reads the same on any
  * other. Fields are fed as {u32 tag, u64 length, bytes} in little-endian,
  * which makes every key an unambiguous encoding of its inputs; the test
- * vectors in tests/unit/test_hash.c freeze both.
+ * vectors in tests/unit/test_key.c (Test(hash, ...) and
+ * Test(key, encoding_is_frozen)) freeze both.
  */
 #include "common.h"
 

@@ -10,15 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const cbc_key_env_names[CBC_KEY_ENV_COUNT] = {
-    "NVCC_PREPEND_FLAGS", /* nvcc inserts these before the command line */
-    "NVCC_APPEND_FLAGS",  /* ... and these after it */
-    "NVCC_CCBIN",         /* the host compiler nvcc uses */
-    "CPATH",              /* include search paths the host preprocessor reads */
-    "C_INCLUDE_PATH",
-    "CPLUS_INCLUDE_PATH",
-};
-
 enum {
     TAG_VERSION = 1,
     TAG_KIND = 2,
@@ -79,6 +70,27 @@ void cbc_key_direct(const struct cbc_key_inputs *in, struct cbc_hash *out)
     cbc_hasher_str(h, TAG_CWD, in->cwd);
     cbc_hasher_digest(h, out);
     cbc_hasher_free(h);
+}
+
+bool cbc_key_inputs_make(const struct cbc_key_now *now, const struct cbc_target *t,
+                         const struct cbc_dep *deps, size_t n_deps, struct cbc_key_inputs *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!now->source_hash || !now->nvcc_id || !now->host_id)
+        return false;
+    out->target = *t;
+    out->source = now->source;
+    out->source_hash = *now->source_hash;
+    out->deps = deps;
+    out->n_deps = n_deps;
+    out->nvcc_id = *now->nvcc_id;
+    out->host_id = *now->host_id;
+    out->flags = now->flags;
+    out->n_flags = now->n_flags;
+    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
+        out->env[i] = now->env ? now->env[i] : NULL;
+    out->cwd = now->cwd;
+    return true;
 }
 
 void cbc_key_env_read(const char *env[CBC_KEY_ENV_COUNT])

@@ -29,14 +29,9 @@
 /* Bump when anything hashed below changes meaning: old entries then miss. */
 #define CBC_KEY_VERSION 1
 
-/* The environment that changes nvcc's output. Order is part of the key. */
-#define CBC_KEY_ENV_COUNT 6
-extern const char *const cbc_key_env_names[CBC_KEY_ENV_COUNT];
-
-struct cbc_dep {
-    char *path;           /* absolute, lexically normalised */
-    struct cbc_hash hash; /* XXH3-128 of the content */
-};
+/* The environment that changes nvcc's output (CBC_KEY_ENV_COUNT,
+ * cbc_key_env_names) and struct cbc_dep are in common.h: the manifest
+ * records them too. */
 
 struct cbc_key_inputs {
     struct cbc_target target;
@@ -52,6 +47,31 @@ struct cbc_key_inputs {
     const char *cwd;                 /* for the direct key only */
 };
 
+/* What a build of one source keys on now, besides the target and its
+ * dependency list: the one description of "the inputs of now" that build
+ * and check fill, and that keys are made from (cbc_key_inputs_make) and
+ * manifests compared with (cbc_key_changes). */
+struct cbc_key_now {
+    const char *source;
+    const struct cbc_hash *source_hash; /* NULL: the source is gone */
+    const char *nvcc, *nvcc_version;
+    const struct cbc_hash *nvcc_id;     /* NULL: nvcc cannot be identified */
+    const char *host_cc;
+    const struct cbc_hash *host_id;     /* NULL: the host compiler cannot be */
+    char *const *flags;                 /* nvcc arguments after "--" */
+    size_t n_flags;
+    const char *const *env;             /* CBC_KEY_ENV_COUNT values, NULL when unset */
+    const char *cwd;                    /* NULL: not known, or not compared */
+};
+
+/* The inputs of target t's keys: `now`, the target and its dependency list
+ * (sorted by path). The only place a struct cbc_key_inputs is filled from
+ * the world, so build and check cannot key on different things. False when
+ * `now` lacks something a key needs (the source's, nvcc's or the host
+ * compiler's hash). */
+bool cbc_key_inputs_make(const struct cbc_key_now *now, const struct cbc_target *t,
+                         const struct cbc_dep *deps, size_t n_deps, struct cbc_key_inputs *out);
+
 void cbc_key_result(const struct cbc_key_inputs *in, struct cbc_hash *out);
 void cbc_key_direct(const struct cbc_key_inputs *in, struct cbc_hash *out);
 /* The host compiler named among nvcc flags (-ccbin X, -ccbin=X,
@@ -60,6 +80,20 @@ const char *cbc_flags_ccbin(char *const *flags, size_t n);
 
 /* Reads the CBC_KEY_ENV variables from the process environment. */
 void cbc_key_env_read(const char *env[CBC_KEY_ENV_COUNT]);
+
+/* ---- what changed (changes.c) -------------------------------------------- */
+
+struct cbc_manifest;
+struct cbc_manifest_entry;
+struct cbc_filememo;
+/* The inputs of entry `e` that differ between manifest `m` and `now`, as
+ * sentences ("dependency '/x/h.cuh' changed"), most specific first: the
+ * source, the dependencies (hashed through memo), nvcc, the host compiler,
+ * the flags, the environment, the working directory. Writes at most `max`
+ * malloc'd strings into out and returns how many. */
+size_t cbc_key_changes(const struct cbc_manifest *m, const struct cbc_manifest_entry *e,
+                       const struct cbc_key_now *now, struct cbc_filememo *memo, char **out,
+                       size_t max);
 
 /* ---- dependency lists (deps.c) ------------------------------------------ */
 

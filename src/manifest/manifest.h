@@ -8,12 +8,16 @@
  * does not parse or a file name with a '/' is an error naming the manifest
  * and the field. File names are relative to the manifest's directory.
  *
+ * This module is the file format only: it depends on common/ and nothing
+ * else, so the loader reads manifests without linking key/. Comparing a
+ * manifest with the inputs of now is key/changes.c.
+ *
  * Internal and unstable: the loader's public API reads manifests for users.
  */
 #ifndef CBC_MANIFEST_H
 #define CBC_MANIFEST_H
 
-#include "key.h"
+#include "common.h"
 #include <cubincache/arch.h>
 
 #define CBC_MANIFEST_FORMAT "cubincache-manifest"
@@ -60,29 +64,6 @@ void cbc_manifest_release(struct cbc_manifest *m);
  * of its own), as a freshly allocated array of pointers into m->deps. */
 const struct cbc_dep **cbc_manifest_entry_deps(const struct cbc_manifest *m,
                                                const struct cbc_manifest_entry *e, size_t *n);
-
-/* What a build would key on if it ran now, to compare with a manifest. */
-struct cbc_inputs_now {
-    const char *source;
-    const struct cbc_hash *source_hash; /* NULL: the source is gone */
-    const char *nvcc, *nvcc_version;
-    const struct cbc_hash *nvcc_id;     /* NULL: nvcc cannot be identified */
-    const char *host_cc;
-    const struct cbc_hash *host_id;
-    char *const *flags;
-    size_t n_flags;
-    const char *const *env;             /* CBC_KEY_ENV_COUNT values */
-    const char *cwd;                    /* NULL: not compared */
-};
-
-/* The inputs of entry `e` that differ between manifest `m` and `now`, as
- * sentences ("dependency '/x/h.cuh' changed"), most specific first: the
- * source, the dependencies (hashed through memo), nvcc, the host compiler,
- * the flags, the environment, the working directory. Writes at most `max`
- * malloc'd strings into out and returns how many. */
-size_t cbc_manifest_changes(const struct cbc_manifest *m, const struct cbc_manifest_entry *e,
-                            const struct cbc_inputs_now *now, struct cbc_filememo *memo, char **out,
-                            size_t max);
 
 /* "DIR/NAME.manifest.json", or the path itself when it names a file. */
 char *cbc_manifest_path_for(const char *dir_or_manifest, const char *name);

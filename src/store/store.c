@@ -4,9 +4,9 @@
  * lock is needed for data; entries are verified on every read rather than
  * trusted, so a torn write (power loss, no fsync) or a tampered file is
  * caught and dropped; counters are batched in memory and merged into
- * v1/stats (read, add, publish by rename) under an flock of the v1
- * directory, once per process and after each store. LRU order is the
- * entry's mtime, bumped on hit.
+ * v1/stats (read, add, one fixed-length write in place; see with_counters)
+ * under an flock of the v1 directory when the store is closed and after
+ * each entry is stored. LRU order is the entry's mtime, bumped on hit.
  *
  * Every path below v1 goes through the directory descriptor s->fd with no
  * symbolic link allowed (cbc_openat_beneath, cbc_dir_openat): the cache
@@ -583,19 +583,24 @@ enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
     return CBC_OK;
 }
 
-static bool known_ns(const char *ns)
+/* The directory of a blob namespace (one of namespaces[]). */
+static const char *ns_dir(enum cbc_store_ns ns)
 {
-    for (size_t i = 0; i < CBC_ARRAY_LEN(namespaces); i++)
-        if (!strcmp(ns, namespaces[i]))
-            return strcmp(ns, "objects") != 0;
-    return false;
+    switch (ns) {
+    case CBC_STORE_DIRECT: return "direct";
+    case CBC_STORE_DEPS: return "deps";
+    case CBC_STORE_TOOLS: return "tools";
+    }
+    return NULL;
 }
 
-enum cbc_status cbc_store_blob_get(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
-                                   uint8_t **data, size_t *len, struct cbc_err *err)
+enum cbc_status cbc_store_blob_get(struct cbc_store *s, enum cbc_store_ns which,
+                                   const struct cbc_hash *key, uint8_t **data, size_t *len,
+                                   struct cbc_err *err)
 {
-    if (!known_ns(ns))
-        return cbc_err_set(err, CBC_E_USAGE, "no blob namespace '%s' in the store", ns);
+    const char *ns = ns_dir(which);
+    if (!ns)
+        return cbc_err_set(err, CBC_E_USAGE, "no blob namespace %d in the store", (int)which);
     char rel[80];
     rel_path(ns, key, ".dep", rel, sizeof rel);
     uint8_t *raw = NULL;
@@ -614,11 +619,13 @@ enum cbc_status cbc_store_blob_get(struct cbc_store *s, const char *ns, const st
     return CBC_OK;
 }
 
-enum cbc_status cbc_store_blob_put(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
-                                   const void *data, size_t len, struct cbc_err *err)
+enum cbc_status cbc_store_blob_put(struct cbc_store *s, enum cbc_store_ns which,
+                                   const struct cbc_hash *key, const void *data, size_t len,
+                                   struct cbc_err *err)
 {
-    if (!known_ns(ns))
-        return cbc_err_set(err, CBC_E_USAGE, "no blob namespace '%s' in the store", ns);
+    const char *ns = ns_dir(which);
+    if (!ns)
+        return cbc_err_set(err, CBC_E_USAGE, "no blob namespace %d in the store", (int)which);
     if (s->readonly)
         return cbc_err_set(err, CBC_E_CACHE, "the cache '%s' is open for reading only", s->root);
     uint8_t *buf = malloc(BLOB_HEADER + len);
@@ -637,12 +644,12 @@ enum cbc_status cbc_store_blob_put(struct cbc_store *s, const char *ns, const st
 static enum cbc_status tools_get(void *ctx, const struct cbc_hash *key, uint8_t **data,
                                  size_t *len)
 {
-    return cbc_store_blob_get(ctx, "tools", key, data, len, NULL);
+    return cbc_store_blob_get(ctx, CBC_STORE_TOOLS, key, data, len, NULL);
 }
 
 static void tools_put(void *ctx, const struct cbc_hash *key, const void *data, size_t len)
 {
-    cbc_store_blob_put(ctx, "tools", key, data, len, NULL); /* a cache: failure is fine */
+    cbc_store_blob_put(ctx, CBC_STORE_TOOLS, key, data, len, NULL); /* a cache: failure is fine */
 }
 
 struct cbc_record_cache cbc_store_tools_cache(struct cbc_store *s)

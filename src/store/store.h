@@ -96,14 +96,24 @@ enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
                               const struct cbc_target *target, const uint8_t *data, size_t len,
                               struct cbc_err *err);
 
-/* Opaque records by key in a namespace ("direct", "deps", "tools"):
- * whole-file get/put with atomic publish. get gives CBC_E_NOT_FOUND when
- * absent, or when the file is not a blob of this key (a foreign or damaged
- * file reads as absent and is rewritten by the next put). */
-enum cbc_status cbc_store_blob_get(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
-                                   uint8_t **data, size_t *len, struct cbc_err *err);
-enum cbc_status cbc_store_blob_put(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
-                                   const void *data, size_t len, struct cbc_err *err);
+/* The namespaces of opaque records, by what they hold; where each lives
+ * under v1/ is the store's business alone. */
+enum cbc_store_ns {
+    CBC_STORE_DIRECT, /* direct-mode records (src/direct) */
+    CBC_STORE_DEPS,   /* dependency lists (src/direct) */
+    CBC_STORE_TOOLS   /* toolchain identities (key/toolid.c, via cbc_store_tools_cache) */
+};
+
+/* Opaque records by key in a namespace: whole-file get/put with atomic
+ * publish. get gives CBC_E_NOT_FOUND when absent, or when the file is not
+ * a blob of this key (a foreign or damaged file reads as absent and is
+ * rewritten by the next put). */
+enum cbc_status cbc_store_blob_get(struct cbc_store *s, enum cbc_store_ns ns,
+                                   const struct cbc_hash *key, uint8_t **data, size_t *len,
+                                   struct cbc_err *err);
+enum cbc_status cbc_store_blob_put(struct cbc_store *s, enum cbc_store_ns ns,
+                                   const struct cbc_hash *key, const void *data, size_t len,
+                                   struct cbc_err *err);
 
 /* ---- counters, limits, maintenance -------------------------------------- */
 

@@ -5,6 +5,8 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,4 +149,140 @@ Test(direct, lists_match_by_content)
     cbc_filememo_free(m);
     cbc_dep_list_release(&l);
     unlink(path);
+}
+
+/* ---- a build's direct mode over a real store ------------------------------ */
+
+struct scratch {
+    char dir[64], root[96], file[2][96];
+};
+
+static void scratch_init(struct scratch *s)
+{
+    snprintf(s->dir, sizeof s->dir, "/tmp/cbc-direct-session.XXXXXX");
+    cr_assert_not_null(mkdtemp(s->dir));
+    snprintf(s->root, sizeof s->root, "%s/cache", s->dir);
+    for (int i = 0; i < 2; i++) {
+        snprintf(s->file[i], sizeof s->file[i], "%s/h%d.h", s->dir, i);
+        FILE *f = fopen(s->file[i], "w");
+        cr_assert_not_null(f);
+        fprintf(f, "// header %d\n", i);
+        fclose(f);
+    }
+}
+
+static void scratch_release(struct scratch *s)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* The list a compile that read both headers would record. */
+static struct cbc_dep_list read_list(const struct scratch *s, struct cbc_filememo *m)
+{
+    struct cbc_dep_list l = {.deps = calloc(2, sizeof(struct cbc_direct_dep))};
+    for (int i = 0; i < 2; i++) {
+        l.deps[i].path = strdup(s->file[i]);
+        cr_assert_eq(cbc_filememo_hash(m, s->file[i], NULL, NULL, 0, &l.deps[i].hash,
+                                       &l.deps[i].stamp, NULL), CBC_OK);
+    }
+    l.n = 2;
+    return l;
+}
+
+static void age(const char *path, int seconds_ago)
+{
+    struct timespec t[2] = {{time(NULL) - seconds_ago, 0}, {time(NULL) - seconds_ago, 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+/* Past the racy window (filememo.c): a stamp taken now of a file changed
+ * before this is trusted. */
+static void past_racy_window(void)
+{
+    struct timespec t = {1, 100000000};
+    nanosleep(&t, NULL);
+}
+
+/* One lookup in a session of its own: whether it matched, and how many
+ * files it had to read to know. */
+static bool lookup_once(const struct scratch *s, const struct cbc_hash *dk, struct cbc_hash *result,
+                        size_t *reads)
+{
+    struct cbc_store *st;
+    cr_assert_eq(cbc_store_open(s->root, &st, NULL), CBC_OK);
+    struct cbc_filememo *m = cbc_filememo_new();
+    struct cbc_direct *d = cbc_direct_new(st, m);
+    struct cbc_direct_target t = {.direct_key = *dk};
+    bool matched = false;
+    cr_assert_eq(cbc_direct_lookup(d, &t, &matched, result, NULL), CBC_OK);
+    if (matched) {
+        size_t n = 0;
+        const struct cbc_direct_dep *deps = cbc_direct_deps(d, &t, &n);
+        cr_assert_eq(n, 2);
+        cr_assert_str_eq(deps[1].path, s->file[1]);
+    }
+    cbc_direct_refresh(d);
+    *reads = cbc_filememo_reads(m);
+    cbc_direct_free(d);
+    cbc_filememo_free(m);
+    cbc_store_close(st);
+    return matched;
+}
+
+Test(direct, a_recorded_compile_is_found_by_the_next_build)
+{
+    struct scratch s;
+    scratch_init(&s);
+    for (int i = 0; i < 2; i++)
+        age(s.file[i], 3600);
+    past_racy_window(); /* the ages set the files' ctime to now */
+    struct cbc_hash dk[2] = {{{1}}, {{2}}}, res[2] = {{{0xa1}}, {{0xa2}}}, got;
+    size_t reads;
+    cr_assert_not(lookup_once(&s, &dk[0], &got, &reads), "an empty cache matched");
+
+    /* two targets of one source: one list, two records */
+    struct cbc_store *st;
+    cr_assert_eq(cbc_store_open(s.root, &st, NULL), CBC_OK);
+    struct cbc_filememo *m = cbc_filememo_new();
+    struct cbc_direct *d = cbc_direct_new(st, m);
+    for (int k = 0; k < 2; k++) {
+        struct cbc_direct_target t = {.direct_key = dk[k]};
+        bool matched;
+        cr_assert_eq(cbc_direct_lookup(d, &t, &matched, &got, NULL), CBC_OK);
+        cr_assert_not(matched);
+        struct cbc_dep_list l = read_list(&s, m);
+        cr_assert(cbc_direct_record(d, &t, &res[k], &l, NULL));
+        cbc_dep_list_release(&l);
+    }
+    cbc_direct_free(d);
+    cbc_filememo_free(m);
+    cbc_store_close(st);
+
+    for (int k = 0; k < 2; k++) {
+        cr_assert(lookup_once(&s, &dk[k], &got, &reads), "target %d not found", k);
+        cr_assert(cbc_hash_eq(&got, &res[k]), "target %d found another result", k);
+        cr_assert_eq(reads, 0, "old, unchanged files were read (%zu): stamps should do", reads);
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "test $(find '%s/v1/deps' -name '*.dep' | wc -l) = 1", s.root);
+    cr_assert_eq(system(cmd), 0, "the two targets of one source do not share one list");
+
+    /* a touch (new stamps, same content) matches by hashing, once: the
+     * refresh stores the new stamps, and the build after reads nothing */
+    age(s.file[0], 7200);
+    past_racy_window();
+    cr_assert(lookup_once(&s, &dk[0], &got, &reads));
+    cr_assert_gt(reads, 0, "a touched file was trusted on its old stamp");
+    cr_assert(lookup_once(&s, &dk[0], &got, &reads));
+    cr_assert_eq(reads, 0, "the refreshed stamps were not stored (%zu files read)", reads);
+
+    /* an edit misses */
+    FILE *f = fopen(s.file[1], "a");
+    fprintf(f, "// edited\n");
+    fclose(f);
+    age(s.file[1], 3600);
+    cr_assert_not(lookup_once(&s, &dk[1], &got, &reads), "an edited header still matched");
+    scratch_release(&s);
 }

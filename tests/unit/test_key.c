@@ -232,3 +232,105 @@ Test(key, stamp_match_skips_reading_the_file)
     unlink(path);
     free(path);
 }
+
+/* ---- the one builder of key inputs (cbc_key_inputs_make) ------------------ */
+
+/* A tripwire. build and check both key through cbc_key_inputs_make, so an
+ * input added there reaches both; an input added to struct cbc_key_inputs
+ * or struct cbc_key_now without it changes these sizes. Then: set it in
+ * cbc_key_inputs_make (key.c), hash it in key.c, compare it in changes.c,
+ * record it in the manifest if `check` must see it, add it to the tests
+ * below and only then update the sizes. */
+#if UINTPTR_MAX == 0xffffffffffffffffu
+_Static_assert(sizeof(struct cbc_key_inputs) == 152,
+               "a key input was added: see the tripwire in tests/unit/test_key.c");
+_Static_assert(sizeof(struct cbc_key_now) == 88,
+               "an input of now was added: see the tripwire in tests/unit/test_key.c");
+#endif
+
+static const char *env_now[CBC_KEY_ENV_COUNT] = {"-G", NULL, "/usr/bin/g++-12", NULL, NULL, "/x"};
+
+static struct cbc_key_now now_base(struct cbc_hash *src, struct cbc_hash *nvcc,
+                                   struct cbc_hash *host)
+{
+    *src = (struct cbc_hash){{0x11}};
+    *nvcc = (struct cbc_hash){{0x22}};
+    *host = (struct cbc_hash){{0x33}};
+    return (struct cbc_key_now){"/src/k.cu", src, "nvcc", "13.0.88", nvcc, "g++", host,
+                                flags_a, 2, env_now, "/build"};
+}
+
+static void keys_of(const struct cbc_key_now *now, struct cbc_hash *result, struct cbc_hash *direct)
+{
+    struct cbc_target t;
+    cbc_target_parse("sm_90", &t);
+    struct cbc_key_inputs in;
+    cr_assert(cbc_key_inputs_make(now, &t, deps_a, 2, &in));
+    cbc_key_result(&in, result);
+    cbc_key_direct(&in, direct);
+}
+
+/* Each field of now either changes a key, or is a name that a hash already
+ * covers (nvcc and host compiler: their ids). */
+#define ASSERT_NOW_MATTERS(what, keyed, ...)                                                    \
+    do {                                                                                           \
+        struct cbc_hash s_, n_, h_, r0, d0, r1, d1;                                                \
+        struct cbc_key_now now = now_base(&s_, &n_, &h_);                                          \
+        keys_of(&now, &r0, &d0);                                                                   \
+        __VA_ARGS__;                                                                               \
+        keys_of(&now, &r1, &d1);                                                                   \
+        bool changed = !cbc_hash_eq(&r0, &r1) || !cbc_hash_eq(&d0, &d1);                           \
+        cr_assert_eq(changed, keyed, "%s %s change a key", what, keyed ? "must" : "must not");    \
+    } while (0)
+
+Test(key, the_builder_keys_on_every_input_of_now)
+{
+    struct cbc_hash other = {{0x77}};
+    ASSERT_NOW_MATTERS("the source path", true, now.source = "/src/other.cu");
+    ASSERT_NOW_MATTERS("the source content", true, now.source_hash = &other);
+    ASSERT_NOW_MATTERS("the nvcc identity", true, now.nvcc_id = &other);
+    ASSERT_NOW_MATTERS("the host compiler identity", true, now.host_id = &other);
+    ASSERT_NOW_MATTERS("the flags", true, now.flags = (char *[]){"-O2", "-lineinfo"});
+    ASSERT_NOW_MATTERS("the flag count", true, now.n_flags = 1);
+    ASSERT_NOW_MATTERS("the working directory", true, now.cwd = "/elsewhere");
+    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++) {
+        const char *env2[CBC_KEY_ENV_COUNT];
+        memcpy(env2, env_now, sizeof env2);
+        env2[i] = "changed";
+        ASSERT_NOW_MATTERS(cbc_key_env_names[i], true, now.env = env2);
+    }
+    ASSERT_NOW_MATTERS("nvcc's path (its id is keyed)", false, now.nvcc = "/opt/nvcc");
+    ASSERT_NOW_MATTERS("nvcc's version text", false, now.nvcc_version = "13.1");
+    ASSERT_NOW_MATTERS("the host compiler's path", false, now.host_cc = "/opt/g++");
+}
+
+Test(key, the_builder_is_what_the_keys_were_frozen_with)
+{
+    struct cbc_hash s_, n_, h_, r, d;
+    struct cbc_key_now now = now_base(&s_, &n_, &h_);
+    now.env = (const char *[CBC_KEY_ENV_COUNT]){0};
+    keys_of(&now, &r, &d);
+    struct cbc_key_inputs in = base();
+    struct cbc_hash r0, d0;
+    cbc_key_result(&in, &r0);
+    cbc_key_direct(&in, &d0);
+    cr_assert(cbc_hash_eq(&r, &r0) && cbc_hash_eq(&d, &d0),
+              "cbc_key_inputs_make fills the inputs differently from the frozen ones");
+}
+
+Test(key, the_builder_refuses_what_it_cannot_key)
+{
+    struct cbc_hash s_, n_, h_;
+    struct cbc_target t;
+    cbc_target_parse("sm_90", &t);
+    struct cbc_key_inputs in;
+    struct cbc_key_now now = now_base(&s_, &n_, &h_);
+    now.source_hash = NULL;
+    cr_assert_not(cbc_key_inputs_make(&now, &t, NULL, 0, &in), "keyed a source that is gone");
+    now = now_base(&s_, &n_, &h_);
+    now.nvcc_id = NULL;
+    cr_assert_not(cbc_key_inputs_make(&now, &t, NULL, 0, &in), "keyed an unidentified nvcc");
+    now = now_base(&s_, &n_, &h_);
+    now.host_id = NULL;
+    cr_assert_not(cbc_key_inputs_make(&now, &t, NULL, 0, &in), "keyed an unknown host compiler");
+}

@@ -1,5 +1,9 @@
-/* direct.h: dependency records, the map from a direct key to the result key
- * that lets a hit skip the preprocessor (ccache's "direct mode").
+/* direct.h: direct mode, the map from a direct key to the result key that
+ * lets a hit skip the preprocessor (ccache's "direct mode"): the one module
+ * that reads and writes its records. A build looks each target up
+ * (cbc_direct_lookup), records what a compile read (cbc_direct_record), and
+ * refreshes the stamps of lists a hit had to re-hash (cbc_direct_refresh);
+ * the formats below are records.c's.
  *
  * Two kinds of blobs in the store:
  *  - a dependency list ("deps" namespace): every file one compile read, with
@@ -31,6 +35,7 @@
 #define CBC_DIRECT_H
 
 #include "key.h"
+#include "store.h"
 
 #define CBC_DIRECT_MAX 8
 
@@ -81,5 +86,39 @@ uint8_t *cbc_direct_encode(const struct cbc_direct_rec *rec, size_t *len);
 /* Puts `fresh` first, drops older candidates with the same result key and
  * keeps at most CBC_DIRECT_MAX. */
 void cbc_direct_push(struct cbc_direct_rec *rec, const struct cbc_direct_cand *fresh);
+
+/* ---- a build's direct mode (direct.c) ------------------------------------ */
+
+/* One build's view: the store, the file memo, and the dependency lists met
+ * so far, each fetched, decoded and matched once however many targets
+ * share it. With no store every lookup misses and records go nowhere. */
+struct cbc_direct;
+struct cbc_direct *cbc_direct_new(struct cbc_store *store, struct cbc_filememo *memo);
+void cbc_direct_free(struct cbc_direct *d);
+
+/* One target between its lookup and its record. */
+struct cbc_direct_target {
+    struct cbc_hash direct_key;
+    struct cbc_direct_rec rec; /* the record as read: the next record extends it */
+    long list;                 /* the list that matched, or -1 */
+};
+
+/* Reads the record of dt->direct_key and finds its first candidate whose
+ * list still matches the files. *matched and *result say which; a damaged
+ * or older record reads as empty. CBC_E_NOMEM is the only failure. */
+enum cbc_status cbc_direct_lookup(struct cbc_direct *d, struct cbc_direct_target *dt, bool *matched,
+                                  struct cbc_hash *result, struct cbc_err *err);
+/* The matched list's files (borrowed: valid until cbc_direct_free). */
+const struct cbc_direct_dep *cbc_direct_deps(const struct cbc_direct *d,
+                                             const struct cbc_direct_target *dt, size_t *n);
+/* After a compile: stores `l` (what it read, with stamps; its contents
+ * are taken) unless an equal list is stored and fresh, then puts
+ * (result, list id) first in the target's record. False, with err, when
+ * the store refused a write: the build goes on without caching. */
+bool cbc_direct_record(struct cbc_direct *d, struct cbc_direct_target *dt,
+                       const struct cbc_hash *result, struct cbc_dep_list *l, struct cbc_err *err);
+/* Stores fresh stamps for every matched list whose match needed hashing (a
+ * touched file), once per list, so the next hit reads no file contents. */
+void cbc_direct_refresh(struct cbc_direct *d);
 
 #endif

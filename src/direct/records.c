@@ -1,5 +1,5 @@
-/* direct.c: encoding, decoding and matching of dependency lists and records
- * (formats in direct.h). The decoders trust nothing: every count and length
+/* records.c: encoding, decoding and matching of dependency lists and
+ * records (formats in direct.h). The decoders trust nothing: every count and length
  * is checked against the bytes that remain before anything is allocated,
  * and a list must hash to the id it was asked for.
  */
