@@ -22,6 +22,8 @@
 #ifndef CUBINCACHE_SELECT_H
 #define CUBINCACHE_SELECT_H
 
+#include <cubincache/api.h>
+
 #include <cubincache/binfmt.h>
 
 #include <stdbool.h>
@@ -52,22 +54,29 @@ struct cbc_select_result {
 
 /* Whether one image can run on the query's GPU; `why` (may be NULL) gets a
  * short reason when it cannot ("sm_86 runs only on 8.x"). */
-bool cbc_image_loadable(const struct cbc_image *img, const struct cbc_select_query *q, char *why,
-                        size_t why_len);
+CBC_API bool cbc_image_loadable(const struct cbc_image *img, const struct cbc_select_query *q, char *why,
+                                size_t why_len);
 
 /* Picks the image the driver would load. Returns result->index. */
-long cbc_select(const struct cbc_image *imgs, size_t n, const struct cbc_select_query *q,
-                struct cbc_select_result *result);
+CBC_API long cbc_select(const struct cbc_image *imgs, size_t n, const struct cbc_select_query *q,
+                        struct cbc_select_result *result);
 
 /* The highest PTX ISA a driver of this CUDA version (cuDriverGetVersion,
  * e.g. 13000) accepts: 13.0 -> 90, 12.8 -> 87. 0 when unknown. */
-unsigned cbc_ptx_isa_for_driver(int driver_version);
+CBC_API unsigned cbc_ptx_isa_for_driver(int driver_version);
 /* The CUDA version that introduced a PTX ISA (90 -> "13.0"), for messages. */
-const char *cbc_cuda_for_ptx_isa(unsigned isa);
+CBC_API const char *cbc_cuda_for_ptx_isa(unsigned isa);
+
+/* Why nothing of a set of images runs on the query's GPU, the one wording
+ * every "will not run" and "no image" message uses: "has sm_86, sm_89 and
+ * no PTX", or "has compute_90; PTX ISA 9.0 needs a newer driver ...".
+ * Writes at most len bytes. Since 0.1. */
+CBC_API void cbc_select_none(const struct cbc_image *imgs, size_t n,
+                             const struct cbc_select_query *q, char *buf, size_t len);
 
 /* "sm_86, sm_89 and compute_80" style summary of what a set of images
  * holds, for messages. Writes at most len bytes. */
-void cbc_images_summary(const struct cbc_image *imgs, size_t n, char *buf, size_t len);
+CBC_API void cbc_images_summary(const struct cbc_image *imgs, size_t n, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -116,11 +116,7 @@ static uint8_t variant_from_cmdline(const char *cmd, size_t n, bool *found)
         if (j == i + 3)
             continue;
         *found = true;
-        if (j < n && cmd[j] == 'a')
-            return CBC_VARIANT_A;
-        if (j < n && cmd[j] == 'f')
-            return CBC_VARIANT_F;
-        return CBC_VARIANT_NONE;
+        return j < n ? cbc_variant_of(cmd[j]) : CBC_VARIANT_NONE;
     }
     return CBC_VARIANT_NONE;
 }

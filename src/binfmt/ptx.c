@@ -67,10 +67,7 @@ static enum cbc_status parse(const uint8_t *data, size_t len, const char *name, 
             if (d == a + 3 || arch < 10)
                 return cbc_fmt_err(err, CBC_E_FORMAT, name, p, "'.target' does not name an sm_XY");
             out->arch = arch;
-            if (d < n && line[d] == 'a')
-                out->variant = CBC_VARIANT_A;
-            else if (d < n && line[d] == 'f')
-                out->variant = CBC_VARIANT_F;
+            out->variant = d < n ? cbc_variant_of(line[d]) : CBC_VARIANT_NONE;
             have_target = true;
         } else if ((n > 7 && memcmp(line, ".entry", 6) == 0 && isspace((unsigned char)line[6])) ||
                    (n > 14 && memcmp(line, ".visible .entry", 15) == 0)) {

@@ -41,7 +41,7 @@ enum cbc_status cbc_binfmt_verify_target(const uint8_t *data, size_t len,
         cbc_target_name(&got, gn);
         if (want->kind == CBC_KIND_PTX)
             snprintf(gn, sizeof gn, "compute_%u%s", (unsigned)got.arch,
-                     got.variant == CBC_VARIANT_A ? "a" : got.variant == CBC_VARIANT_F ? "f" : "");
+                     cbc_variant_suffix(got.variant));
         return cbc_err_set(err, CBC_E_VERIFY, "'%s' is labelled %s but holds %s code%s",
                            name ? name : "<buffer>", wn, gn, evidence);
     }

@@ -170,6 +170,30 @@ bool cbc_hash_eq(const struct cbc_hash *a, const struct cbc_hash *b);
 enum cbc_status cbc_hash_file(const char *path, struct cbc_hash *out, uint64_t *size,
                               struct cbc_err *err);
 
+/* ---- target variants (target.c) ---------------------------------------- */
+/* The one spelling of a variant suffix (enum cbc_variant): "a", "f" or "". */
+const char *cbc_variant_suffix(uint8_t variant);
+/* The variant a suffix character names: 'a', 'f', else CBC_VARIANT_NONE. */
+uint8_t cbc_variant_of(char c);
+/* Reads an optional variant suffix ('a' or 'f') at *s, advancing past it;
+ * CBC_VARIANT_NONE, *s unchanged, when there is none. */
+uint8_t cbc_variant_read(const char **s);
+
+/* ---- the vocabulary of a build's inputs (inputs.c) --------------------- */
+/* Shared by key/ (which hashes them) and manifest/ (which records them), so
+ * the manifest, and the loader that reads it, need nothing of key/. */
+
+/* The environment variables that change nvcc's output. Order is part of
+ * every cache key. */
+#define CBC_KEY_ENV_COUNT 6
+extern const char *const cbc_key_env_names[CBC_KEY_ENV_COUNT];
+
+/* One file a build read: its path and content. */
+struct cbc_dep {
+    char *path;           /* absolute, lexically normalised */
+    struct cbc_hash hash; /* XXH3-128 of the content */
+};
+
 /* A streaming hasher over typed, length-prefixed fields, so that field
  * boundaries can never be confused ("ab"+"c" differs from "a"+"bc"). */
 struct cbc_hasher;

@@ -5,16 +5,35 @@
  * src/key, which produces these values. arch is 2 or 3 digits, the last one
  * the minor: sm_90 = 9.0, sm_121 = 12.1.
  */
+#include "common.h"
+
 #include <cubincache/arch.h>
 
 #include <stdio.h>
 #include <string.h>
 
+const char *cbc_variant_suffix(uint8_t variant)
+{
+    return variant == CBC_VARIANT_A ? "a" : variant == CBC_VARIANT_F ? "f" : "";
+}
+
+uint8_t cbc_variant_of(char c)
+{
+    return c == 'a' ? CBC_VARIANT_A : c == 'f' ? CBC_VARIANT_F : CBC_VARIANT_NONE;
+}
+
+uint8_t cbc_variant_read(const char **s)
+{
+    uint8_t v = cbc_variant_of(**s);
+    if (v != CBC_VARIANT_NONE)
+        (*s)++;
+    return v;
+}
+
 char *cbc_target_name(const struct cbc_target *t, char *buf)
 {
-    const char *suffix = t->variant == CBC_VARIANT_A ? "a" : t->variant == CBC_VARIANT_F ? "f" : "";
     snprintf(buf, CBC_TARGET_NAME_MAX, "%s_%u%s", t->kind == CBC_KIND_PTX ? "compute" : "sm",
-             (unsigned)t->arch, suffix);
+             (unsigned)t->arch, cbc_variant_suffix(t->variant));
     return buf;
 }
 
@@ -37,13 +56,7 @@ bool cbc_target_parse(const char *s, struct cbc_target *out)
     }
     if (digits < 2 || digits > 3 || v < 10)
         return false;
-    if (*s == 'a') {
-        t.variant = CBC_VARIANT_A;
-        s++;
-    } else if (*s == 'f') {
-        t.variant = CBC_VARIANT_F;
-        s++;
-    }
+    t.variant = cbc_variant_read(&s);
     if (*s != '\0')
         return false;
     t.arch = (uint16_t)v;

@@ -139,7 +139,31 @@ enum cbc_status cbc_cuda_fail(const struct cbc_cuda *cu, CUresult rc, enum cbc_s
                        (int)rc, text ? text : "no description");
 }
 
-void cbc_cuda_list_gpus(struct cbc_gpu *gpus, size_t max, size_t *count, char *why, size_t why_len)
+enum cbc_status cbc_cuda_device(const struct cbc_cuda *cu, int ordinal, struct cbc_device_info *out,
+                                struct cbc_err *err)
+{
+    memset(out, 0, sizeof *out);
+    CUdevice dev;
+    CUresult rc = cu->DeviceGet(&dev, ordinal);
+    if (rc == CUDA_SUCCESS)
+        rc = cu->DeviceGetName(out->name, (int)sizeof out->name, dev);
+    if (rc == CUDA_SUCCESS)
+        rc = cu->DeviceGetAttribute(&out->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                    dev);
+    if (rc == CUDA_SUCCESS)
+        rc = cu->DeviceGetAttribute(&out->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                    dev);
+    if (rc == CUDA_SUCCESS)
+        rc = cu->DeviceTotalMem(&out->total_mem, dev);
+    if (rc != CUDA_SUCCESS)
+        return cbc_cuda_fail(cu, rc, CBC_E_DRIVER, err, "querying GPU");
+    out->ordinal = ordinal;
+    out->driver_version = cu->driver_version;
+    return CBC_OK;
+}
+
+void cbc_cuda_list_gpus(struct cbc_device_info *gpus, size_t max, size_t *count, char *why,
+                        size_t why_len)
 {
     *count = 0;
     const struct cbc_cuda *cu;
@@ -159,18 +183,7 @@ void cbc_cuda_list_gpus(struct cbc_gpu *gpus, size_t max, size_t *count, char *w
         }
         return;
     }
-    for (int i = 0; i < n && *count < max; i++) {
-        CUdevice dev;
-        struct cbc_gpu *g = &gpus[*count];
-        memset(g, 0, sizeof *g);
-        if (cu->DeviceGet(&dev, i) != CUDA_SUCCESS)
-            continue;
-        g->ordinal = i;
-        if (cu->DeviceGetName(g->name, (int)sizeof g->name, dev) != CUDA_SUCCESS)
-            snprintf(g->name, sizeof g->name, "GPU %d", i);
-        cu->DeviceGetAttribute(&g->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-        cu->DeviceGetAttribute(&g->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-        cu->DeviceTotalMem(&g->total_mem, dev);
-        (*count)++;
-    }
+    for (int i = 0; i < n && *count < max; i++)
+        if (cbc_cuda_device(cu, i, &gpus[*count], NULL) == CBC_OK)
+            (*count)++;
 }

@@ -13,6 +13,7 @@
 #ifndef CBC_CUDADRV_H
 #define CBC_CUDADRV_H
 
+#include <cubincache/loader.h> /* struct cbc_device_info */
 #include <cubincache/status.h>
 #include <cuda.h>
 
@@ -82,17 +83,16 @@ enum cbc_status cbc_cuda_get(const struct cbc_cuda **out, struct cbc_err *err);
 enum cbc_status cbc_cuda_fail(const struct cbc_cuda *cu, CUresult rc, enum cbc_status status,
                               struct cbc_err *err, const char *what);
 
-/* One GPU as the driver reports it. */
-struct cbc_gpu {
-    int ordinal;
-    char name[256];
-    int cc_major, cc_minor;
-    size_t total_mem;
-};
+/* GPU `ordinal` as the driver reports it, in the public struct (loader.h):
+ * every field but ptx_isa, which is select.h's to derive (the loader's
+ * cbc_device_query fills it). */
+enum cbc_status cbc_cuda_device(const struct cbc_cuda *cu, int ordinal, struct cbc_device_info *out,
+                                struct cbc_err *err);
 
 /* Lists up to `max` GPUs into `gpus`, sets *count. A machine without a
  * driver or a GPU is not an error here: *count = 0 and `why` (may be NULL)
  * receives the reason, so callers such as arch "auto" can fall through. */
-void cbc_cuda_list_gpus(struct cbc_gpu *gpus, size_t max, size_t *count, char *why, size_t why_len);
+void cbc_cuda_list_gpus(struct cbc_device_info *gpus, size_t max, size_t *count, char *why,
+                        size_t why_len);
 
 #endif

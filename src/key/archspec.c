@@ -104,14 +104,7 @@ size_t cbc_arch_token_parse(const char *tok, struct cbc_target out[2])
     }
     if (arch < 10)
         return 0;
-    uint8_t variant = CBC_VARIANT_NONE;
-    if (*p == 'a') {
-        variant = CBC_VARIANT_A;
-        p++;
-    } else if (*p == 'f') {
-        variant = CBC_VARIANT_F;
-        p++;
-    }
+    uint8_t variant = cbc_variant_read(&p);
     if (*p != '\0')
         return 0;
 
@@ -328,8 +321,8 @@ static enum cbc_status from_gpus(const char *spec, const struct cbc_arch_env *en
                                  size_t *count, char **detail, char *why, size_t why_len,
                                  struct cbc_err *err)
 {
-    struct cbc_gpu gpus[64];
-    void (*list)(struct cbc_gpu *, size_t, size_t *, char *, size_t) =
+    struct cbc_device_info gpus[64];
+    void (*list)(struct cbc_device_info *, size_t, size_t *, char *, size_t) =
         env && env->list_gpus ? env->list_gpus : cbc_cuda_list_gpus;
     why[0] = '\0';
     list(gpus, CBC_ARRAY_LEN(gpus), count, why, why_len);

@@ -32,7 +32,7 @@ struct cbc_arch_env {
     const char *nvcc_label;  /* "nvcc 13.0.88", for messages */
     const char *compute_cap; /* value of CUDA_COMPUTE_CAP or NULL when unset */
     /* GPU enumeration; NULL means cbc_cuda_list_gpus. Tests inject fakes. */
-    void (*list_gpus)(struct cbc_gpu *gpus, size_t max, size_t *count, char *why, size_t why_len);
+    void (*list_gpus)(struct cbc_device_info *gpus, size_t max, size_t *count, char *why, size_t why_len);
 };
 
 struct cbc_arch_choice {

@@ -50,20 +50,9 @@ enum cbc_status cbc_device_query(int ordinal, struct cbc_device_info *out, struc
                            ordinal, count, count == 1 ? "" : "s", count - 1);
     const struct cbc_cuda *cu;
     cbc_cuda_get(&cu, NULL);
-    CUdevice dev;
-    CUresult rc = cu->DeviceGet(&dev, ordinal);
-    if (rc == CUDA_SUCCESS)
-        rc = cu->DeviceGetName(out->name, (int)sizeof out->name, dev);
-    if (rc == CUDA_SUCCESS)
-        rc = cu->DeviceGetAttribute(&out->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-    if (rc == CUDA_SUCCESS)
-        rc = cu->DeviceGetAttribute(&out->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-    if (rc == CUDA_SUCCESS)
-        rc = cu->DeviceTotalMem(&out->total_mem, dev);
-    if (rc != CUDA_SUCCESS)
-        return cbc_cuda_fail(cu, rc, CBC_E_DRIVER, err, "querying GPU");
-    out->ordinal = ordinal;
-    out->driver_version = cu->driver_version;
+    st = cbc_cuda_device(cu, ordinal, out, err);
+    if (st != CBC_OK)
+        return st;
     out->ptx_isa = cbc_ptx_isa_for_driver(cu->driver_version);
     return CBC_OK;
 }
@@ -92,29 +81,16 @@ static enum cbc_status no_image(const struct cbc_bundle *b, const struct cbc_dev
 {
     size_t n;
     const struct cbc_image *imgs = cbc_bundle_images(b, &n);
-    char have[512], ptx_why[512] = "";
-    cbc_images_summary(imgs, n, have, sizeof have);
-    bool any_ptx = false;
-    for (size_t i = 0; i < n; i++) {
-        if (imgs[i].target.kind != CBC_KIND_PTX)
-            continue;
-        any_ptx = true;
-        if (!ptx_why[0])
-            cbc_image_loadable(&imgs[i], q, ptx_why, sizeof ptx_why);
-    }
+    char what[600];
+    cbc_select_none(imgs, n, q, what, sizeof what);
     char hint[256];
     if (o && o->rebuild_hint)
         snprintf(hint, sizeof hint, "%s", o->rebuild_hint);
     else
         snprintf(hint, sizeof hint, "cubincache build --arch %d%d (or add %d%d to CUDA_COMPUTE_CAP)",
                  d->cc_major, d->cc_minor, d->cc_major, d->cc_minor);
-    char what[1100];
-    if (ptx_why[0])
-        cbc_fmt(what, sizeof what, "%s (%s)", have, ptx_why);
-    else
-        cbc_fmt(what, sizeof what, "%s%s", n ? have : "nothing", any_ptx ? "" : " and no PTX");
     cbc_err_set(err, CBC_E_NO_IMAGE,
-                "%s: no image for GPU %d (%s, compute capability %d.%d): the bundle has %s; "
+                "%s: no image for GPU %d (%s, compute capability %d.%d): the bundle %s; "
                 "rebuild with %s",
                 cbc_bundle_name(b), d->ordinal, d->name, d->cc_major, d->cc_minor, what, hint);
     cbc_err_hint(err, "the bundle's targets came from: %s",

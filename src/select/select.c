@@ -6,6 +6,8 @@
  */
 #include <cubincache/select.h>
 
+#include "common.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -42,11 +44,6 @@ const char *cbc_cuda_for_ptx_isa(unsigned isa)
     return "a newer CUDA";
 }
 
-static const char *vsuffix(uint8_t v)
-{
-    return v == CBC_VARIANT_A ? "a" : v == CBC_VARIANT_F ? "f" : "";
-}
-
 static void name_of(const struct cbc_image *img, char *buf, size_t len)
 {
     if (img->fatbin_kind != CBC_FATBIN_ELF && img->fatbin_kind != CBC_FATBIN_PTX) {
@@ -55,7 +52,7 @@ static void name_of(const struct cbc_image *img, char *buf, size_t len)
         return;
     }
     snprintf(buf, len, "%s_%u%s", img->target.kind == CBC_KIND_PTX ? "compute" : "sm",
-             (unsigned)img->target.arch, vsuffix(img->target.variant));
+             (unsigned)img->target.arch, cbc_variant_suffix(img->target.variant));
 }
 
 bool cbc_image_loadable(const struct cbc_image *img, const struct cbc_select_query *q, char *why,
@@ -198,7 +195,17 @@ long cbc_select(const struct cbc_image *imgs, size_t n, const struct cbc_select_
                  m);
         return r->index;
     }
-    /* nothing: say what there is, and for one image why it does not fit */
+    char what[400];
+    cbc_select_none(imgs, n, q, what, sizeof what);
+    snprintf(r->reason, sizeof r->reason, "will not run on compute capability %u.%u: %s", M, m,
+             what);
+    return -1;
+}
+
+void cbc_select_none(const struct cbc_image *imgs, size_t n, const struct cbc_select_query *q,
+                     char *buf, size_t len)
+{
+    /* what there is, and for the first PTX image why it does not fit */
     char have[256];
     cbc_images_summary(imgs, n, have, sizeof have);
     bool any_ptx = false;
@@ -208,7 +215,6 @@ long cbc_select(const struct cbc_image *imgs, size_t n, const struct cbc_select_
         if (!why[0] && imgs[i].target.kind == CBC_KIND_PTX)
             cbc_image_loadable(&imgs[i], q, why, sizeof why);
     }
-    snprintf(r->reason, sizeof r->reason, "will not run on compute capability %u.%u: has %s%s%s%s",
-             M, m, have, any_ptx ? "" : " and no PTX", why[0] ? "; " : "", why);
-    return -1;
+    snprintf(buf, len, "has %s%s%s%s", have, any_ptx ? "" : " and no PTX",
+             why[0] ? "; " : "", why);
 }

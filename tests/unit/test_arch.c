@@ -9,9 +9,10 @@
 
 static const unsigned nvcc13[] = {75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
 
-static struct cbc_gpu fake[4];
+static struct cbc_device_info fake[4];
 static size_t n_fake;
-static void fake_gpus(struct cbc_gpu *g, size_t max, size_t *count, char *why, size_t why_len)
+static void fake_gpus(struct cbc_device_info *g, size_t max, size_t *count, char *why,
+                      size_t why_len)
 {
     *count = n_fake < max ? n_fake : max;
     memcpy(g, fake, *count * sizeof *g);
@@ -22,7 +23,8 @@ static void set_gpus(size_t n, int major, int minor)
 {
     n_fake = n;
     for (size_t i = 0; i < n; i++)
-        fake[i] = (struct cbc_gpu){(int)i, "Test GPU", major, minor, 0};
+        fake[i] = (struct cbc_device_info){
+            .ordinal = (int)i, .name = "Test GPU", .cc_major = major, .cc_minor = minor};
 }
 
 static struct cbc_arch_env env_with(const char *cc)
