@@ -9,6 +9,8 @@
 #ifndef CUBINCACHE_ARCH_H
 #define CUBINCACHE_ARCH_H
 
+#include <cubincache/api.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,18 +49,18 @@ static inline unsigned cbc_arch_minor(unsigned arch)
 
 /* Writes "sm_90a" / "compute_80" into buf (at least CBC_TARGET_NAME_MAX
  * bytes) and returns buf. Since 0.1. */
-char *cbc_target_name(const struct cbc_target *t, char *buf);
+CBC_API char *cbc_target_name(const struct cbc_target *t, char *buf);
 
 /* Parses one canonical-style target: sm_XY[a|f] or compute_XY[a|f]. Returns
  * false for anything else (no other spelling: see cbc_arch_spec_parse for
  * "8.6", "90a", "+PTX" and friends). */
-bool cbc_target_parse(const char *s, struct cbc_target *out);
+CBC_API bool cbc_target_parse(const char *s, struct cbc_target *out);
 
 /* Total order used for sorting target lists: arch, then SASS before PTX,
  * then plain, a, f. Returns <0, 0, >0. */
-int cbc_target_cmp(const struct cbc_target *a, const struct cbc_target *b);
+CBC_API int cbc_target_cmp(const struct cbc_target *a, const struct cbc_target *b);
 
-bool cbc_target_eq(const struct cbc_target *a, const struct cbc_target *b);
+CBC_API bool cbc_target_eq(const struct cbc_target *a, const struct cbc_target *b);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@
 #ifndef CUBINCACHE_BINFMT_H
 #define CUBINCACHE_BINFMT_H
 
+#include <cubincache/api.h>
+
 #include <cubincache/arch.h>
 #include <cubincache/status.h>
 
@@ -35,8 +37,8 @@ enum cbc_file_type {
 };
 
 /* Guesses the type from the first bytes. Never fails. Since 0.1. */
-enum cbc_file_type cbc_binfmt_detect(const uint8_t *data, size_t len);
-const char *cbc_file_type_name(enum cbc_file_type t);
+CBC_API enum cbc_file_type cbc_binfmt_detect(const uint8_t *data, size_t len);
+CBC_API const char *cbc_file_type_name(enum cbc_file_type t);
 
 /* ---- cubin --------------------------------------------------------------- */
 
@@ -79,15 +81,15 @@ static inline bool cbc_cubin_needs_dlink(const struct cbc_cubin_info *ci)
 }
 
 /* Parses a cubin. On success release `out` with cbc_cubin_info_release. */
-enum cbc_status cbc_cubin_parse(const uint8_t *data, size_t len, const char *name,
-                                struct cbc_cubin_info *out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_cubin_parse(const uint8_t *data, size_t len, const char *name,
+                                        struct cbc_cubin_info *out, struct cbc_err *err);
 /* The same checks and fields without the function list (funcs stays NULL):
  * what deciding the cubin's target needs, without walking its symbols. */
-enum cbc_status cbc_cubin_parse_target(const uint8_t *data, size_t len, const char *name,
-                                       struct cbc_cubin_info *out, struct cbc_err *err);
-void cbc_cubin_info_release(struct cbc_cubin_info *info);
+CBC_API enum cbc_status cbc_cubin_parse_target(const uint8_t *data, size_t len, const char *name,
+                                               struct cbc_cubin_info *out, struct cbc_err *err);
+CBC_API void cbc_cubin_info_release(struct cbc_cubin_info *info);
 /* The target a cubin is for: SASS, its SM and variant. */
-struct cbc_target cbc_cubin_target(const struct cbc_cubin_info *info);
+CBC_API struct cbc_target cbc_cubin_target(const struct cbc_cubin_info *info);
 
 /* ---- PTX ----------------------------------------------------------------- */
 
@@ -98,12 +100,12 @@ struct cbc_ptx_info {
     size_t n_entries;      /* .entry directives */
 };
 
-enum cbc_status cbc_ptx_parse(const uint8_t *data, size_t len, const char *name,
-                              struct cbc_ptx_info *out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_ptx_parse(const uint8_t *data, size_t len, const char *name,
+                                      struct cbc_ptx_info *out, struct cbc_err *err);
 /* The same, stopping at the first .version and .target: n_entries stays 0. */
-enum cbc_status cbc_ptx_header(const uint8_t *data, size_t len, const char *name,
-                               struct cbc_ptx_info *out, struct cbc_err *err);
-struct cbc_target cbc_ptx_target(const struct cbc_ptx_info *info);
+CBC_API enum cbc_status cbc_ptx_header(const uint8_t *data, size_t len, const char *name,
+                                       struct cbc_ptx_info *out, struct cbc_err *err);
+CBC_API struct cbc_target cbc_ptx_target(const struct cbc_ptx_info *info);
 
 /* ---- fatbin -------------------------------------------------------------- */
 
@@ -143,18 +145,18 @@ struct cbc_fatbin {
 /* Parses one or more containers laid back to back (zero padding between
  * them is skipped). `base` is added to reported offsets, for containers
  * inside a host ELF section. */
-enum cbc_status cbc_fatbin_parse(const uint8_t *data, size_t len, uint64_t base, const char *name,
-                                 struct cbc_fatbin *out, struct cbc_err *err);
-void cbc_fatbin_release(struct cbc_fatbin *fb);
+CBC_API enum cbc_status cbc_fatbin_parse(const uint8_t *data, size_t len, uint64_t base, const char *name,
+                                         struct cbc_fatbin *out, struct cbc_err *err);
+CBC_API void cbc_fatbin_release(struct cbc_fatbin *fb);
 
 /* The entry's payload as the driver would see it: decompressed when the
  * entry is LZ4 or zstd, with padding dropped for uncompressed ELF. *out is
  * malloc'd. Refuses (CBC_E_FORMAT) outputs over 1 GiB and sizes that lie. */
-enum cbc_status cbc_fatbin_entry_payload(const struct cbc_fatbin_entry *e, const char *name,
-                                         uint8_t **out, size_t *out_len, struct cbc_err *err);
+CBC_API enum cbc_status cbc_fatbin_entry_payload(const struct cbc_fatbin_entry *e, const char *name,
+                                                 uint8_t **out, size_t *out_len, struct cbc_err *err);
 
-const char *cbc_fatbin_kind_name(uint16_t kind);
-const char *cbc_compression_name(uint8_t c);
+CBC_API const char *cbc_fatbin_kind_name(uint16_t kind);
+CBC_API const char *cbc_compression_name(uint8_t c);
 
 /* ---- host ELF ------------------------------------------------------------ */
 
@@ -171,8 +173,8 @@ struct cbc_host_elf {
     struct cbc_host_section cbc_bundle;   /* .cbc_bundle: bundles `cubincache embed` compiled in */
 };
 
-enum cbc_status cbc_host_elf_parse(const uint8_t *data, size_t len, const char *name,
-                                   struct cbc_host_elf *out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_host_elf_parse(const uint8_t *data, size_t len, const char *name,
+                                           struct cbc_host_elf *out, struct cbc_err *err);
 
 /* ---- bundles compiled in by `cubincache embed` ---------------------------- */
 /* `cubincache embed` writes each bundle as one record in the section
@@ -214,12 +216,12 @@ struct cbc_embedded_list {
  * every image is also checked against its descriptor: a content hash that
  * differs gives CBC_E_FORMAT (corrupt), code for another target than the
  * label CBC_E_VERIFY (mislabeled). Release with cbc_embedded_release. */
-enum cbc_status cbc_embedded_parse(const uint8_t *data, size_t len, uint64_t base, const char *name,
-                                   bool verify, struct cbc_embedded_list *out, struct cbc_err *err);
-void cbc_embedded_release(struct cbc_embedded_list *l);
+CBC_API enum cbc_status cbc_embedded_parse(const uint8_t *data, size_t len, uint64_t base, const char *name,
+                                           bool verify, struct cbc_embedded_list *out, struct cbc_err *err);
+CBC_API void cbc_embedded_release(struct cbc_embedded_list *l);
 /* Verifies one image as cbc_embedded_parse does with `verify`. */
-enum cbc_status cbc_embedded_verify(const struct cbc_embedded_entry *e, const char *name,
-                                    struct cbc_err *err);
+CBC_API enum cbc_status cbc_embedded_verify(const struct cbc_embedded_entry *e, const char *name,
+                                            struct cbc_err *err);
 
 /* ---- every image of any file --------------------------------------------- */
 
@@ -253,9 +255,9 @@ struct cbc_image_list {
  * and its embedded bundles, the latter verified as cbc_embedded_parse
  * does). A host ELF with no CUDA sections gives an empty list, not an
  * error. */
-enum cbc_status cbc_binfmt_images(const uint8_t *data, size_t len, const char *name,
-                                  struct cbc_image_list *out, struct cbc_err *err);
-void cbc_image_list_release(struct cbc_image_list *l);
+CBC_API enum cbc_status cbc_binfmt_images(const uint8_t *data, size_t len, const char *name,
+                                          struct cbc_image_list *out, struct cbc_err *err);
+CBC_API void cbc_image_list_release(struct cbc_image_list *l);
 
 /* ---- label verification -------------------------------------------------- */
 
@@ -264,9 +266,9 @@ void cbc_image_list_release(struct cbc_image_list *l);
  * CBC_E_VERIFY with a message naming what the bytes say when they disagree
  * (the "mislabeled cubin" case); CBC_E_FORMAT when they do not parse.
  * *found (may be NULL) receives what the bytes say. */
-enum cbc_status cbc_binfmt_verify_target(const uint8_t *data, size_t len,
-                                         const struct cbc_target *want, const char *name,
-                                         struct cbc_target *found, struct cbc_err *err);
+CBC_API enum cbc_status cbc_binfmt_verify_target(const uint8_t *data, size_t len,
+                                                 const struct cbc_target *want, const char *name,
+                                                 struct cbc_target *found, struct cbc_err *err);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,8 @@
 #ifndef CUBINCACHE_LOADER_H
 #define CUBINCACHE_LOADER_H
 
+#include <cubincache/api.h>
+
 #include <cubincache/binfmt.h>
 #include <cubincache/select.h>
 #include <cubincache/status.h>
@@ -56,8 +58,8 @@ struct cbc_bundle; /* opaque */
  * holding `name`.manifest.json (name may be NULL when path is a manifest).
  * Reads the manifest and the PTX texts (for their ISA); cubins are read and
  * verified when loaded. CBC_E_NOT_FOUND, CBC_E_FORMAT (naming the field). */
-enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct cbc_bundle **out,
-                                     struct cbc_err *err);
+CBC_API enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct cbc_bundle **out,
+                                             struct cbc_err *err);
 
 /* Opens an embedded bundle. No copy is made: `eb` must outlive the bundle.
  * An image's bytes are verified the first time they are loaded and then
@@ -65,42 +67,42 @@ enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct 
  * and label, so they must not change while the process runs (as generated
  * code's read-only data cannot); bytes that may change belong in a bundle
  * on disk. */
-enum cbc_status cbc_bundle_open_embedded(const struct cbc_embedded_bundle *eb,
-                                         struct cbc_bundle **out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_bundle_open_embedded(const struct cbc_embedded_bundle *eb,
+                                                 struct cbc_bundle **out, struct cbc_err *err);
 
 /* The bundle a program should use: the directory named by the environment
  * variable CUBINCACHE_BUNDLE_PATH, when set, holding eb->name's manifest
  * (updated cubins deployed without relinking), else the embedded one. */
-enum cbc_status cbc_bundle_open_default(const struct cbc_embedded_bundle *eb,
-                                        struct cbc_bundle **out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_bundle_open_default(const struct cbc_embedded_bundle *eb,
+                                                struct cbc_bundle **out, struct cbc_err *err);
 
-void cbc_bundle_close(struct cbc_bundle *b);
+CBC_API void cbc_bundle_close(struct cbc_bundle *b);
 
-const char *cbc_bundle_name(const struct cbc_bundle *b);
+CBC_API const char *cbc_bundle_name(const struct cbc_bundle *b);
 /* "embedded" or the manifest's path. */
-const char *cbc_bundle_origin(const struct cbc_bundle *b);
+CBC_API const char *cbc_bundle_origin(const struct cbc_bundle *b);
 /* How the build chose the targets (the manifest's arch.detail, e.g.
  * "CUDA_COMPUTE_CAP=90"), or NULL when unknown. */
-const char *cbc_bundle_arch_detail(const struct cbc_bundle *b);
+CBC_API const char *cbc_bundle_arch_detail(const struct cbc_bundle *b);
 /* The images, in manifest order; valid until close. */
-const struct cbc_image *cbc_bundle_images(const struct cbc_bundle *b, size_t *n);
+CBC_API const struct cbc_image *cbc_bundle_images(const struct cbc_bundle *b, size_t *n);
 /* The file an image comes from, or NULL when embedded. */
-const char *cbc_bundle_image_file(const struct cbc_bundle *b, size_t i);
+CBC_API const char *cbc_bundle_image_file(const struct cbc_bundle *b, size_t i);
 
 /* The image the driver would load on a GPU of compute capability cc
  * (10*major+minor) with a driver of PTX ISA driver_isa (0: any). Pure. */
-long cbc_bundle_select(const struct cbc_bundle *b, const struct cbc_select_query *q,
-                       struct cbc_select_result *r);
+CBC_API long cbc_bundle_select(const struct cbc_bundle *b, const struct cbc_select_query *q,
+                               struct cbc_select_result *r);
 
 /* The bytes of image i, verified: content hash as recorded, and the code's
  * own arch equal to its label. CBC_E_VERIFY (mislabeled or corrupt: never
  * given to the driver), CBC_E_NOT_FOUND, CBC_E_IO. The pointer stays valid
  * until close. Cost: an embedded image is verified once per process, and
- * that first time reads every byte (about 0.1 ms for the project's 661 KB
- * sm_90 image on an H200 host, BENCHMARKS.md); an image from disk is read
- * and verified once per bundle object. */
-enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const unsigned char **data,
-                                       size_t *size, struct cbc_err *err);
+ * that first time reads and hashes every byte (BENCHMARKS.md, "Loader
+ * overhead", has the figures); an image from disk is read and verified once
+ * per bundle object. */
+CBC_API enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const unsigned char **data,
+                                               size_t *size, struct cbc_err *err);
 
 /* ---- devices ----------------------------------------------------------- */
 
@@ -115,8 +117,8 @@ struct cbc_device_info {
 
 /* Number of GPUs. CBC_E_NO_DRIVER without libcuda.so.1, CBC_E_NO_DEVICE
  * when the driver sees none. */
-enum cbc_status cbc_device_count(int *count, struct cbc_err *err);
-enum cbc_status cbc_device_query(int ordinal, struct cbc_device_info *out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_device_count(int *count, struct cbc_err *err);
+CBC_API enum cbc_status cbc_device_query(int ordinal, struct cbc_device_info *out, struct cbc_err *err);
 
 /* Any CUDA driver API entry point, for calls the loader does not wrap
  * (cuMemAlloc, cuLaunchKernel, ...), resolved with the driver's own
@@ -127,7 +129,7 @@ enum cbc_status cbc_device_query(int ordinal, struct cbc_device_info *out, struc
  * PFN_cuCtxSynchronize_v2000 (CUDA 13 also has a cuCtxSynchronize taking a
  * context, PFN_cuCtxSynchronize_v13000). CBC_E_NO_DRIVER, or
  * CBC_E_NOT_FOUND for a symbol the driver does not have at that ABI. */
-enum cbc_status cbc_driver_symbol(const char *name, int abi, void **fn, struct cbc_err *err);
+CBC_API enum cbc_status cbc_driver_symbol(const char *name, int abi, void **fn, struct cbc_err *err);
 
 /* ---- modules ----------------------------------------------------------- */
 
@@ -151,21 +153,21 @@ struct cbc_module; /* opaque: a loaded image on one device */
  * CBC_E_VERIFY: the chosen image failed verification (never loaded).
  * CBC_E_DRIVER: the driver refused (its error name and text, and for PTX
  * the driver's and the PTX's ISA versions). */
-enum cbc_status cbc_module_load(struct cbc_bundle *b, int device, const struct cbc_load_opts *opts,
-                                struct cbc_module **out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_module_load(struct cbc_bundle *b, int device, const struct cbc_load_opts *opts,
+                                        struct cbc_module **out, struct cbc_err *err);
 
 /* A kernel by name (a CUfunction, as void*); CBC_E_NOT_FOUND naming the
  * kernel and the bundle. */
-enum cbc_status cbc_module_function(struct cbc_module *m, const char *kernel, void **fn,
-                                    struct cbc_err *err);
+CBC_API enum cbc_status cbc_module_function(struct cbc_module *m, const char *kernel, void **fn,
+                                            struct cbc_err *err);
 
 /* The target that was loaded ("sm_90"), and whether it was JIT-compiled. */
-const char *cbc_module_target(const struct cbc_module *m);
-bool cbc_module_jit(const struct cbc_module *m);
+CBC_API const char *cbc_module_target(const struct cbc_module *m);
+CBC_API bool cbc_module_jit(const struct cbc_module *m);
 /* The CUmodule, as void*, for driver calls the loader does not wrap. */
-void *cbc_module_handle(const struct cbc_module *m);
+CBC_API void *cbc_module_handle(const struct cbc_module *m);
 
-void cbc_module_unload(struct cbc_module *m);
+CBC_API void cbc_module_unload(struct cbc_module *m);
 
 #ifdef __cplusplus
 }

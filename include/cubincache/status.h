@@ -10,6 +10,8 @@
 #ifndef CUBINCACHE_STATUS_H
 #define CUBINCACHE_STATUS_H
 
+#include <cubincache/api.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,7 +53,7 @@ struct cbc_err {
 
 /* A short, static, English description of a status ("malformed input").
  * Never NULL; unknown values give "unknown status". Since 0.1. */
-const char *cbc_strerror(enum cbc_status status);
+CBC_API const char *cbc_strerror(enum cbc_status status);
 
 #ifdef __cplusplus
 }
