@@ -2,7 +2,7 @@
  * host arrays out, every transfer and launch counted), median of repeated
  * runs after warm-up, for the 784-512-256-1 tanh MLP at 50 Gauss-Legendre
  * steps: one input, a batch of 1024, 64 and 4096 features, batched central
- * differences and the seed's naive loop.
+ * differences and the per-feature loop.
  *
  *   ig_bench DIR   writes DIR/mlp_<F>.safetensors and DIR/inputs_<F>.npy (the
  *                  exact weights and inputs measured, for bench/torch_ig.py)
@@ -259,7 +259,7 @@ int main(int argc, char **argv)
             worst = fmax(worst, fabs(v[3 * 8 + b]) / fmax(1e-12, fabs(v[b] - v[8 + b])));
         fprintf(stderr, "  completeness at %d steps: worst |delta| / |F(x)-F(x')| = %.2e\n", S, worst);
         if (F == 784) {
-            /* central differences, batched, against the seed's loop */
+            /* central differences, batched, against the per-feature loop */
             for (int w = 0; w < 2; w++)
                 run(gm, x, 1, F, CBC_IG_FD, attr, v);
             runs = 7;
@@ -270,10 +270,10 @@ int main(int argc, char **argv)
                 t[i] = now_ms() - t0;
             }
             emit("fd_batched_one_input", F, 1, S, t, runs, 0);
-            /* the per-feature loop of the seed: three runs, the median */
+            /* the per-feature loop: three runs, the median */
             for (size_t i = 0; i < 3; i++) {
                 double t0 = now_ms();
-                if (run(gm, x, 1, F, CBC_IG_NAIVE, attr, v))
+                if (run(gm, x, 1, F, CBC_IG_PER_FEATURE, attr, v))
                     return 1;
                 t[i] = now_ms() - t0;
             }

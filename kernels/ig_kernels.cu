@@ -1,10 +1,10 @@
 // ig_kernels.cu: the Integrated Gradients kernels, built by `cubincache
-// build` for every configured SM target, embedded into libcubincache and
-// loaded by the loader. Every kernel is extern "C", found by its plain name.
+// build` for every configured SM target, embedded into libcubincache-ig and
+// loaded through the public loader API. Every kernel is extern "C", found by its plain name.
 //
 // Three families:
-//  - the seed's interpolate_input / perturb_dimension (one point, one
-//    feature), kept for the naive benchmark loop, and their batched forms
+//  - interpolate_input / perturb_dimension (one point, one feature), for
+//    the per-feature benchmark loop, and their batched forms
 //    for central differences over a whole chunk of steps at once;
 //  - an FP32 SIMT GEMM (double-buffered shared-memory tiles, 8x8 or 4x4
 //    results per thread) whose A-operand prologue can build the path point
@@ -25,10 +25,10 @@
 __device__ __forceinline__ float act_f(int a, float z)
 {
     switch (a) {
-    case 1: return fmaxf(z, 0.0f);
-    case 2: return tanhf(z);
-    case 3: return 1.0f / (1.0f + expf(-z));
-    case 4: return 0.5f * z * (1.0f + erff(z * 0.70710678118654752f));
+    case CBC_K_ACT_RELU: return fmaxf(z, 0.0f);
+    case CBC_K_ACT_TANH: return tanhf(z);
+    case CBC_K_ACT_SIGMOID: return 1.0f / (1.0f + expf(-z));
+    case CBC_K_ACT_GELU: return 0.5f * z * (1.0f + erff(z * 0.70710678118654752f));
     default: return z;
     }
 }
@@ -36,16 +36,16 @@ __device__ __forceinline__ float act_f(int a, float z)
 __device__ __forceinline__ float act_df(int a, float z)
 {
     switch (a) {
-    case 1: return z > 0.0f ? 1.0f : 0.0f;
-    case 2: {
+    case CBC_K_ACT_RELU: return z > 0.0f ? 1.0f : 0.0f;
+    case CBC_K_ACT_TANH: {
         float t = tanhf(z);
         return 1.0f - t * t;
     }
-    case 3: {
+    case CBC_K_ACT_SIGMOID: {
         float s = 1.0f / (1.0f + expf(-z));
         return s * (1.0f - s);
     }
-    case 4:
+    case CBC_K_ACT_GELU:
         return 0.5f * (1.0f + erff(z * 0.70710678118654752f)) +
                z * 0.39894228040143268f * expf(-0.5f * z * z);
     default: return 1.0f;
@@ -65,12 +65,12 @@ __device__ __forceinline__ float tanh_gemm(float z)
 
 __device__ __forceinline__ float act_f_gemm(int a, float z)
 {
-    return a == 2 ? tanh_gemm(z) : act_f(a, z);
+    return a == CBC_K_ACT_TANH ? tanh_gemm(z) : act_f(a, z);
 }
 
 __device__ __forceinline__ float act_df_gemm(int a, float z)
 {
-    if (a == 2) {
+    if (a == CBC_K_ACT_TANH) {
         float t = tanh_gemm(z);
         return 1.0f - t * t;
     }
@@ -80,14 +80,14 @@ __device__ __forceinline__ float act_df_gemm(int a, float z)
 __device__ __forceinline__ float base_at(const cbc_k_base &b, int row, int F, int col)
 {
     switch (b.kind) {
-    case 1: return b.scalar;
-    case 2: return b.data[col];
-    case 3: return b.data[(size_t)row * F + col];
+    case CBC_K_BASE_SCALAR: return b.scalar;
+    case CBC_K_BASE_SHARED: return b.data[col];
+    case CBC_K_BASE_PER_INPUT: return b.data[(size_t)row * F + col];
     default: return 0.0f;
     }
 }
 
-// ---- the seed's kernels --------------------------------------------------
+// ---- one point, one feature: the per-feature loop's kernels ---------------
 
 // One point on the baseline-to-input path.
 //   out[i] = baseline[i] + alpha * (input[i] - baseline[i])
@@ -471,11 +471,12 @@ __device__ __forceinline__ void mma8(float *d, const unsigned *a, const unsigned
 // arrays x 2 stages = 69632 bytes), so the inner loop is loads and MMAs
 // only.
 #define TC_BM CBC_K_TC_ROWS
-#define TC_BK 16
-#define TC_PAD 8
+#define TC_BK CBC_K_TC_BK
+#define TC_PAD CBC_K_TC_PAD
 #define TC_STRIDE (TC_BM + TC_PAD)
 #define TC_ARRAY (2 * TC_BK * TC_STRIDE)
-#define TC_SMEM_BYTES (4 * TC_ARRAY * 4)
+#define TC_SMEM_BYTES CBC_K_TC_SMEM_BYTES
+static_assert(TC_SMEM_BYTES == 4 * TC_ARRAY * 4, "the tile's shared memory is its four arrays");
 
 template <bool NN, int PRO>
 __device__ __forceinline__ void gemm_tc(const cbc_k_gemm &p)
@@ -802,8 +803,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm_skinny_nn(cbc_k_gemm p)
 __device__ __forceinline__ float act_df_given(int a, float z, float f)
 {
     switch (a) {
-    case 2: return 1.0f - f * f;
-    case 3: return f * (1.0f - f);
+    case CBC_K_ACT_TANH: return 1.0f - f * f;
+    case CBC_K_ACT_SIGMOID: return f * (1.0f - f);
     default: return act_df(a, z);
     }
 }
@@ -834,7 +835,7 @@ __device__ __forceinline__ void output_row(const cbc_k_output &p, int r, int lan
     // KEEP = the first OUT_KEEP * 32 hidden values are held in registers
     constexpr bool KEEP = PA_ >= 0;
     constexpr int NK = KEEP ? OUT_KEEP : 0;
-    const int PA = KEEP ? PA_ : p.pro == CBC_PRO_PLAIN ? 0 : p.pro_act;
+    const int PA = KEEP ? PA_ : p.pro == CBC_PRO_PLAIN ? CBC_K_ACT_IDENTITY : p.pro_act;
     int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
     float z;
     float kz[OUT_KEEP], ka[OUT_KEEP];
@@ -887,8 +888,8 @@ extern "C" __global__ void mlp_output(cbc_k_output p)
     if (p.ends_only)
         r = (r >> 1) * p.S + p.S - 2 + (r & 1);
     // PRO_PLAIN reads the values as they are: the identity
-    if (p.pro != CBC_PRO_PLAIN && p.pro_act == 2)
-        output_row<2>(p, r, lane);
+    if (p.pro != CBC_PRO_PLAIN && p.pro_act == CBC_K_ACT_TANH)
+        output_row<CBC_K_ACT_TANH>(p, r, lane);
     else
         output_row<-1>(p, r, lane);
 }

@@ -43,8 +43,33 @@ struct cbc_k_base {
     CBC_DPTR(const float) data;
 };
 
+/* Activation ids as the kernels take them (pro_act, epi_act, act); the
+ * host maps enum cbc_act onto these and checks at compile time that they
+ * agree. */
+enum {
+    CBC_K_ACT_IDENTITY = 0,
+    CBC_K_ACT_RELU = 1,
+    CBC_K_ACT_TANH = 2,
+    CBC_K_ACT_SIGMOID = 3,
+    CBC_K_ACT_GELU = 4
+};
+
+/* Baseline kinds as the kernels take them (struct cbc_k_base.kind). */
+enum {
+    CBC_K_BASE_ZEROS = 0,
+    CBC_K_BASE_SCALAR = 1,
+    CBC_K_BASE_SHARED = 2,
+    CBC_K_BASE_PER_INPUT = 3
+};
+
 /* Rows of the tensor-core tile: the host sizes the per-tile step sums by it. */
 #define CBC_K_TC_ROWS 128
+/* The tensor-core GEMMs' tile: BK 16, rows padded by 8, TF32 high and low
+ * parts of A and B in two stages: their dynamic shared memory in bytes,
+ * which the host grants each of them before the first launch. */
+#define CBC_K_TC_BK 16
+#define CBC_K_TC_PAD 8
+#define CBC_K_TC_SMEM_BYTES (4 * (2 * CBC_K_TC_BK * (CBC_K_TC_ROWS + CBC_K_TC_PAD)) * 4)
 
 struct cbc_k_gemm {
     int M, N, K;

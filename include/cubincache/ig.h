@@ -17,6 +17,8 @@
 #ifndef CUBINCACHE_IG_H
 #define CUBINCACHE_IG_H
 
+#include <cubincache/api.h>
+
 #include <cubincache/loader.h>
 #include <cubincache/status.h>
 
@@ -40,11 +42,11 @@ enum cbc_ig_method {
 
 /* Fills alphas[steps] and weights[steps]. CBC_E_USAGE for steps < 1 (< 2 for
  * the trapezoid) or > 100000. Weights sum to 1 for every method. */
-enum cbc_status cbc_ig_quadrature(enum cbc_ig_method method, int steps, double *alphas,
-                                  double *weights, struct cbc_err *err);
+CBC_API enum cbc_status cbc_ig_quadrature(enum cbc_ig_method method, int steps, double *alphas,
+                                          double *weights, struct cbc_err *err);
 /* "gausslegendre" <-> CBC_IG_GAUSS_LEGENDRE (Captum's names); false if unknown. */
-bool cbc_ig_method_parse(const char *name, enum cbc_ig_method *out);
-const char *cbc_ig_method_name(enum cbc_ig_method m);
+CBC_API bool cbc_ig_method_parse(const char *name, enum cbc_ig_method *out);
+CBC_API const char *cbc_ig_method_name(enum cbc_ig_method m);
 
 /* ---- models ---------------------------------------------------------------- */
 
@@ -55,8 +57,8 @@ enum cbc_act {
     CBC_ACT_SIGMOID = 3,
     CBC_ACT_GELU = 4 /* exact: x * Phi(x), as torch.nn.GELU() */
 };
-bool cbc_act_parse(const char *name, enum cbc_act *out);
-const char *cbc_act_name(enum cbc_act a);
+CBC_API bool cbc_act_parse(const char *name, enum cbc_act *out);
+CBC_API const char *cbc_act_name(enum cbc_act a);
 
 struct cbc_mlp_layer {
     int in, out;
@@ -73,7 +75,7 @@ struct cbc_mlp {
 /* Checks shapes chain (layer k's out == layer k+1's in), sizes are positive
  * and every weight and bias is finite. CBC_E_SHAPE / CBC_E_NUMERIC naming
  * the layer and the tensor. */
-enum cbc_status cbc_mlp_validate(const struct cbc_mlp *m, struct cbc_err *err);
+CBC_API enum cbc_status cbc_mlp_validate(const struct cbc_mlp *m, struct cbc_err *err);
 
 /* ---- files ----------------------------------------------------------------- */
 
@@ -93,9 +95,9 @@ struct cbc_mlp_owned {
  * file's __metadata__. Every size and offset is checked against the file;
  * errors name the file and the tensor (CBC_E_FORMAT, CBC_E_SHAPE,
  * CBC_E_NUMERIC for NaN or Inf, CBC_E_UNSUPPORTED for other dtypes). */
-enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activations,
-                                         struct cbc_mlp_owned **out, struct cbc_err *err);
-void cbc_mlp_owned_free(struct cbc_mlp_owned *m);
+CBC_API enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activations,
+                                                 struct cbc_mlp_owned **out, struct cbc_err *err);
+CBC_API void cbc_mlp_owned_free(struct cbc_mlp_owned *m);
 
 /* A dense float matrix. */
 struct cbc_matrix {
@@ -107,11 +109,11 @@ struct cbc_matrix {
  * by columns) or .csv (numbers separated by commas; a non-numeric first line
  * is a header), chosen by the file's extension. Errors name the file and the
  * line / field. */
-enum cbc_status cbc_matrix_load(const char *path, struct cbc_matrix *out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_matrix_load(const char *path, struct cbc_matrix *out, struct cbc_err *err);
 /* Writes a float32 .npy. */
-enum cbc_status cbc_matrix_save_npy(const char *path, const struct cbc_matrix *m,
-                                    struct cbc_err *err);
-void cbc_matrix_release(struct cbc_matrix *m);
+CBC_API enum cbc_status cbc_matrix_save_npy(const char *path, const struct cbc_matrix *m,
+                                            struct cbc_err *err);
+CBC_API void cbc_matrix_release(struct cbc_matrix *m);
 
 /* ---- a request and its results ------------------------------------------ */
 
@@ -131,8 +133,9 @@ struct cbc_ig_baseline {
 enum cbc_ig_gradient {
     CBC_IG_ANALYTIC = 0, /* backpropagation (MLP only) */
     CBC_IG_FD = 1,       /* central differences, all perturbations batched */
-    CBC_IG_NAIVE = 2     /* the seed's loop: one feature, two forward passes, one
-                            scalar to the host each; a benchmark baseline only */
+    CBC_IG_PER_FEATURE = 2 /* a per-feature loop: per step and feature two forward
+                              passes of one row, one scalar to the host each; the
+                              benchmark baseline for CBC_IG_FD, nothing more */
 };
 
 struct cbc_ig_request {
@@ -151,7 +154,7 @@ struct cbc_ig_request {
 };
 
 /* method = gausslegendre, steps = 50, target = 0, analytic, zeros baseline. */
-void cbc_ig_request_defaults(struct cbc_ig_request *r);
+CBC_API void cbc_ig_request_defaults(struct cbc_ig_request *r);
 
 struct cbc_ig_output {
     float *attr;    /* [n][F] */
@@ -162,15 +165,15 @@ struct cbc_ig_output {
 };
 
 /* Rejects NaN or Inf in inputs and baselines, naming the input and feature. */
-enum cbc_status cbc_ig_validate_request(const struct cbc_ig_request *r, size_t features,
-                                        struct cbc_err *err);
+CBC_API enum cbc_status cbc_ig_validate_request(const struct cbc_ig_request *r, size_t features,
+                                                struct cbc_err *err);
 
 /* ---- CPU: the reference ------------------------------------------------ */
 
 /* IG of an MLP. Analytic gradients by backpropagation in double, or FD;
- * CBC_IG_NAIVE is not a CPU mode. */
-enum cbc_status cbc_ig_cpu_mlp(const struct cbc_mlp *m, const struct cbc_ig_request *r,
-                               struct cbc_ig_output *out, struct cbc_err *err);
+ * CBC_IG_PER_FEATURE is not a CPU mode. */
+CBC_API enum cbc_status cbc_ig_cpu_mlp(const struct cbc_mlp *m, const struct cbc_ig_request *r,
+                                       struct cbc_ig_output *out, struct cbc_err *err);
 
 /* A black-box function of F features, evaluated on `rows` points at once:
  * out[r] = F(in[r][0..F)). Return CBC_OK, or an error (which aborts). */
@@ -180,9 +183,9 @@ typedef enum cbc_status (*cbc_ig_host_fn)(void *ctx, const double *in, size_t ro
 typedef enum cbc_status (*cbc_ig_host_grad)(void *ctx, const double *x, size_t F, double *grad,
                                             struct cbc_err *err);
 
-enum cbc_status cbc_ig_cpu_fn(cbc_ig_host_fn f, cbc_ig_host_grad grad, void *ctx, size_t F,
-                              const struct cbc_ig_request *r, struct cbc_ig_output *out,
-                              struct cbc_err *err);
+CBC_API enum cbc_status cbc_ig_cpu_fn(cbc_ig_host_fn f, cbc_ig_host_grad grad, void *ctx, size_t F,
+                                      const struct cbc_ig_request *r, struct cbc_ig_output *out,
+                                      struct cbc_err *err);
 
 /* ---- GPU ------------------------------------------------------------------ */
 
@@ -194,26 +197,26 @@ struct cbc_ig_gpu_model; /* an MLP's weights on the device */
  * configured targets (CUBINCACHE_BUNDLE_PATH overrides it). Errors are the
  * loader's:
  * CBC_E_NO_DRIVER, CBC_E_NO_DEVICE, CBC_E_NO_IMAGE with its explanation. */
-enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const struct cbc_load_opts *o,
-                                struct cbc_ig_gpu **out, struct cbc_err *err);
-void cbc_ig_gpu_close(struct cbc_ig_gpu *g);
+CBC_API enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const struct cbc_load_opts *o,
+                                        struct cbc_ig_gpu **out, struct cbc_err *err);
+CBC_API void cbc_ig_gpu_close(struct cbc_ig_gpu *g);
 /* "GPU 0 NVIDIA H200 (compute capability 9.0), kernels sm_90" */
-const char *cbc_ig_gpu_describe(const struct cbc_ig_gpu *g);
+CBC_API const char *cbc_ig_gpu_describe(const struct cbc_ig_gpu *g);
 
-enum cbc_status cbc_ig_gpu_upload(struct cbc_ig_gpu *g, const struct cbc_mlp *m,
-                                  struct cbc_ig_gpu_model **out, struct cbc_err *err);
-void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m);
+CBC_API enum cbc_status cbc_ig_gpu_upload(struct cbc_ig_gpu *g, const struct cbc_mlp *m,
+                                          struct cbc_ig_gpu_model **out, struct cbc_err *err);
+CBC_API void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m);
 
 /* IG of an uploaded MLP; r->gradient selects analytic, batched FD or the
- * naive seed loop (both FD modes use the model's forward as the black box).
+ * per-feature loop (both FD modes use the model's forward as the black box).
  * Small analytic requests (inputs up to 256 KiB on the host, or device
  * pointers; a zero or scalar baseline) are recorded as a CUDA graph the
  * second time the same shape comes and replayed from then on, which takes
  * one input from a dozen launches to one; CUBINCACHE_IG_NO_GRAPHS set when
  * the engine opens turns this off. Calls on one engine must not overlap
  * (one stream, one workspace). */
-enum cbc_status cbc_ig_gpu_mlp(struct cbc_ig_gpu_model *m, const struct cbc_ig_request *r,
-                               struct cbc_ig_output *out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_ig_gpu_mlp(struct cbc_ig_gpu_model *m, const struct cbc_ig_request *r,
+                                       struct cbc_ig_output *out, struct cbc_err *err);
 
 /* A black-box forward on the device: out[r] = F(in[r][0..F)) for `rows`
  * rows of device memory (addresses as CUdeviceptr values), queued on
@@ -222,17 +225,17 @@ typedef enum cbc_status (*cbc_ig_device_fn)(void *ctx, uint64_t in, uint64_t out
                                             size_t F, void *stream, struct cbc_err *err);
 
 /* IG of a black box by central differences: every perturbation of a chunk
- * of steps goes to `f` in one call (r->gradient CBC_IG_FD), or the seed's
- * loop (CBC_IG_NAIVE). */
-enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ctx, size_t F,
-                              const struct cbc_ig_request *r, struct cbc_ig_output *out,
-                              struct cbc_err *err);
+ * of steps goes to `f` in one call (r->gradient CBC_IG_FD), or one feature
+ * at a time (CBC_IG_PER_FEATURE). */
+CBC_API enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, void *ctx, size_t F,
+                                      const struct cbc_ig_request *r, struct cbc_ig_output *out,
+                                      struct cbc_err *err);
 
 /* The uploaded MLP's output `target` as a cbc_ig_device_fn (ctx is the
  * model; the target is taken from cbc_ig_gpu_model_set_target). */
-enum cbc_status cbc_ig_gpu_mlp_forward(void *model, uint64_t in, uint64_t out, size_t rows,
-                                       size_t F, void *stream, struct cbc_err *err);
-void cbc_ig_gpu_model_set_target(struct cbc_ig_gpu_model *m, int target);
+CBC_API enum cbc_status cbc_ig_gpu_mlp_forward(void *model, uint64_t in, uint64_t out, size_t rows,
+                                               size_t F, void *stream, struct cbc_err *err);
+CBC_API void cbc_ig_gpu_model_set_target(struct cbc_ig_gpu_model *m, int target);
 
 #ifdef __cplusplus
 }

@@ -135,14 +135,14 @@ enum cbc_status cbc_ig_cpu_mlp(const struct cbc_mlp *m, const struct cbc_ig_requ
         return st;
     int outs = m->layers[m->n_layers - 1].out;
     if (r->target < 0 || r->target >= outs)
-        return cbc_err_set(err, CBC_E_USAGE, "target %d: the model has outputs 0 to %d", r->target,
+        return ig_err_set(err, CBC_E_USAGE, "target %d: the model has outputs 0 to %d", r->target,
                            outs - 1);
-    if (r->gradient == CBC_IG_NAIVE)
-        return cbc_err_set(err, CBC_E_USAGE, "the naive seed loop is a GPU benchmark mode");
+    if (r->gradient == CBC_IG_PER_FEATURE)
+        return ig_err_set(err, CBC_E_USAGE, "the per-feature loop (--gradient naive) is a GPU benchmark mode");
     struct mlp_scratch s;
     if (!scratch_alloc(&s, m)) {
         scratch_free(&s, m->n_layers);
-        return cbc_err_oom(err);
+        return ig_err_oom(err);
     }
     struct mlp_fn_ctx c = {m, &s, r->target};
     st = cbc_ig_cpu_fn(mlp_host_fn, r->gradient == CBC_IG_ANALYTIC ? mlp_host_grad : NULL, &c,
@@ -173,7 +173,7 @@ enum cbc_status cbc_ig_cpu_fn(cbc_ig_host_fn f, cbc_ig_host_grad grad, void *ctx
            *vals = calloc(2 * B, sizeof *vals), *h = calloc(F, sizeof *h),
            *point = calloc(F, sizeof *point);
     if (!x || !base || !acc || !g || !pts || !vals || !h || !point) {
-        st = cbc_err_oom(err);
+        st = ig_err_oom(err);
         goto out;
     }
     for (size_t b = 0; b < r->n && st == CBC_OK; b++) {

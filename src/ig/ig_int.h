@@ -1,13 +1,61 @@
-/* ig_int.h: what the IG backends share: activations and their derivatives
- * (double, for the reference), the baseline of input b, and the quadrature
- * with the two extra evaluation points. Internal. */
+/* ig_int.h: what the IG library's files share: activations and their
+ * derivatives (double, for the reference), the baseline of input b, the
+ * quadrature with the two extra evaluation points, and the small helpers of
+ * ig_util.c. Internal to libcubincache-ig, which includes no header of
+ * libcubincache but the public ones (docs/architecture.md). */
 #ifndef CBC_IG_INT_H
 #define CBC_IG_INT_H
 
-#include "common.h"
 #include <cubincache/ig.h>
+#include <cubincache/status.h>
 
 #include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IG_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define IG_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define IG_FILE_MAX (4ull << 30) /* the largest model or input file read: 4 GiB */
+
+/* ---- ig_util.c -------------------------------------------------------- */
+
+/* Fills err (may be NULL) and returns status. */
+enum cbc_status ig_err_set(struct cbc_err *err, enum cbc_status status, const char *fmt, ...)
+    IG_PRINTF(3, 4);
+void ig_err_hint(struct cbc_err *err, const char *fmt, ...) IG_PRINTF(2, 3);
+enum cbc_status ig_err_oom(struct cbc_err *err);
+char *ig_strdup(const char *s);
+/* "512 B", "1.5 MB" (powers of 1000). */
+const char *ig_format_size(uint64_t bytes, char *buf, size_t len);
+/* A whole regular file of at most max bytes; CBC_E_NOT_FOUND, CBC_E_IO,
+ * CBC_E_FORMAT (too large). */
+enum cbc_status ig_file_read(const char *path, uint64_t max, uint8_t **data, size_t *len,
+                             struct cbc_err *err);
+/* Replaces path by a complete new file (temporary created with mode less
+ * the umask, then rename). */
+enum cbc_status ig_file_write_atomic(const char *path, const void *data, size_t len, int mode,
+                                     struct cbc_err *err);
+
+/* Little-endian reads and writes of unaligned bytes. */
+static inline uint16_t ig_rd16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+static inline uint32_t ig_rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t ig_rd64(const uint8_t *p)
+{
+    return (uint64_t)ig_rd32(p) | (uint64_t)ig_rd32(p + 4) << 32;
+}
+static inline void ig_wr32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
+}
+
+/* ---- shared by the CPU reference and the GPU engine ------------------ */
 
 static inline double cbc_act_f(enum cbc_act a, double z)
 {

@@ -66,20 +66,20 @@ static size_t dtype_size(const char *dt)
 static float convert(const char *dt, const uint8_t *p)
 {
     if (!strcmp(dt, "F32")) {
-        uint32_t u = cbc_rd32(p);
+        uint32_t u = ig_rd32(p);
         float f;
         memcpy(&f, &u, 4);
         return f;
     }
     if (!strcmp(dt, "F64")) {
-        uint64_t u = cbc_rd64(p);
+        uint64_t u = ig_rd64(p);
         double d;
         memcpy(&d, &u, 8);
         return (float)d;
     }
     if (!strcmp(dt, "F16"))
-        return half_to_float(cbc_rd16(p));
-    return bf16_to_float(cbc_rd16(p));
+        return half_to_float(ig_rd16(p));
+    return bf16_to_float(ig_rd16(p));
 }
 
 /* ---- safetensors ------------------------------------------------------------ */
@@ -102,41 +102,41 @@ static enum cbc_status tensor_info(const char *path, const cJSON *j, uint64_t da
     const cJSON *of = cJSON_GetObjectItemCaseSensitive(j, "data_offsets");
     if (!cJSON_IsObject(j) || !cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(of) ||
         cJSON_GetArraySize(of) != 2)
-        return cbc_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' lacks dtype, shape or data_offsets",
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' lacks dtype, shape or data_offsets",
                            path, t->name);
     snprintf(t->dtype, sizeof t->dtype, "%s", dt->valuestring);
     size_t es = dtype_size(dt->valuestring);
     if (!es) {
-        cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' has dtype '%s'", path, t->name,
+        ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' has dtype '%s'", path, t->name,
                     dt->valuestring);
-        cbc_err_hint(err, "save the model in float32, float64, float16 or bfloat16");
+        ig_err_hint(err, "save the model in float32, float64, float16 or bfloat16");
         return CBC_E_UNSUPPORTED;
     }
     t->ndim = cJSON_GetArraySize(sh);
     if (t->ndim < 1 || t->ndim > 2)
-        return cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' has %d dimensions; expected 1 or 2",
+        return ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' has %d dimensions; expected 1 or 2",
                            path, t->name, t->ndim);
     uint64_t count = 1;
     for (int i = 0; i < t->ndim; i++) {
         const cJSON *d = cJSON_GetArrayItem(sh, i);
         if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 1e9)
-            return cbc_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' has a bad shape", path, t->name);
+            return ig_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' has a bad shape", path, t->name);
         t->shape[i] = (int64_t)d->valuedouble;
         count *= (uint64_t)t->shape[i];
     }
     const cJSON *b = cJSON_GetArrayItem(of, 0), *e = cJSON_GetArrayItem(of, 1);
     if (!cJSON_IsNumber(b) || !cJSON_IsNumber(e) || b->valuedouble < 0 ||
         e->valuedouble < b->valuedouble)
-        return cbc_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' has bad data_offsets", path, t->name);
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' has bad data_offsets", path, t->name);
     t->begin = (uint64_t)b->valuedouble;
     t->end = (uint64_t)e->valuedouble;
     if (t->end > data_len)
-        return cbc_err_set(err, CBC_E_FORMAT,
+        return ig_err_set(err, CBC_E_FORMAT,
                            "'%s': tensor '%s' ends at byte %llu of the data, which has %llu "
                            "(truncated file or lying header)",
                            path, t->name, (unsigned long long)t->end, (unsigned long long)data_len);
     if (t->end - t->begin != count * es)
-        return cbc_err_set(err, CBC_E_FORMAT,
+        return ig_err_set(err, CBC_E_FORMAT,
                            "'%s': tensor '%s' holds %llu bytes but its shape and dtype need %llu",
                            path, t->name, (unsigned long long)(t->end - t->begin),
                            (unsigned long long)(count * es));
@@ -178,10 +178,10 @@ static enum cbc_status read_tensor(const char *path, const struct tensor *t, con
         dst[i] = convert(t->dtype, p + i * es);
         if (!isfinite(dst[i])) {
             if (t->ndim == 2)
-                return cbc_err_set(err, CBC_E_NUMERIC, "'%s': tensor '%s' [%zu][%zu] is %g", path,
+                return ig_err_set(err, CBC_E_NUMERIC, "'%s': tensor '%s' [%zu][%zu] is %g", path,
                                    t->name, i / (size_t)t->shape[1], i % (size_t)t->shape[1],
                                    (double)dst[i]);
-            return cbc_err_set(err, CBC_E_NUMERIC, "'%s': tensor '%s' [%zu] is %g", path, t->name, i,
+            return ig_err_set(err, CBC_E_NUMERIC, "'%s': tensor '%s' [%zu] is %g", path, t->name, i,
                                (double)dst[i]);
         }
     }
@@ -203,7 +203,7 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
 {
     uint8_t *file;
     size_t len;
-    enum cbc_status st = cbc_file_read(path, &file, &len, err);
+    enum cbc_status st = ig_file_read(path, IG_FILE_MAX, &file, &len, err);
     if (st != CBC_OK)
         return st;
     cJSON *root = NULL;
@@ -216,26 +216,26 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
     char prefix[256] = "", p2[256];
     size_t n_bias = 0;
     if (len < 8) {
-        st = cbc_err_set(err, CBC_E_FORMAT, "'%s': %zu bytes; a safetensors file starts with an "
+        st = ig_err_set(err, CBC_E_FORMAT, "'%s': %zu bytes; a safetensors file starts with an "
                          "8-byte header length", path, len);
         goto out;
     }
-    uint64_t hlen = cbc_rd64(file);
+    uint64_t hlen = ig_rd64(file);
     if (hlen > CBC_SAFETENSORS_HEADER_MAX) {
-        st = cbc_err_set(err, CBC_E_FORMAT, "'%s': header length %llu is over safetensors' limit "
+        st = ig_err_set(err, CBC_E_FORMAT, "'%s': header length %llu is over safetensors' limit "
                          "of %llu bytes: not a safetensors file, or a damaged one", path,
                          (unsigned long long)hlen, (unsigned long long)CBC_SAFETENSORS_HEADER_MAX);
         goto out;
     }
     if (hlen > len - 8) {
-        st = cbc_err_set(err, CBC_E_FORMAT, "'%s': header length %llu runs past the end of the "
+        st = ig_err_set(err, CBC_E_FORMAT, "'%s': header length %llu runs past the end of the "
                          "file (%zu bytes): truncated or not safetensors", path,
                          (unsigned long long)hlen, len);
         goto out;
     }
     root = cJSON_ParseWithLength((const char *)file + 8, (size_t)hlen);
     if (!cJSON_IsObject(root)) {
-        st = cbc_err_set(err, CBC_E_FORMAT, "'%s': the header is not a JSON object", path);
+        st = ig_err_set(err, CBC_E_FORMAT, "'%s': the header is not a JSON object", path);
         goto out;
     }
     const uint8_t *data = file + 8 + hlen;
@@ -250,32 +250,32 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
         if (i < 0) {
             n_bias++;
             if (layer_index(j->string, "bias", NULL, 0) < 0) {
-                st = cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' is not '<i>.weight' or "
+                st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' is not '<i>.weight' or "
                                  "'<i>.bias' of a Linear layer", path, j->string);
                 goto out;
             }
             continue;
         }
         if (nl && strcmp(prefix, p2) != 0) {
-            st = cbc_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' have different "
+            st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' have different "
                              "prefixes", path, idx[0].w->string, j->string);
             goto out;
         }
         for (size_t k = 0; k < nl; k++)
             if (idx[k].idx == i) {
-                st = cbc_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' are both layer "
+                st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' are both layer "
                                  "%ld", path, idx[k].w->string, j->string, i);
                 goto out;
             }
-        if (nl == CBC_ARRAY_LEN(idx)) {
-            st = cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,
-                             CBC_ARRAY_LEN(idx));
+        if (nl == IG_ARRAY_LEN(idx)) {
+            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,
+                             IG_ARRAY_LEN(idx));
             goto out;
         }
         idx[nl++] = (struct layer_ref){i, j};
     }
     if (!nl) {
-        st = cbc_err_set(err, CBC_E_NOT_FOUND, "'%s': no '<i>.weight' tensor: not an nn.Sequential "
+        st = ig_err_set(err, CBC_E_NOT_FOUND, "'%s': no '<i>.weight' tensor: not an nn.Sequential "
                          "of Linear layers", path);
         goto out;
     }
@@ -287,37 +287,37 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
     if (!acts && cJSON_IsString(ma))
         acts = ma->valuestring;
     if (!acts) {
-        st = cbc_err_set(err, CBC_E_NOT_FOUND, "'%s': no activations: the file's __metadata__ has "
+        st = ig_err_set(err, CBC_E_NOT_FOUND, "'%s': no activations: the file's __metadata__ has "
                          "no 'activations' entry", path);
-        cbc_err_hint(err, "pass --activations with one per Linear layer, e.g. tanh,tanh,identity");
+        ig_err_hint(err, "pass --activations with one per Linear layer, e.g. tanh,tanh,identity");
         goto out;
     }
     m = calloc(1, sizeof *m);
-    if (!m || !(m->layers = calloc(nl, sizeof *m->layers)) || !(m->activations = cbc_strdup(acts))) {
-        st = cbc_err_oom(err);
+    if (!m || !(m->layers = calloc(nl, sizeof *m->layers)) || !(m->activations = ig_strdup(acts))) {
+        st = ig_err_oom(err);
         goto out;
     }
     size_t na = 0;
     for (char *tok = strtok(m->activations, ", "); tok; tok = strtok(NULL, ", ")) {
         if (na == nl) {
-            st = cbc_err_set(err, CBC_E_SHAPE, "'%s': %zu activations given for %zu Linear layers "
+            st = ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations given for %zu Linear layers "
                              "('%s')", path, na + 1, nl, acts);
             goto out;
         }
         if (!cbc_act_parse(tok, &m->layers[na].act)) {
-            st = cbc_err_set(err, CBC_E_USAGE, "'%s': unknown activation '%s'", path, tok);
-            cbc_err_hint(err, "use identity, relu, tanh, sigmoid or gelu");
+            st = ig_err_set(err, CBC_E_USAGE, "'%s': unknown activation '%s'", path, tok);
+            ig_err_hint(err, "use identity, relu, tanh, sigmoid or gelu");
             goto out;
         }
         na++;
     }
     if (na != nl) {
-        st = cbc_err_set(err, CBC_E_SHAPE, "'%s': %zu activations ('%s') for %zu Linear layers",
+        st = ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations ('%s') for %zu Linear layers",
                          path, na, acts, nl);
         goto out;
     }
     free(m->activations);
-    m->activations = cbc_strdup(acts);
+    m->activations = ig_strdup(acts);
     /* shapes, then the data */
     struct tensor tw[64], tb[64];
     bool has_b[64] = {false};
@@ -329,7 +329,7 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
         if (st != CBC_OK)
             goto out;
         if (tw[l].ndim != 2) {
-            st = cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must be 2-D [out][in]", path,
+            st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must be 2-D [out][in]", path,
                              wname);
             goto out;
         }
@@ -341,20 +341,20 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
             if (st != CBC_OK)
                 goto out;
             if (tb[l].ndim != 1 || tb[l].shape[0] != tw[l].shape[0]) {
-                st = cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must have shape [%lld]", path,
+                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must have shape [%lld]", path,
                                  name, (long long)tw[l].shape[0]);
                 goto out;
             }
             has_b[l] = true;
         }
         if (l > 0 && tw[l].shape[1] != tw[l - 1].shape[0]) {
-            st = cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' takes %lld inputs but '%s' gives "
+            st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' takes %lld inputs but '%s' gives "
                              "%lld outputs", path, tw[l].name, (long long)tw[l].shape[1],
                              tw[l - 1].name, (long long)tw[l - 1].shape[0]);
             goto out;
         }
         if (tw[l].shape[0] < 1 || tw[l].shape[1] < 1) {
-            st = cbc_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' is empty", path, tw[l].name);
+            st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' is empty", path, tw[l].name);
             goto out;
         }
         total += (size_t)(tw[l].shape[0] * tw[l].shape[1]) + (has_b[l] ? (size_t)tw[l].shape[0] : 0);
@@ -372,7 +372,7 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
         for (size_t k = i + 1; k < na2; k++)
             if (all[i]->end > all[i]->begin && all[k]->end > all[k]->begin &&
                 all[i]->begin < all[k]->end && all[k]->begin < all[i]->end) {
-                st = cbc_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' (bytes %llu to %llu) and "
+                st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' (bytes %llu to %llu) and "
                                  "'%s' (bytes %llu to %llu) overlap: the header lies", path,
                                  all[i]->name, (unsigned long long)all[i]->begin,
                                  (unsigned long long)all[i]->end, all[k]->name,
@@ -383,14 +383,14 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
     for (size_t l = 0; l < nl; l++)
         used += has_b[l];
     if (used != n_bias) {
-        st = cbc_err_set(err, CBC_E_FORMAT, "'%s': %zu bias tensor%s belong%s to no '<i>.weight' "
+        st = ig_err_set(err, CBC_E_FORMAT, "'%s': %zu bias tensor%s belong%s to no '<i>.weight' "
                          "of the same name", path, n_bias - used, n_bias - used == 1 ? "" : "s",
                          n_bias - used == 1 ? "s" : "");
         goto out;
     }
     m->storage = malloc(sizeof(float) * (total ? total : 1));
     if (!m->storage) {
-        st = cbc_err_oom(err);
+        st = ig_err_oom(err);
         goto out;
     }
     float *p = m->storage;
@@ -450,28 +450,28 @@ static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, 
                                 struct cbc_err *err)
 {
     if (len < 10 || memcmp(d, "\x93NUMPY", 6) != 0)
-        return cbc_err_set(err, CBC_E_FORMAT, "'%s': not a .npy file (no \\x93NUMPY magic)", path);
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': not a .npy file (no \\x93NUMPY magic)", path);
     unsigned major = d[6];
     size_t hl, off;
     if (major == 1) {
-        hl = cbc_rd16(d + 8);
+        hl = ig_rd16(d + 8);
         off = 10;
     } else if (major == 2 || major == 3) {
         if (len < 12)
-            return cbc_err_set(err, CBC_E_FORMAT, "'%s': truncated .npy header", path);
-        hl = cbc_rd32(d + 8);
+            return ig_err_set(err, CBC_E_FORMAT, "'%s': truncated .npy header", path);
+        hl = ig_rd32(d + 8);
         off = 12;
     } else {
-        return cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': .npy version %u", path, major);
+        return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': .npy version %u", path, major);
     }
     if (hl > len - off)
-        return cbc_err_set(err, CBC_E_FORMAT, "'%s': .npy header length %zu runs past the file",
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': .npy header length %zu runs past the file",
                            path, hl);
     const char *h = (const char *)d + off;
     const char *descr = dict_value(h, hl, "descr"), *fo = dict_value(h, hl, "fortran_order"),
                *shape = dict_value(h, hl, "shape");
     if (!descr || !fo || !shape)
-        return cbc_err_set(err, CBC_E_FORMAT, "'%s': .npy header lacks descr, fortran_order or shape",
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': .npy header lacks descr, fortran_order or shape",
                            path);
     bool fortran = !strncmp(fo, "True", 4);
     char kind[8] = "";
@@ -489,11 +489,11 @@ static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, 
                   ((type == 'i' || type == 'u') && (es == 1 || es == 2 || es == 4 || es == 8)) ||
                   (type == 'b' && es == 1));
     if (!known)
-        return cbc_err_set(err, CBC_E_UNSUPPORTED, "'%s': dtype '%s'; expected a float (f2, f4, "
+        return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': dtype '%s'; expected a float (f2, f4, "
                            "f8), integer (i1 to i8, u1 to u8) or bool array", path, kind);
     /* shape: "(a, b)" or "(a,)" */
     if (*shape != '(')
-        return cbc_err_set(err, CBC_E_FORMAT, "'%s': bad shape in the .npy header", path);
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': bad shape in the .npy header", path);
     long dims[3];
     int nd = 0;
     const char *c = shape + 1;
@@ -506,23 +506,23 @@ static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, 
         errno = 0;
         long v = strtol(c, &end, 10);
         if (end == c || errno || v < 0)
-            return cbc_err_set(err, CBC_E_FORMAT, "'%s': bad shape in the .npy header", path);
+            return ig_err_set(err, CBC_E_FORMAT, "'%s': bad shape in the .npy header", path);
         dims[nd++] = v;
         c = end;
     }
     if (nd < 1 || nd > 2)
-        return cbc_err_set(err, CBC_E_SHAPE, "'%s': a %d-D array; expected 1-D (one input) or 2-D "
+        return ig_err_set(err, CBC_E_SHAPE, "'%s': a %d-D array; expected 1-D (one input) or 2-D "
                            "(inputs x features)", path, nd);
     size_t rows = nd == 2 ? (size_t)dims[0] : 1, cols = (size_t)dims[nd - 1];
     if (rows && cols > SIZE_MAX / rows / (size_t)es)
-        return cbc_err_set(err, CBC_E_FORMAT, "'%s': shape too large", path);
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': shape too large", path);
     size_t need = rows * cols * (size_t)es, at = off + hl;
     if (len - at < need)
-        return cbc_err_set(err, CBC_E_FORMAT, "'%s': holds %zu bytes of data, the shape needs %zu "
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': holds %zu bytes of data, the shape needs %zu "
                            "(truncated)", path, len - at, need);
     float *v = malloc(sizeof(float) * (rows && cols ? rows * cols : 1));
     if (!v)
-        return cbc_err_oom(err);
+        return ig_err_oom(err);
     const uint8_t *p = d + at;
     bool big = order == '>';
     for (size_t i = 0; i < rows * cols; i++) {
@@ -566,7 +566,7 @@ static enum cbc_status load_csv(const char *path, const char *text, size_t len,
     size_t cap = 1024, n = 0, rows = 0, cols = 0, line = 0;
     float *v = malloc(sizeof(float) * cap);
     if (!v)
-        return cbc_err_oom(err);
+        return ig_err_oom(err);
     const char *p = text, *end = text + len;
     while (p < end) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
@@ -592,12 +592,18 @@ static enum cbc_status load_csv(const char *path, const char *text, size_t len,
                     break;
                 }
                 free(v);
-                return cbc_err_set(err, CBC_E_FORMAT, "'%s': line %zu field %zu is not a number",
+                return ig_err_set(err, CBC_E_FORMAT, "'%s': line %zu field %zu is not a number",
                                    path, line, c + 1);
             }
-            if (!cbc_grow(&v, n, &cap, sizeof *v, 64)) {
-                free(v);
-                return cbc_err_oom(err);
+            if (n == cap) {
+                size_t nc = cap ? 2 * cap : 64;
+                float *nv = nc < SIZE_MAX / sizeof *v ? realloc(v, nc * sizeof *v) : NULL;
+                if (!nv) {
+                    free(v);
+                    return ig_err_oom(err);
+                }
+                v = nv;
+                cap = nc;
             }
             v[n++] = x;
             c++;
@@ -608,7 +614,7 @@ static enum cbc_status load_csv(const char *path, const char *text, size_t len,
                 q++;
             else if (q < eol) {
                 free(v);
-                return cbc_err_set(err, CBC_E_FORMAT, "'%s': line %zu field %zu: expected a comma",
+                return ig_err_set(err, CBC_E_FORMAT, "'%s': line %zu field %zu: expected a comma",
                                    path, line, c);
             }
         }
@@ -617,7 +623,7 @@ static enum cbc_status load_csv(const char *path, const char *text, size_t len,
                 cols = c;
             else if (c != cols) {
                 free(v);
-                return cbc_err_set(err, CBC_E_SHAPE, "'%s': line %zu has %zu fields, the first row "
+                return ig_err_set(err, CBC_E_SHAPE, "'%s': line %zu has %zu fields, the first row "
                                    "has %zu", path, line, c, cols);
             }
             rows++;
@@ -626,7 +632,7 @@ static enum cbc_status load_csv(const char *path, const char *text, size_t len,
     }
     if (!rows) {
         free(v);
-        return cbc_err_set(err, CBC_E_FORMAT, "'%s': no rows of numbers", path);
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': no rows of numbers", path);
     }
     out->data = v;
     out->rows = rows;
@@ -639,7 +645,7 @@ enum cbc_status cbc_matrix_load(const char *path, struct cbc_matrix *out, struct
     memset(out, 0, sizeof *out);
     uint8_t *d;
     size_t len;
-    enum cbc_status st = cbc_file_read(path, &d, &len, err);
+    enum cbc_status st = ig_file_read(path, IG_FILE_MAX, &d, &len, err);
     if (st != CBC_OK)
         return st;
     size_t pl = strlen(path);
@@ -657,22 +663,25 @@ enum cbc_status cbc_matrix_save_npy(const char *path, const struct cbc_matrix *m
     int hl = snprintf(head, sizeof head, "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %zu), }",
                       m->rows, m->cols);
     int total = 10 + hl + 1, pad = (64 - total % 64) % 64;
-    struct cbc_buf b = {0};
-    cbc_buf_append(&b, "\x93NUMPY\x01\x00", 8);
-    uint8_t l2[2] = {(uint8_t)((hl + pad + 1) & 0xff), (uint8_t)((hl + pad + 1) >> 8)};
-    cbc_buf_append(&b, l2, 2);
-    cbc_buf_append(&b, head, (size_t)hl);
-    for (int i = 0; i < pad; i++)
-        cbc_buf_append(&b, " ", 1);
-    cbc_buf_append(&b, "\n", 1);
-    for (size_t i = 0; i < m->rows * m->cols; i++) { /* little-endian, as '<f4' says */
+    size_t n = m->rows * m->cols, hdr = (size_t)(total + pad);
+    if (n > (SIZE_MAX - hdr) / 4)
+        return ig_err_oom(err);
+    uint8_t *b = malloc(hdr + 4 * n), *p = b;
+    if (!b)
+        return ig_err_oom(err);
+    memcpy(p, "\x93NUMPY\x01\x00", 8);
+    p[8] = (uint8_t)((hl + pad + 1) & 0xff);
+    p[9] = (uint8_t)((hl + pad + 1) >> 8);
+    memcpy(p + 10, head, (size_t)hl);
+    memset(p + 10 + hl, ' ', (size_t)pad);
+    p[hdr - 1] = '\n';
+    p += hdr;
+    for (size_t i = 0; i < n; i++, p += 4) { /* little-endian, as '<f4' says */
         uint32_t u;
-        uint8_t le[4];
         memcpy(&u, &m->data[i], 4);
-        cbc_wr32(le, u);
-        cbc_buf_append(&b, le, 4);
+        ig_wr32(p, u);
     }
-    enum cbc_status st = b.oom ? cbc_err_oom(err) : cbc_file_write_atomic(path, b.p, b.len, 0644, err);
-    cbc_buf_release(&b);
+    enum cbc_status st = ig_file_write_atomic(path, b, hdr + 4 * n, 0644, err);
+    free(b);
     return st;
 }

@@ -13,7 +13,7 @@ static const char *const act_names[] = {"identity", "relu", "tanh", "sigmoid", "
 
 bool cbc_act_parse(const char *name, enum cbc_act *out)
 {
-    for (size_t i = 0; i < CBC_ARRAY_LEN(act_names); i++)
+    for (size_t i = 0; i < IG_ARRAY_LEN(act_names); i++)
         if (!strcmp(name, act_names[i])) {
             *out = (enum cbc_act)i;
             return true;
@@ -27,7 +27,7 @@ bool cbc_act_parse(const char *name, enum cbc_act *out)
 
 const char *cbc_act_name(enum cbc_act a)
 {
-    return (unsigned)a < CBC_ARRAY_LEN(act_names) ? act_names[a] : "unknown";
+    return (unsigned)a < IG_ARRAY_LEN(act_names) ? act_names[a] : "unknown";
 }
 
 static long first_nonfinite(const float *v, size_t n)
@@ -41,23 +41,23 @@ static long first_nonfinite(const float *v, size_t n)
 enum cbc_status cbc_mlp_validate(const struct cbc_mlp *m, struct cbc_err *err)
 {
     if (!m || m->n_layers < 1 || !m->layers)
-        return cbc_err_set(err, CBC_E_SHAPE, "the model has no layers");
+        return ig_err_set(err, CBC_E_SHAPE, "the model has no layers");
     for (int l = 0; l < m->n_layers; l++) {
         const struct cbc_mlp_layer *L = &m->layers[l];
         if (L->in < 1 || L->out < 1 || !L->w)
-            return cbc_err_set(err, CBC_E_SHAPE, "layer %d has shape %dx%d", l, L->out, L->in);
+            return ig_err_set(err, CBC_E_SHAPE, "layer %d has shape %dx%d", l, L->out, L->in);
         if (l > 0 && m->layers[l - 1].out != L->in)
-            return cbc_err_set(err, CBC_E_SHAPE,
+            return ig_err_set(err, CBC_E_SHAPE,
                                "layer %d takes %d inputs but layer %d gives %d outputs", l, L->in,
                                l - 1, m->layers[l - 1].out);
-        if ((unsigned)L->act >= CBC_ARRAY_LEN(act_names))
-            return cbc_err_set(err, CBC_E_USAGE, "layer %d has an unknown activation", l);
+        if ((unsigned)L->act >= IG_ARRAY_LEN(act_names))
+            return ig_err_set(err, CBC_E_USAGE, "layer %d has an unknown activation", l);
         long bad = first_nonfinite(L->w, (size_t)L->in * (size_t)L->out);
         if (bad >= 0)
-            return cbc_err_set(err, CBC_E_NUMERIC, "layer %d weight [%ld][%ld] is %g", l,
+            return ig_err_set(err, CBC_E_NUMERIC, "layer %d weight [%ld][%ld] is %g", l,
                                bad / L->in, bad % L->in, (double)L->w[bad]);
         if (L->b && (bad = first_nonfinite(L->b, (size_t)L->out)) >= 0)
-            return cbc_err_set(err, CBC_E_NUMERIC, "layer %d bias [%ld] is %g", l, bad,
+            return ig_err_set(err, CBC_E_NUMERIC, "layer %d bias [%ld] is %g", l, bad,
                                (double)L->b[bad]);
     }
     return CBC_OK;
@@ -76,21 +76,21 @@ enum cbc_status cbc_ig_validate_request(const struct cbc_ig_request *r, size_t F
                                         struct cbc_err *err)
 {
     if (!r->x || r->n == 0)
-        return cbc_err_set(err, CBC_E_USAGE, "no inputs");
+        return ig_err_set(err, CBC_E_USAGE, "no inputs");
     if (F == 0)
-        return cbc_err_set(err, CBC_E_SHAPE, "inputs have no features");
+        return ig_err_set(err, CBC_E_SHAPE, "inputs have no features");
     long bad = first_nonfinite(r->x, r->n * F);
     if (bad >= 0)
-        return cbc_err_set(err, CBC_E_NUMERIC, "input %ld feature %ld is %g", bad / (long)F,
+        return ig_err_set(err, CBC_E_NUMERIC, "input %ld feature %ld is %g", bad / (long)F,
                            bad % (long)F, (double)r->x[bad]);
     const struct cbc_ig_baseline *b = &r->baseline;
     if (b->kind == CBC_IG_BASELINE_SCALAR && !isfinite(b->scalar))
-        return cbc_err_set(err, CBC_E_NUMERIC, "the baseline value is %g", (double)b->scalar);
+        return ig_err_set(err, CBC_E_NUMERIC, "the baseline value is %g", (double)b->scalar);
     if ((b->kind == CBC_IG_BASELINE_SHARED || b->kind == CBC_IG_BASELINE_PER_INPUT) && !b->data)
-        return cbc_err_set(err, CBC_E_USAGE, "the baseline array is missing");
+        return ig_err_set(err, CBC_E_USAGE, "the baseline array is missing");
     size_t nb = b->kind == CBC_IG_BASELINE_SHARED ? F : b->kind == CBC_IG_BASELINE_PER_INPUT ? r->n * F : 0;
     if (nb && (bad = first_nonfinite(b->data, nb)) >= 0)
-        return cbc_err_set(err, CBC_E_NUMERIC, "baseline %ld feature %ld is %g", bad / (long)F,
+        return ig_err_set(err, CBC_E_NUMERIC, "baseline %ld feature %ld is %g", bad / (long)F,
                            bad % (long)F, (double)b->data[bad]);
     return CBC_OK;
 }
@@ -99,13 +99,13 @@ enum cbc_status cbc_ig_rule(const struct cbc_ig_request *r, double **alphas, dou
                             struct cbc_err *err)
 {
     if (r->steps < 1 || r->steps > 100000)
-        return cbc_err_set(err, CBC_E_USAGE, "steps %d: expected 1 to 100000", r->steps);
+        return ig_err_set(err, CBC_E_USAGE, "steps %d: expected 1 to 100000", r->steps);
     *alphas = calloc((size_t)r->steps, sizeof **alphas);
     *weights = calloc((size_t)r->steps, sizeof **weights);
     if (!*alphas || !*weights) {
         free(*alphas);
         free(*weights);
-        return cbc_err_oom(err);
+        return ig_err_oom(err);
     }
     enum cbc_status st = cbc_ig_quadrature(r->method, r->steps, *alphas, *weights, err);
     if (st != CBC_OK) {

@@ -6,9 +6,7 @@
  * symmetric. The trapezoid is the correct one (weights 1/(m-1), ends
  * halved), not Captum's, whose weights sum to (m-1)/m.
  */
-#include <cubincache/ig.h>
-
-#include "common.h"
+#include "ig_int.h"
 
 #include <math.h>
 #include <string.h>
@@ -22,7 +20,7 @@ static const char *const method_names[] = {"riemann_left", "riemann_right", "rie
 
 bool cbc_ig_method_parse(const char *name, enum cbc_ig_method *out)
 {
-    for (size_t i = 0; i < CBC_ARRAY_LEN(method_names); i++)
+    for (size_t i = 0; i < IG_ARRAY_LEN(method_names); i++)
         if (!strcmp(name, method_names[i])) {
             *out = (enum cbc_ig_method)i;
             return true;
@@ -36,7 +34,7 @@ bool cbc_ig_method_parse(const char *name, enum cbc_ig_method *out)
 
 const char *cbc_ig_method_name(enum cbc_ig_method m)
 {
-    return (unsigned)m < CBC_ARRAY_LEN(method_names) ? method_names[m] : "unknown";
+    return (unsigned)m < IG_ARRAY_LEN(method_names) ? method_names[m] : "unknown";
 }
 
 static void gauss_legendre(int m, double *a, double *w)
@@ -79,7 +77,7 @@ enum cbc_status cbc_ig_quadrature(enum cbc_ig_method method, int steps, double *
 {
     int min = method == CBC_IG_TRAPEZOID ? 2 : 1;
     if (steps < min || steps > 100000)
-        return cbc_err_set(err, CBC_E_USAGE, "steps %d: %s needs %d to 100000 steps", steps,
+        return ig_err_set(err, CBC_E_USAGE, "steps %d: %s needs %d to 100000 steps", steps,
                            cbc_ig_method_name(method), min);
     double m = steps;
     switch (method) {
@@ -103,5 +101,5 @@ enum cbc_status cbc_ig_quadrature(enum cbc_ig_method method, int steps, double *
         gauss_legendre(steps, alphas, weights);
         return CBC_OK;
     }
-    return cbc_err_set(err, CBC_E_USAGE, "unknown quadrature method %d", (int)method);
+    return ig_err_set(err, CBC_E_USAGE, "unknown quadrature method %d", (int)method);
 }

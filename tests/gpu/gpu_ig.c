@@ -3,7 +3,7 @@
  * models of every shape the kernels special-case (one layer, two, deep,
  * odd sizes, many outputs, every activation, rule and baseline kind, one
  * input and batches split into chunks), finite differences within 5%,
- * the seed's naive loop agreeing with the batched one, completeness at 50
+ * the per-feature loop agreeing with the batched one, completeness at 50
  * steps, and the closed forms (linear, sum of squares, x + x^2 + xy, the
  * paper's ReLU example, Captum's toy model). Exit 77 without a GPU. */
 #include "gpu_test.h"
@@ -478,7 +478,7 @@ static void differences_and_completeness(void)
     free_results(&o);
     unmake(&md);
     free(x);
-    /* the seed's loop computes the same thing as the batched differences */
+    /* the per-feature loop computes the same thing as the batched differences */
     const int s2[] = {32, 16, 1};
     const enum cbc_act a2[] = {CBC_ACT_TANH, CBC_ACT_IDENTITY};
     make(&md, s2, 2, a2, true);
@@ -489,13 +489,13 @@ static void differences_and_completeness(void)
     gm = NULL;
     CHECK(cbc_ig_gpu_upload(G, &md.m, &gm, &err) == CBC_OK, "%s", err.msg);
     cbc_ig_request_defaults(&r);
-    r.x = x, r.n = 1, r.steps = 10, r.gradient = CBC_IG_NAIVE;
+    r.x = x, r.n = 1, r.steps = 10, r.gradient = CBC_IG_PER_FEATURE;
     CHECK(gm && cbc_ig_gpu_mlp(gm, &r, &n1.o, &err) == CBC_OK, "naive: %s", err.msg);
     r.gradient = CBC_IG_FD;
     CHECK(gm && cbc_ig_gpu_mlp(gm, &r, &n2.o, &err) == CBC_OK, "batched: %s", err.msg);
     double e = rel_l2(n1.attr, n2.attr, 32);
     CHECK(e < 1e-3, "naive and batched differences disagree by %g", e);
-    printf("  naive seed loop against batched FD: rel L2 %.2e\n", e);
+    printf("  per-feature loop against batched FD: rel L2 %.2e\n", e);
     cbc_ig_gpu_model_free(gm);
     free_results(&n1);
     free_results(&n2);

@@ -1,11 +1,10 @@
-/* tool.c: message printing and exit codes for the cubincache commands.
+/* tool.c: message printing and exit codes for the commands (tool.h).
  *
  * Errors read "cubincache build: error: <what>" with an optional indented
  * "hint: <remedy>" line; colour only on a terminal and never with NO_COLOR.
  */
 #include "tool.h"
 
-#include <cubincache/select.h>
 #include <cjson/cJSON.h>
 
 #include <errno.h>
@@ -100,32 +99,6 @@ int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, .
     va_end(ap);
     fprintf(stderr, "%s", usage);
     return EXIT_USAGE;
-}
-
-int parse_cuda_version(const char *s)
-{
-    char *end;
-    errno = 0;
-    long major = strtol(s, &end, 10);
-    if (errno || end == s)
-        return 0;
-    if (*end == '\0' && major >= 1000 && major <= 999999)
-        return (int)major;
-    if (*end != '.' || major < 1 || major > 99 || end[1] < '0' || end[1] > '9')
-        return 0;
-    long minor = strtol(end + 1, &end, 10);
-    if (*end != '\0' || minor < 0 || minor > 9)
-        return 0;
-    return (int)(major * 1000 + minor * 10);
-}
-
-bool tool_parse_driver(const char *s, unsigned *isa)
-{
-    int v = parse_cuda_version(s);
-    if (v < 11000)
-        return false;
-    *isa = cbc_ptx_isa_for_driver(v);
-    return true;
 }
 
 void tool_fputs_escaped(const char *s, FILE *f)

@@ -1,7 +1,9 @@
-/* tool.h: what every cubincache subcommand shares: the command table entry
- * type, message printing (errors always, warnings unless -q, notes with
- * -v; NO_COLOR honoured; all of it on stderr) and the one mapping from a
- * library status to an exit code (docs/exit-codes.md).
+/* tool.h: what the commands (cubincache and igrun) share: message
+ * printing (errors always, warnings unless -q, notes with -v; NO_COLOR
+ * honoured; all of it on stderr), the one mapping from a library status to
+ * an exit code (docs/exit-codes.md), JSON Lines output and the parsing of
+ * option values they have in common. A static helper library of tools/,
+ * linked into each command; never installed.
  */
 #ifndef CBC_TOOL_H
 #define CBC_TOOL_H
@@ -45,21 +47,5 @@ int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, .
 /* Prints s to f with control characters escaped (\n, \t, \xNN), so a
  * value from the environment or a file can never split a one-line record. */
 void tool_fputs_escaped(const char *s, FILE *f);
-
-/* "12.8" or "12080" -> 12080 (cuDriverGetVersion form); 0 when malformed. */
-int parse_cuda_version(const char *s);
-/* --cuda-driver X.Y: the highest PTX ISA that driver takes, 0 for a driver
- * newer than every release cubincache knows (it takes all their PTX).
- * False for a malformed version or one older than CUDA 11.0. */
-bool tool_parse_driver(const char *s, unsigned *isa);
-
-/* The subcommands (one file each). */
-int cmd_build(int argc, char **argv);
-int cmd_cache(int argc, char **argv);
-int cmd_inspect(int argc, char **argv);
-int cmd_check(int argc, char **argv);
-int cmd_select(int argc, char **argv);
-int cmd_embed(int argc, char **argv);
-int cmd_devices(int argc, char **argv);
 
 #endif

@@ -4,7 +4,7 @@
  * everything to the build engine (src/build); this file only prints.
  */
 #include "build.h"
-#include "tool.h"
+#include "cmds.h"
 
 #include <getopt.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * --json for one object; problems on stderr.
  */
 #include "store.h"
-#include "tool.h"
+#include "cmds.h"
 
 #include <cjson/cJSON.h>
 

@@ -5,7 +5,7 @@
  * problem, 2 usage or unreadable input.
  */
 #include "check.h"
-#include "tool.h"
+#include "cmds.h"
 
 #include <cubincache/select.h>
 #include <cjson/cJSON.h>

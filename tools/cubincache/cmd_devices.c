@@ -3,7 +3,7 @@
  * given a bundle, which of its images each GPU would load. Without a
  * driver or GPU it says so and exits 4.
  */
-#include "tool.h"
+#include "cmds.h"
 
 #include <cubincache/loader.h>
 #include <cjson/cJSON.h>

@@ -11,7 +11,7 @@
  * bundle recompiles and relinks nothing. PTX images get a trailing NUL
  * after `size` bytes, as the driver wants PTX text.
  */
-#include "tool.h"
+#include "cmds.h"
 
 #include <cubincache/loader.h>
 

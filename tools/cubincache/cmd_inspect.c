@@ -8,7 +8,7 @@
  * prints one object per file per line (schema in docs/json.md).
  */
 #include "elfextra.h"
-#include "tool.h"
+#include "cmds.h"
 
 #include <cubincache/binfmt.h>
 #include <cjson/cJSON.h>
@@ -21,11 +21,6 @@ static const char usage[] = "usage: cubincache inspect [--json] FILE...\n"
                             "  FILE: a cubin, fatbin, PTX file, executable, shared library, object\n"
                             "        or static library\n";
 
-static const char *variant_suffix(uint8_t v)
-{
-    return v == CBC_VARIANT_A ? "a" : v == CBC_VARIANT_F ? "f" : "";
-}
-
 static void add_cubin_json(cJSON *o, const struct cbc_cubin_info *ci)
 {
     char flags[16];
@@ -35,7 +30,7 @@ static void add_cubin_json(cJSON *o, const struct cbc_cubin_info *ci)
     cJSON_AddStringToObject(o, "e_flags", flags);
     cJSON_AddNumberToObject(o, "e_type", ci->e_type);
     cJSON_AddNumberToObject(o, "sm", ci->sm);
-    cJSON_AddStringToObject(o, "variant", variant_suffix(ci->variant));
+    cJSON_AddStringToObject(o, "variant", cbc_variant_suffix(ci->variant));
     if (ci->virtual_arch)
         cJSON_AddNumberToObject(o, "virtual_arch", ci->virtual_arch);
     else
@@ -79,7 +74,7 @@ static const char *debug_kind(const struct cbc_cubin_info *ci)
 static void print_cubin(const char *file, size_t len, const struct cbc_cubin_info *ci)
 {
     printf("%s: cubin sm_%u%s, %zu bytes (ELF %s, EI_ABIVERSION %u, e_flags 0x%08x, %s)", file, ci->sm,
-           variant_suffix(ci->variant), len, ci->abi_version >= 8 ? "V2" : "V1", ci->abi_version,
+           cbc_variant_suffix(ci->variant), len, ci->abi_version >= 8 ? "V2" : "V1", ci->abi_version,
            ci->e_flags, ci->e_type == 1 ? "relocatable" : "executable");
     if (ci->virtual_arch)
         printf(", from compute_%u", ci->virtual_arch);
@@ -114,7 +109,7 @@ static enum cbc_status do_fatbin(const char *file, const uint8_t *data, size_t l
         char target[48];
         snprintf(target, sizeof target, "%s_%u%s",
                  e->kind == CBC_FATBIN_PTX ? "compute" : e->kind == CBC_FATBIN_ELF ? "sm" : "arch",
-                 e->arch, variant_suffix(e->variant));
+                 e->arch, cbc_variant_suffix(e->variant));
         uint8_t *p = NULL;
         size_t plen = 0;
         struct cbc_err pe = {0};
@@ -132,7 +127,7 @@ static enum cbc_status do_fatbin(const char *file, const uint8_t *data, size_t l
             cJSON_AddStringToObject(o, "kind", cbc_fatbin_kind_name(e->kind));
             cJSON_AddStringToObject(o, "target", target);
             cJSON_AddNumberToObject(o, "arch", e->arch);
-            cJSON_AddStringToObject(o, "variant", variant_suffix(e->variant));
+            cJSON_AddStringToObject(o, "variant", cbc_variant_suffix(e->variant));
             char fl[24];
             snprintf(fl, sizeof fl, "0x%llx", (unsigned long long)e->flags);
             cJSON_AddStringToObject(o, "flags", fl);
@@ -176,7 +171,7 @@ static enum cbc_status do_fatbin(const char *file, const uint8_t *data, size_t l
             if (have_ci)
                 print_funcs(&ci, "      ");
             if (have_pi)
-                printf("      PTX .target sm_%u%s, %zu kernel%s\n", pi.arch, variant_suffix(pi.variant),
+                printf("      PTX .target sm_%u%s, %zu kernel%s\n", pi.arch, cbc_variant_suffix(pi.variant),
                        pi.n_entries, pi.n_entries == 1 ? "" : "s");
         }
         if (have_ci)
@@ -330,7 +325,7 @@ static int inspect_one(struct tool *t, const char *file, bool json)
             snprintf(isa, sizeof isa, "%u.%u", pi.isa / 10, pi.isa % 10);
             cJSON_AddStringToObject(p, "isa", isa);
             char tg[32];
-            snprintf(tg, sizeof tg, "sm_%u%s", pi.arch, variant_suffix(pi.variant));
+            snprintf(tg, sizeof tg, "sm_%u%s", pi.arch, cbc_variant_suffix(pi.variant));
             cJSON_AddStringToObject(p, "target", tg);
             cJSON_AddNumberToObject(p, "kernels", (double)pi.n_entries);
         } else if (st == CBC_OK) {
@@ -345,7 +340,7 @@ static int inspect_one(struct tool *t, const char *file, bool json)
                 snprintf(where, sizeof where, "compute capability %u.%u and newer", pi.arch / 10,
                          pi.arch % 10);
             printf("%s: PTX ISA %u.%u for sm_%u%s (JIT on %s), %zu kernel%s\n", file, pi.isa / 10,
-                   pi.isa % 10, pi.arch, variant_suffix(pi.variant), where, pi.n_entries,
+                   pi.isa % 10, pi.arch, cbc_variant_suffix(pi.variant), where, pi.n_entries,
                    pi.n_entries == 1 ? "" : "s");
         }
         break;

@@ -4,7 +4,7 @@
  */
 #include "archspec.h"
 #include "program.h"
-#include "tool.h"
+#include "cmds.h"
 
 #include <cubincache/loader.h>
 #include <cjson/cJSON.h>

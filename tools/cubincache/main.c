@@ -1,7 +1,7 @@
 /* main.c: the cubincache command: one table of subcommands, each in its own
  * cmd_<name>.c (git's builtin layout). Usage strings live with the commands.
  */
-#include "tool.h"
+#include "cmds.h"
 
 #include <cubincache/version.h>
 

@@ -11,7 +11,7 @@
  * sum of the attributions and the delta; exits 3 when |delta| exceeds
  * --tolerance. Exit codes are those of docs/exit-codes.md.
  */
-#include "../cubincache/tool.h"
+#include "tool.h"
 #include "svg.h"
 
 #include <cubincache/ig.h>
@@ -43,8 +43,8 @@ static const char usage[] =
     "                       riemann_middle, riemann_trapezoid\n"
     "  --target K           the output explained (default 0)\n"
     "  --device D           auto (default: the GPU, else the CPU, saying why), cuda, cpu\n"
-    "  --gradient G         auto (default: analytic), analytic, fd; naive is the seed's\n"
-    "                       loop, a benchmark baseline\n"
+    "  --gradient G         auto (default: analytic), analytic, fd; naive is a\n"
+    "                       per-feature loop, a benchmark baseline\n"
     "  --activations LIST   one per Linear layer (default: from the file's metadata)\n"
     "  --out FILE           results as .json, .csv or .npy (attributions only)\n"
     "  --plot FILE.svg      the first input's attributions (heat map for images)\n"
@@ -245,7 +245,7 @@ int main(int argc, char **argv)
     else if (!strcmp(gradient, "fd"))
         req.gradient = CBC_IG_FD;
     else if (!strcmp(gradient, "naive"))
-        req.gradient = CBC_IG_NAIVE;
+        req.gradient = CBC_IG_PER_FEATURE;
     else
         return tool_usage_error(&t, usage, "--gradient '%s': expected auto, analytic or fd", gradient);
     int ih = 0, iw = 0;
@@ -348,8 +348,8 @@ int main(int argc, char **argv)
             gpu = NULL;
         }
     }
-    if (!gpu && req.gradient == CBC_IG_NAIVE) {
-        tool_errorf(&t, "--gradient naive is the seed's GPU loop; it has no CPU form");
+    if (!gpu && req.gradient == CBC_IG_PER_FEATURE) {
+        tool_errorf(&t, "--gradient naive is a per-feature GPU loop; it has no CPU form");
         rc = EXIT_USAGE;
         goto out;
     }
