@@ -14,7 +14,7 @@ mode=${1:-}
 case "$mode" in demo|test) ;; *) echo "usage: scripts/run.sh demo|test" >&2; exit 2 ;; esac
 
 pkgs=(meson ninja-build pkg-config gcc libxxhash-dev libcjson-dev libzstd-dev liblz4-dev
-      libcriterion-dev util-linux python3-venv)
+      libcriterion-dev util-linux python3-venv cmake)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -38,7 +38,7 @@ build=${BUILD_DIR:-build}
 if [ "$mode" = test ]; then
     # igrun's readers are tested on files the real safetensors and numpy
     # packages write: a private environment with them, from PyPI
-    py="$build-py"
+    case "$build" in /*) py="$build-py" ;; *) py="$PWD/$build-py" ;; esac
     if ! "$py/bin/python" -c 'import numpy, safetensors' 2>/dev/null; then
         echo "run.sh: installing numpy and safetensors into $py" >&2
         python3 -m venv "$py"
