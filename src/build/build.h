@@ -19,13 +19,6 @@
 
 #include "common.h"
 
-enum cbc_msg_kind {
-    CBC_MSG_WARNING = 0, /* shown unless -q */
-    CBC_MSG_NOTE = 1,    /* shown with -v */
-    CBC_MSG_EXPLAIN = 2, /* shown with --explain */
-    CBC_MSG_DIAG = 3     /* nvcc's own output, always shown */
-};
-
 struct cbc_build_opts {
     const char *source;
     const char *arch;           /* NULL: "auto" */

@@ -170,6 +170,17 @@ bool cbc_hash_eq(const struct cbc_hash *a, const struct cbc_hash *b);
 enum cbc_status cbc_hash_file(const char *path, struct cbc_hash *out, uint64_t *size,
                               struct cbc_err *err);
 
+/* ---- messages from a library to its command --------------------------- */
+/* Libraries never print: what a command should show goes through a
+ * callback (build, the launcher), tagged with how loud it is. */
+enum cbc_msg_kind {
+    CBC_MSG_WARNING = 0, /* shown unless -q */
+    CBC_MSG_NOTE = 1,    /* shown with -v */
+    CBC_MSG_EXPLAIN = 2, /* shown with --explain */
+    CBC_MSG_DIAG = 3     /* nvcc's own output, always shown */
+};
+typedef void (*cbc_msg_fn)(void *ctx, enum cbc_msg_kind kind, const char *text);
+
 /* ---- target variants (target.c) ---------------------------------------- */
 /* The one spelling of a variant suffix (enum cbc_variant): "a", "f" or "". */
 const char *cbc_variant_suffix(uint8_t variant);

@@ -48,7 +48,7 @@ struct cbc_store {
     bool readonly;
     struct cbc_perm perm;
     bool perm_read;
-    uint64_t hits, misses, dropped, stores, store_errors;
+    uint64_t hits, misses, dropped, stores, store_errors, uncacheable;
     int64_t bytes_added; /* running size change since open */
     uint64_t max_size;   /* 0 until read */
     uint64_t seen_bytes; /* the shared running total, as of the last merge */
@@ -190,9 +190,10 @@ static void rel_path(const char *ns, const struct cbc_hash *key, const char *ext
 
 /* ---- counters ---------------------------------------------------------------- */
 
-static const char *const counter_names[] = {"hits", "misses", "stores", "dropped", "store_errors",
-                                            "bytes"};
-enum { C_HITS, C_MISSES, C_STORES, C_DROPPED, C_STORE_ERRORS, C_BYTES, C_COUNT };
+static const char *const counter_names[] = {"hits",  "misses",      "stores",
+                                            "dropped", "store_errors", "bytes",
+                                            "uncacheable"};
+enum { C_HITS, C_MISSES, C_STORES, C_DROPPED, C_STORE_ERRORS, C_BYTES, C_UNCACHEABLE, C_COUNT };
 
 /* Lenient parse: a line that does not read as "name number" is skipped, so
  * a stats file torn by a crash costs counts, never an error. */
@@ -306,6 +307,7 @@ static void add_counts(uint64_t v[C_COUNT], void *ctx)
     v[C_STORES] += s->stores;
     v[C_DROPPED] += s->dropped;
     v[C_STORE_ERRORS] += s->store_errors;
+    v[C_UNCACHEABLE] += s->uncacheable;
     int64_t b = (int64_t)v[C_BYTES] + s->bytes_added;
     v[C_BYTES] = b < 0 ? 0 : (uint64_t)b;
     s->seen_bytes = v[C_BYTES];
@@ -318,12 +320,18 @@ void cbc_store_count(struct cbc_store *s, uint64_t hits, uint64_t misses, uint64
     s->dropped += dropped;
 }
 
+void cbc_store_count_uncacheable(struct cbc_store *s)
+{
+    s->uncacheable++;
+}
+
 void cbc_store_close(struct cbc_store *s)
 {
     if (!s)
         return;
     if (s->fd >= 0 && !s->readonly &&
-        (s->hits || s->misses || s->stores || s->dropped || s->store_errors || s->bytes_added))
+        (s->hits || s->misses || s->stores || s->dropped || s->store_errors || s->uncacheable ||
+         s->bytes_added))
         with_counters(s, add_counts, s, true, NULL);
     if (s->fd >= 0)
         close(s->fd);
@@ -408,7 +416,8 @@ static bool entry_check(const uint8_t *d, size_t len, const struct cbc_hash *key
         return false;
     }
     struct cbc_err e = {0};
-    if (cbc_binfmt_verify_target(d + ENTRY_HEADER, (size_t)size, &ft, path, NULL, &e) != CBC_OK) {
+    if (ft.kind != CBC_STORE_RESULT_KIND &&
+        cbc_binfmt_verify_target(d + ENTRY_HEADER, (size_t)size, &ft, path, NULL, &e) != CBC_OK) {
         snprintf(why, why_len, "%s", e.msg);
         return false;
     }
@@ -574,7 +583,7 @@ enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
     /* merge the counters now, and trim when the running total says the
      * store has outgrown its limit */
     if (with_counters(s, add_counts, s, true, NULL) == CBC_OK) {
-        s->hits = s->misses = s->stores = s->dropped = s->store_errors = 0;
+        s->hits = s->misses = s->stores = s->dropped = s->store_errors = s->uncacheable = 0;
         s->bytes_added = 0;
         uint64_t max = cbc_store_max_size(s);
         if (s->seen_bytes > max)
@@ -840,6 +849,7 @@ enum cbc_status cbc_store_stats(struct cbc_store *s, struct cbc_store_stats *out
     out->stores = v[C_STORES] + s->stores;
     out->dropped = v[C_DROPPED] + s->dropped;
     out->store_errors = v[C_STORE_ERRORS] + s->store_errors;
+    out->uncacheable = v[C_UNCACHEABLE] + s->uncacheable;
     struct scan sc = {0};
     st = scan_ns(s, "objects", &sc, err);
     out->entries = sc.entries;

@@ -15,7 +15,7 @@
  *   off size  meaning
  *   0   8     magic "CBCOBJ1\n"
  *   8   4     entry format version (1)
- *   12  1     kind (1 SASS, 2 PTX)     13 1 variant     14 2 arch
+ *   12  1     kind (1 SASS, 2 PTX, 3 a command's result)  13 1 variant  14 2 arch
  *   16  16    result key (canonical XXH3-128)
  *   32  16    XXH3-128 of the payload
  *   48  8     payload size
@@ -90,6 +90,16 @@ enum cbc_lookup {
 enum cbc_status cbc_store_get(struct cbc_store *s, const struct cbc_hash *key,
                               const struct cbc_target *target, uint8_t **data, size_t *len,
                               enum cbc_lookup *result, char *why, size_t why_len, struct cbc_err *err);
+/* Entries are images of one target (verified as such on every read), or
+ * the outputs of a whole command (the compiler launcher, src/launch): a
+ * result entry, filed with this target, whose bytes are verified by their
+ * content hash here and by their reader beyond that. */
+#define CBC_STORE_RESULT_KIND 3
+static inline struct cbc_target cbc_store_result_target(void)
+{
+    return (struct cbc_target){CBC_STORE_RESULT_KIND, 0, 0};
+}
+
 /* Publishes an entry atomically; may trim the store afterwards when it
  * outgrows its limit. */
 enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
@@ -119,12 +129,15 @@ enum cbc_status cbc_store_blob_put(struct cbc_store *s, enum cbc_store_ns ns,
 
 struct cbc_store_stats {
     uint64_t hits, misses, stores, dropped, store_errors;
+    uint64_t uncacheable; /* launcher commands run as they are (src/launch) */
     uint64_t entries, bytes; /* from a scan of objects/ */
     uint64_t max_size;
 };
 
 /* Adds to the counters kept in memory; written to v1/stats on close. */
 void cbc_store_count(struct cbc_store *s, uint64_t hits, uint64_t misses, uint64_t dropped);
+/* One command the launcher could not cache and ran as it is. */
+void cbc_store_count_uncacheable(struct cbc_store *s);
 
 enum cbc_status cbc_store_stats(struct cbc_store *s, struct cbc_store_stats *out,
                                 struct cbc_err *err);

@@ -90,7 +90,8 @@ int cmd_cache(int argc, char **argv)
                 uint64_t v;
             } f[] = {{"hits", ss.hits},       {"misses", ss.misses},
                      {"stores", ss.stores},   {"dropped", ss.dropped},
-                     {"store_errors", ss.store_errors}, {"entries", ss.entries},
+                     {"store_errors", ss.store_errors}, {"uncacheable", ss.uncacheable},
+                     {"entries", ss.entries},
                      {"bytes", ss.bytes},     {"max_size", ss.max_size}};
             for (size_t i = 0; o && i < CBC_ARRAY_LEN(f); i++)
                 cJSON_AddNumberToObject(o, f[i].k, (double)f[i].v);
@@ -105,6 +106,8 @@ int cmd_cache(int argc, char **argv)
             printf("stored           %" PRIu64 "\n", ss.stores);
             printf("bad entries      %" PRIu64 " dropped\n", ss.dropped);
             printf("store errors     %" PRIu64 "\n", ss.store_errors);
+            printf("uncacheable      %" PRIu64 " (launcher commands run as they are)\n",
+                   ss.uncacheable);
             printf("entries          %" PRIu64 "\n", ss.entries);
             printf("size             %s of %s\n", cbc_format_size(ss.bytes, b1, sizeof b1),
                    cbc_format_size(ss.max_size, b2, sizeof b2));
