@@ -31,12 +31,14 @@ EDGES = {
     "store": {"common", "binfmt"},
     "direct": {"common", "key", "store"},
     "build": {"common", "cudadrv", "binfmt", "manifest", "key", "store", "direct"},
+    "launch": {"common", "cudadrv", "binfmt", "manifest", "key", "store", "direct"},
     "check": {"common", "cudadrv", "binfmt", "select", "program", "manifest", "key", "store"},
     "ig": {"public", "kernels"},
     # the commands
     "tools/common": {"common"},
     "tools/cubincache": {"tools/common", "common", "binfmt", "select", "program", "manifest",
-                         "key", "store", "direct", "build", "check", "loader", "cudadrv"},
+                         "key", "store", "direct", "build", "launch", "check", "loader",
+                         "cudadrv"},
     "tools/igrun": {"tools/common", "common", "public"},
 }
 

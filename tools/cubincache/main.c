@@ -23,12 +23,16 @@ static const struct command commands[] = {
     {"embed", cmd_embed, "a bundle as C source to compile into the program"},
     {"devices", cmd_devices, "the GPUs here and, with a bundle, what each would load"},
 };
+/* not in the table: `cubincache nvcc ARGS...` / `cubincache /path/to/nvcc ARGS...`,
+ * the compiler launcher (cmd_nvcc.c), which takes nvcc's arguments as they are */
 
 static void help(FILE *f)
 {
     fprintf(f, "usage: cubincache COMMAND [options]\n\ncommands:\n");
     for (size_t i = 0; i < CBC_ARRAY_LEN(commands); i++)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  nvcc ARGS  (or /path/to/nvcc ARGS) the compiler launcher: nvcc through the "
+               "cache\n");
     fprintf(f, "\n'cubincache COMMAND --help' describes a command; exit codes are in "
                "docs/exit-codes.md\n");
 }
@@ -50,6 +54,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < CBC_ARRAY_LEN(commands); i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].fn(argc - 1, argv + 1);
+    /* the compiler launcher: cubincache nvcc ..., cubincache /path/to/nvcc ... */
+    if (!strncmp(cbc_path_base(argv[1]), "nvcc", 4) &&
+        (!strcmp(argv[1], "nvcc") || strchr(argv[1], '/')))
+        return cmd_nvcc(argc - 1, argv + 1);
     fprintf(stderr, "cubincache: error: unknown command '%s'\n", argv[1]);
     help(stderr);
     return EXIT_USAGE;

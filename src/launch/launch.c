@@ -1,0 +1,752 @@
+/* launch.c: the compiler launcher (contract in launch.h).
+ *
+ * A hit: parse the command (nvargs.c), key it, find its result through
+ * direct mode (src/direct: the files it read last time, stat-checked),
+ * verify the output's device code, write the output and the depfile,
+ * replay nvcc's stdout and stderr. No nvcc, no preprocessor.
+ *
+ * A miss: run nvcc as given, asking it for a depfile when the build did
+ * not (-MD -MF into a private directory: nvcc writes it from the
+ * preprocessing it does anyway, so finding the dependencies costs no
+ * extra pass), then verify, store the result and record the files read.
+ * A file that changes while nvcc runs makes the result uncacheable, as in
+ * `build`.
+ *
+ * A stored result is one store entry (kind CBC_STORE_RESULT_KIND) holding
+ * a small container:
+ *   0  8  magic "CBCLRES1"     8  4  count N
+ *   then N times: 1 role (1 output, 2 depfile body, 3 stdout, 4 stderr),
+ *                 3 zero, 8 length L, L bytes
+ * decoded with every length checked against what remains.
+ */
+#include "launch.h"
+
+#include "direct.h"
+#include "key.h"
+#include "nvargs.h"
+#include "split.h"
+#include "store.h"
+
+#include <cubincache/binfmt.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RES_MAGIC "CBCLRES1"
+enum { ROLE_OUTPUT = 1, ROLE_DEPFILE = 2, ROLE_STDOUT = 3, ROLE_STDERR = 4, ROLE_MAX = 4 };
+
+struct parts {
+    const uint8_t *p[ROLE_MAX + 1];
+    size_t n[ROLE_MAX + 1];
+};
+
+static uint8_t *encode(const struct parts *in, size_t *len)
+{
+    size_t total = 12;
+    for (int r = 1; r <= ROLE_MAX; r++)
+        total += in->p[r] ? 12 + in->n[r] : 0;
+    uint8_t *b = malloc(total), *w = b;
+    if (!b)
+        return NULL;
+    memcpy(w, RES_MAGIC, 8);
+    uint32_t count = 0;
+    w += 12;
+    for (int r = 1; r <= ROLE_MAX; r++) {
+        if (!in->p[r])
+            continue;
+        w[0] = (uint8_t)r;
+        w[1] = w[2] = w[3] = 0;
+        cbc_wr64(w + 4, in->n[r]);
+        memcpy(w + 12, in->p[r], in->n[r]);
+        w += 12 + in->n[r];
+        count++;
+    }
+    cbc_wr32(b + 8, count);
+    *len = total;
+    return b;
+}
+
+static bool decode(const uint8_t *d, size_t len, struct parts *out)
+{
+    memset(out, 0, sizeof *out);
+    if (len < 12 || memcmp(d, RES_MAGIC, 8) != 0)
+        return false;
+    uint32_t count = cbc_rd32(d + 8);
+    size_t off = 12;
+    for (uint32_t i = 0; i < count; i++) {
+        if (!cbc_in_bounds(len, off, 12))
+            return false;
+        uint8_t role = d[off];
+        uint64_t n = cbc_rd64(d + off + 4);
+        off += 12;
+        if (role < 1 || role > ROLE_MAX || out->p[role] || n > len || !cbc_in_bounds(len, off, n))
+            return false;
+        out->p[role] = d + off;
+        out->n[role] = (size_t)n;
+        off += (size_t)n;
+    }
+    return off == len && out->p[ROLE_OUTPUT];
+}
+
+/* ---- what the device code of an output must be ----------------------------- */
+
+static bool want_code(const struct cbc_nv_args *a, const struct cbc_target *t)
+{
+    for (size_t i = 0; i < a->n_codes; i++)
+        if (cbc_target_eq(&a->codes[i], t))
+            return true;
+    return false;
+}
+
+/* Every image of a fatbin is code for its label; sets the ones found. */
+static bool check_fatbin(const uint8_t *d, size_t len, const char *name, struct cbc_target *seen,
+                         size_t *n_seen, size_t cap, char *why, size_t why_len)
+{
+    struct cbc_fatbin fb;
+    struct cbc_err e = {0};
+    if (cbc_fatbin_parse(d, len, 0, name, &fb, &e) != CBC_OK) {
+        cbc_fmt(why, why_len, "%s", e.msg);
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; ok && i < fb.n; i++) {
+        const struct cbc_fatbin_entry *en = &fb.entries[i];
+        if (en->kind != CBC_FATBIN_ELF && en->kind != CBC_FATBIN_PTX)
+            continue; /* LTO IR: nothing to check it against */
+        struct cbc_target t = {en->kind == CBC_FATBIN_ELF ? CBC_KIND_SASS : CBC_KIND_PTX,
+                               en->variant, (uint16_t)en->arch};
+        uint8_t *img = NULL;
+        size_t n = 0;
+        ok = cbc_fatbin_entry_payload(en, name, &img, &n, &e) == CBC_OK &&
+             cbc_binfmt_verify_target(img, n, &t, name, NULL, &e) == CBC_OK;
+        free(img);
+        if (!ok)
+            cbc_fmt(why, why_len, "%s", e.msg);
+        else if (*n_seen < cap)
+            seen[(*n_seen)++] = t;
+    }
+    cbc_fatbin_release(&fb);
+    return ok;
+}
+
+/* The output's device code: each image what its label says, and (when the
+ * command says plainly what it asked for) every asked-for target there. */
+static bool verify_output(const struct cbc_nv_args *a, const uint8_t *d, size_t len,
+                          char *why, size_t why_len)
+{
+    const char *name = a->output;
+    struct cbc_target seen[CBC_NV_MAX_CODES * 2];
+    size_t n_seen = 0;
+    struct cbc_err e = {0};
+    enum cbc_file_type type = cbc_binfmt_detect(d, len);
+    if (a->mode == CBC_NV_CUBIN || a->mode == CBC_NV_PTX) {
+        bool cubin = a->mode == CBC_NV_CUBIN;
+        if (type != (cubin ? CBC_FILE_CUBIN : CBC_FILE_PTX)) {
+            snprintf(why, why_len, "'%s' is not %s", name, cubin ? "a cubin" : "PTX");
+            return false;
+        }
+        struct cbc_target t;
+        if (cubin) {
+            struct cbc_cubin_info ci;
+            if (cbc_cubin_parse_target(d, len, name, &ci, &e) != CBC_OK) {
+                cbc_fmt(why, why_len, "%s", e.msg);
+                return false;
+            }
+            t = cbc_cubin_target(&ci);
+            cbc_cubin_info_release(&ci);
+        } else {
+            struct cbc_ptx_info pi;
+            if (cbc_ptx_header(d, len, name, &pi, &e) != CBC_OK) {
+                cbc_fmt(why, why_len, "%s", e.msg);
+                return false;
+            }
+            t = cbc_ptx_target(&pi);
+        }
+        seen[n_seen++] = t;
+    } else if (a->mode == CBC_NV_FATBIN) {
+        if (!check_fatbin(d, len, name, seen, &n_seen, CBC_ARRAY_LEN(seen), why, why_len))
+            return false;
+    } else {
+        struct cbc_host_elf h;
+        if (cbc_host_elf_parse(d, len, name, &h, &e) != CBC_OK) {
+            cbc_fmt(why, why_len, "%s", e.msg);
+            return false;
+        }
+        const struct cbc_host_section *secs[2] = {&h.nv_fatbin, &h.nv_relfatbin};
+        for (int s = 0; s < 2; s++)
+            if (secs[s]->present &&
+                !check_fatbin(d + secs[s]->offset, (size_t)secs[s]->size, name, seen, &n_seen,
+                              CBC_ARRAY_LEN(seen), why, why_len))
+                return false;
+    }
+    if (!a->codes_known)
+        return true;
+    for (size_t i = 0; i < a->n_codes; i++) {
+        const struct cbc_target *t = &a->codes[i];
+        /* what each mode can hold: -cubin only SASS, -ptx only PTX, a
+         * device link only the linked SASS */
+        if ((a->mode == CBC_NV_CUBIN || a->mode == CBC_NV_DLINK) && t->kind == CBC_KIND_PTX)
+            continue;
+        if (a->mode == CBC_NV_PTX && t->kind == CBC_KIND_SASS)
+            continue;
+        bool found = false;
+        for (size_t k = 0; k < n_seen && !found; k++)
+            found = cbc_target_eq(&seen[k], t);
+        if (!found) {
+            char nm[CBC_TARGET_NAME_MAX];
+            snprintf(why, why_len, "'%s' has no %s, which the command asked for", name,
+                     cbc_target_name(t, nm));
+            return false;
+        }
+    }
+    for (size_t k = 0; k < n_seen; k++)
+        if (!want_code(a, &seen[k]) && a->mode != CBC_NV_DLINK) {
+            char nm[CBC_TARGET_NAME_MAX];
+            snprintf(why, why_len, "'%s' holds %s, which the command did not ask for", name,
+                     cbc_target_name(&seen[k], nm));
+            return false;
+        }
+    return true;
+}
+
+/* ---- the run ----------------------------------------------------------------- */
+
+struct ctx {
+    const struct cbc_launch_opts *o;
+    struct cbc_launch_result *r;
+    struct cbc_err *err;
+    struct cbc_nv_args a;
+    char *cwd, *source;
+    struct cbc_hash source_hash;
+    char **flags; /* the arguments as keyed */
+    size_t n_flags;
+    const char *env[CBC_KEY_ENV_COUNT];
+    struct cbc_toolchain tc;
+    bool have_tc;
+    struct cbc_store *store;
+    struct cbc_filememo *memo;
+    struct cbc_direct *direct;
+    struct cbc_direct_target dt;
+    char tmp[PATH_MAX]; /* the private directory of a miss */
+};
+
+static void say(struct ctx *c, enum cbc_msg_kind kind, const char *fmt, ...) CBC_PRINTF(3, 4);
+static void say(struct ctx *c, enum cbc_msg_kind kind, const char *fmt, ...)
+{
+    if (!c->o->msg)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    c->o->msg(c->o->msg_ctx, kind, buf);
+}
+
+static void set_why(struct ctx *c, const char *fmt, ...) CBC_PRINTF(2, 3);
+static void set_why(struct ctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->r->why, sizeof c->r->why, fmt, ap);
+    va_end(ap);
+}
+
+/* The arguments as the key sees them: outputs and the depfile's target
+ * left out (they are replayed, not keyed), inputs by placeholder (their
+ * content is keyed), and what else decides the output: that this is the
+ * launcher, and the working directory (-g objects record it). */
+static bool key_flags(struct ctx *c)
+{
+    c->flags = calloc(c->a.argc + 2, sizeof *c->flags);
+    if (!c->flags)
+        return false;
+    c->flags[c->n_flags++] = cbc_strdup("--cubincache-launcher=1");
+    c->flags[c->n_flags++] = cbc_asprintf("--cubincache-cwd=%s", c->cwd);
+    for (size_t i = 0; i < c->a.argc; i++) {
+        if (cbc_nv_is_output_arg(&c->a, i))
+            continue;
+        bool input = false;
+        for (size_t k = 0; k < c->a.n_inputs && !input; k++)
+            input = c->a.input_idx[k] == (long)i;
+        c->flags[c->n_flags++] = cbc_strdup(input ? "<input>" : c->a.argv[i]);
+    }
+    for (size_t i = 0; i < c->n_flags; i++)
+        if (!c->flags[i])
+            return false;
+    return true;
+}
+
+static struct cbc_key_now key_now(const struct ctx *c)
+{
+    return (struct cbc_key_now){c->source,      &c->source_hash, c->tc.nvcc,
+                                c->tc.version,  &c->tc.nvcc_id,  c->tc.host_cc,
+                                &c->tc.host_id, c->flags,        c->n_flags,
+                                c->env,         c->cwd};
+}
+
+static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, struct cbc_hash *direct,
+                 struct cbc_hash *result)
+{
+    struct cbc_key_now now = key_now(c);
+    struct cbc_target t = cbc_store_result_target();
+    struct cbc_key_inputs in;
+    cbc_key_inputs_make(&now, &t, deps, n, &in);
+    if (direct)
+        cbc_key_direct(&in, direct);
+    if (result)
+        cbc_key_result(&in, result);
+}
+
+static char *dup_bytes(const uint8_t *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, p, n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
+/* The depfile as the build asked for it: nvcc's list of files under the
+ * target this command names. */
+static enum cbc_status write_depfile(struct ctx *c, const uint8_t *body, size_t n)
+{
+    const char *target = c->a.mt ? c->a.mt : c->a.output;
+    size_t tl = strlen(target);
+    char *text = malloc(tl + 3 + n);
+    if (!text)
+        return cbc_err_oom(c->err);
+    memcpy(text, target, tl);
+    memcpy(text + tl, " : ", 3);
+    memcpy(text + tl + 3, body, n);
+    enum cbc_status st = cbc_file_write_atomic(c->a.depfile, text, tl + 3 + n, 0666, c->err);
+    free(text);
+    return st;
+}
+
+static enum cbc_status serve(struct ctx *c, const struct parts *p)
+{
+    enum cbc_status st = cbc_file_write_atomic(c->a.output, p->p[ROLE_OUTPUT], p->n[ROLE_OUTPUT],
+                                               0666, c->err);
+    if (st == CBC_OK && c->a.md)
+        st = write_depfile(c, p->p[ROLE_DEPFILE], p->n[ROLE_DEPFILE]);
+    if (st != CBC_OK)
+        return st;
+    c->r->outcome = CBC_LAUNCH_HIT;
+    c->r->exit_code = 0;
+    if (p->p[ROLE_STDOUT] && !(c->r->out = dup_bytes(p->p[ROLE_STDOUT], p->n[ROLE_STDOUT])))
+        return cbc_err_oom(c->err);
+    c->r->out_len = p->n[ROLE_STDOUT];
+    if (p->p[ROLE_STDERR] && !(c->r->errs = dup_bytes(p->p[ROLE_STDERR], p->n[ROLE_STDERR])))
+        return cbc_err_oom(c->err);
+    c->r->errs_len = p->n[ROLE_STDERR];
+    return CBC_OK;
+}
+
+/* A hit, when the command's result is stored and still good. */
+static enum cbc_status lookup(struct ctx *c, bool *hit)
+{
+    *hit = false;
+    keys(c, NULL, 0, &c->dt.direct_key, NULL);
+    bool matched = false;
+    struct cbc_hash result;
+    enum cbc_status st = cbc_direct_lookup(c->direct, &c->dt, &matched, &result, c->err);
+    if (st != CBC_OK || !matched)
+        return st;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    enum cbc_lookup lr;
+    char why[CBC_ERR_MSG_MAX];
+    struct cbc_target rt = cbc_store_result_target();
+    struct cbc_err e = {0};
+    if (cbc_store_get(c->store, &result, &rt, &data, &len, &lr, why, sizeof why, &e) != CBC_OK) {
+        say(c, CBC_MSG_WARNING, "cannot read the cache entry of '%s': %s", c->a.output, e.msg);
+        return CBC_OK;
+    }
+    if (lr == CBC_LOOKUP_DROPPED)
+        say(c, CBC_MSG_WARNING, "the cached '%s' was bad (%s); dropped and compiled again",
+            c->a.output, why);
+    if (lr != CBC_LOOKUP_HIT)
+        return CBC_OK;
+    struct parts p;
+    bool good = decode(data, len, &p) && (!c->a.md || p.p[ROLE_DEPFILE]);
+    char vwhy[512] = "";
+    if (good && !verify_output(&c->a, p.p[ROLE_OUTPUT], p.n[ROLE_OUTPUT], vwhy, sizeof vwhy)) {
+        good = false;
+        say(c, CBC_MSG_WARNING, "the cached '%s' failed verification (%s); compiling again",
+            c->a.output, vwhy);
+    }
+    if (good) {
+        st = serve(c, &p);
+        *hit = st == CBC_OK;
+    }
+    free(data);
+    return st;
+}
+
+static enum cbc_status read_small(const char *path, char **out, size_t *len, struct cbc_err *err)
+{
+    uint8_t *d = NULL;
+    enum cbc_status st = cbc_file_read(path, &d, len, err);
+    *out = (char *)d;
+    return st;
+}
+
+/* The body of nvcc's depfile: everything after "<target> : ". */
+static const char *depfile_body(const char *text, size_t len, size_t *n)
+{
+    const char *sep = memmem(text, len, " : ", 3);
+    if (!sep)
+        return NULL;
+    *n = len - (size_t)(sep + 3 - text);
+    return sep + 3;
+}
+
+/* Removes the files in a private directory of ours, then the directory:
+ * the temporaries a split compile's steps left. Nothing is followed. */
+static void empty_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            unlinkat(dirfd(d), de->d_name, 0);
+    closedir(d);
+    rmdir(path);
+}
+
+/* Runs nvcc; on success stores what it made. */
+static enum cbc_status compile(struct ctx *c)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(c->tmp, sizeof c->tmp, "%s/cubincache-nvcc.XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(c->tmp))
+        return cbc_err_set(c->err, CBC_E_IO, "cannot create a temporary directory in '%s': %s",
+                           base && *base ? base : "/tmp", strerror(errno));
+    char *out_path = cbc_asprintf("%s/stdout", c->tmp), *err_path = cbc_asprintf("%s/stderr", c->tmp);
+    char *own_dep = !c->a.md && c->a.mode != CBC_NV_DLINK ? cbc_asprintf("%s/deps.d", c->tmp)
+                                                          : NULL;
+    char **argv = calloc(c->a.argc + 5, sizeof *argv);
+    if (!out_path || !err_path || !argv || (!c->a.md && c->a.mode != CBC_NV_DLINK && !own_dep)) {
+        free(out_path), free(err_path), free(own_dep), free(argv);
+        return cbc_err_oom(c->err);
+    }
+    size_t n = 0;
+    argv[n++] = (char *)c->tc.nvcc;
+    for (size_t i = 0; i < c->a.argc; i++)
+        argv[n++] = c->a.argv[i];
+    if (own_dep) { /* nvcc writes it from the preprocessing it does anyway */
+        argv[n++] = "-MD";
+        argv[n++] = "-MF";
+        argv[n++] = own_dep;
+    }
+    uint64_t started = cbc_now_ns();
+    enum cbc_status st = CBC_OK;
+    int code = -1;
+    bool split = false;
+    if (c->a.mode == CBC_NV_OBJECT || c->a.mode == CBC_NV_FATBIN) {
+        /* step by step, each virtual arch's device code from the store when
+         * it was compiled before (split.h); else nvcc as one command */
+        char steps[PATH_MAX + 8];
+        snprintf(steps, sizeof steps, "%s/steps", c->tmp);
+        struct cbc_key_now now = key_now(c);
+        struct cbc_split_req q = {c->tc.nvcc, argv + 1, n - 1, steps,
+                                  own_dep ? own_dep : c->a.depfile,
+                                  c->a.mt ? c->a.mt : c->a.output, c->store, &now};
+        struct cbc_split_result sr;
+        if (mkdir(steps, 0700) != 0)
+            st = cbc_err_set(c->err, CBC_E_IO, "cannot create '%s': %s", steps, strerror(errno));
+        else
+            st = cbc_split_run(&q, &sr, c->err);
+        if (st == CBC_OK && sr.done) {
+            split = true;
+            code = 0;
+            c->r->out = sr.out, c->r->out_len = sr.out_len;
+            c->r->errs = sr.errs, c->r->errs_len = sr.errs_len;
+            c->r->archs = sr.archs, c->r->archs_cached = sr.archs_cached;
+            sr.out = sr.errs = NULL;
+            say(c, CBC_MSG_NOTE, "'%s': device code of %zu of %zu virtual archs from the cache",
+                c->a.output, sr.archs_cached, sr.archs);
+        } else if (st == CBC_OK) {
+            say(c, CBC_MSG_NOTE, "'%s' compiled as one nvcc command: %s", c->a.output, sr.why);
+        }
+        if (st == CBC_OK)
+            cbc_split_result_release(&sr);
+        empty_dir(steps);
+    }
+    if (st == CBC_OK && !split) {
+        pid_t pid;
+        st = cbc_proc_spawn(argv, out_path, err_path, &pid, c->err);
+        code = st == CBC_OK ? cbc_proc_wait(pid) : -1;
+        if (st == CBC_OK) {
+            size_t l;
+            if (read_small(out_path, &c->r->out, &l, NULL) == CBC_OK)
+                c->r->out_len = l;
+            if (read_small(err_path, &c->r->errs, &l, NULL) == CBC_OK)
+                c->r->errs_len = l;
+        }
+    }
+    free(argv);
+    free(out_path);
+    free(err_path);
+    if (st != CBC_OK) {
+        free(own_dep);
+        return st;
+    }
+    c->r->exit_code = code;
+    if (code != 0) {
+        c->r->outcome = CBC_LAUNCH_FAILED;
+        free(own_dep);
+        return CBC_OK;
+    }
+    c->r->outcome = CBC_LAUNCH_NOT_STORED;
+    uint8_t *output = NULL;
+    size_t out_len = 0;
+    char *dep_text = NULL;
+    size_t dep_len = 0;
+    struct cbc_err e = {0};
+    char why[512] = "";
+    char **paths = NULL;
+    size_t np = 0;
+    struct cbc_dep *deps = NULL;
+    struct cbc_dep_list list = {0};
+    if (cbc_file_read(c->a.output, &output, &out_len, &e) != CBC_OK) {
+        set_why(c, "nvcc succeeded but its output cannot be read: %s", e.msg);
+        goto out;
+    }
+    if (!verify_output(&c->a, output, out_len, why, sizeof why)) {
+        set_why(c, "%.300s", why);
+        say(c, CBC_MSG_WARNING, "not caching '%s': %s", c->a.output, why);
+        goto out;
+    }
+    /* the files it read */
+    if (c->a.mode == CBC_NV_DLINK) {
+        np = c->a.n_inputs > 1 ? c->a.n_inputs - 1 : 0;
+        paths = calloc(np ? np : 1, sizeof *paths);
+        for (size_t i = 0; paths && i < np; i++)
+            paths[i] = cbc_path_abs(c->a.argv[c->a.input_idx[i + 1]]);
+        if (!paths) {
+            st = cbc_err_oom(c->err);
+            goto out;
+        }
+    } else {
+        const char *df = own_dep ? own_dep : c->a.depfile;
+        if (read_small(df, &dep_text, &dep_len, &e) != CBC_OK ||
+            cbc_depfile_parse(dep_text, dep_len, c->cwd, c->source, &paths, &np, df, &e) !=
+                CBC_OK) {
+            set_why(c, "nvcc's dependency file cannot be read: %s", e.msg);
+            goto out;
+        }
+    }
+    deps = calloc(np ? np : 1, sizeof *deps);
+    list.deps = calloc(np ? np : 1, sizeof *list.deps);
+    if (!deps || !list.deps) {
+        st = cbc_err_oom(c->err);
+        goto out;
+    }
+    bool racy = false;
+    for (size_t i = 0; i < np; i++) {
+        struct cbc_stamp stamp;
+        if (!paths[i] || cbc_filememo_hash(c->memo, paths[i], NULL, NULL, 0, &deps[i].hash, &stamp,
+                                           &e) != CBC_OK) {
+            set_why(c, "a file nvcc read cannot be hashed: %s", e.msg);
+            goto out;
+        }
+        deps[i].path = paths[i];
+        racy |= stamp.mtime_ns >= started || stamp.ctime_ns >= started;
+        list.deps[list.n].path = cbc_strdup(paths[i]);
+        list.deps[list.n].hash = deps[i].hash;
+        list.deps[list.n++].stamp = stamp;
+        if (!list.deps[list.n - 1].path) {
+            st = cbc_err_oom(c->err);
+            goto out;
+        }
+    }
+    if (racy) {
+        set_why(c, "an input changed while nvcc ran");
+        say(c, CBC_MSG_WARNING, "%s: %s; using the result but not caching it", c->a.output,
+            c->r->why);
+        goto out;
+    }
+    struct parts p = {0};
+    p.p[ROLE_OUTPUT] = output, p.n[ROLE_OUTPUT] = out_len;
+    if (c->a.md) {
+        size_t bl = 0;
+        const char *body = dep_text ? depfile_body(dep_text, dep_len, &bl) : NULL;
+        if (!body) {
+            set_why(c, "nvcc's depfile '%s' is not in the form \"target : files\"", c->a.depfile);
+            goto out;
+        }
+        p.p[ROLE_DEPFILE] = (const uint8_t *)body, p.n[ROLE_DEPFILE] = bl;
+    }
+    if (c->r->out_len)
+        p.p[ROLE_STDOUT] = (const uint8_t *)c->r->out, p.n[ROLE_STDOUT] = c->r->out_len;
+    if (c->r->errs_len)
+        p.p[ROLE_STDERR] = (const uint8_t *)c->r->errs, p.n[ROLE_STDERR] = c->r->errs_len;
+    size_t blen = 0;
+    uint8_t *blob = encode(&p, &blen);
+    if (!blob) {
+        st = cbc_err_oom(c->err);
+        goto out;
+    }
+    struct cbc_hash result;
+    keys(c, deps, np, NULL, &result);
+    struct cbc_target rt = cbc_store_result_target();
+    bool ok = cbc_store_put(c->store, &result, &rt, blob, blen, &e) == CBC_OK &&
+              cbc_direct_record(c->direct, &c->dt, &result, &list, &e);
+    free(blob);
+    if (ok) {
+        c->r->outcome = CBC_LAUNCH_MISS;
+    } else {
+        set_why(c, "the cache cannot be written: %s", e.msg[0] ? e.msg : "out of memory");
+        say(c, CBC_MSG_WARNING, "cannot write to the cache in '%s' (%s); compiled without caching",
+            cbc_store_root(c->store), e.msg[0] ? e.msg : "out of memory");
+    }
+out:
+    cbc_dep_list_release(&list);
+    free(deps);
+    cbc_paths_free(paths, np);
+    free(dep_text);
+    free(output);
+    free(own_dep);
+    return st;
+}
+
+static void cleanup(struct ctx *c)
+{
+    if (c->tmp[0]) {
+        /* only what compile() put there, by name */
+        const char *names[] = {"stdout", "stderr", "deps.d"};
+        for (size_t i = 0; i < CBC_ARRAY_LEN(names); i++) {
+            char p[PATH_MAX + 16];
+            snprintf(p, sizeof p, "%s/%s", c->tmp, names[i]);
+            unlink(p);
+        }
+        rmdir(c->tmp);
+    }
+    cbc_direct_free(c->direct);
+    cbc_filememo_free(c->memo);
+    cbc_store_close(c->store);
+    if (c->have_tc)
+        cbc_toolchain_release(&c->tc);
+    for (size_t i = 0; i < c->n_flags; i++)
+        free(c->flags[i]);
+    free(c->flags);
+    free(c->cwd);
+    free(c->source);
+    cbc_nv_release(&c->a);
+}
+
+char *cbc_launch_nvcc_path(const char *nvcc, struct cbc_err *err)
+{
+    char *p = cbc_which(nvcc);
+    if (p && access(p, X_OK) == 0)
+        return p;
+    free(p);
+    if (!strcmp(nvcc, "nvcc") && access("/usr/local/cuda/bin/nvcc", X_OK) == 0)
+        return cbc_strdup("/usr/local/cuda/bin/nvcc");
+    cbc_err_set(err, CBC_E_NVCC, "cannot run '%s': %s", nvcc,
+                strchr(nvcc, '/') ? "not an executable file" : "not found on PATH");
+    cbc_err_hint(err, "name nvcc by its path: cubincache /usr/local/cuda/bin/nvcc ARGS...");
+    return NULL;
+}
+
+/* Counts a command run as it is in the cache's statistics. */
+static void count_uncacheable(const struct cbc_launch_opts *o)
+{
+    char *root = cbc_store_default_root(o->cache_dir);
+    struct cbc_store *s = NULL;
+    if (root && cbc_store_open(root, &s, NULL) == CBC_OK) {
+        cbc_store_count_uncacheable(s);
+        cbc_store_close(s);
+    }
+    free(root);
+}
+
+enum cbc_status cbc_launch_run(const struct cbc_launch_opts *o, struct cbc_launch_result *r,
+                               struct cbc_err *err)
+{
+    memset(r, 0, sizeof *r);
+    struct ctx c = {.o = o, .r = r, .err = err};
+    cbc_nv_parse(o->argv, o->argc, &c.a);
+    enum cbc_status st = CBC_OK;
+    if (o->no_cache)
+        set_why(&c, "the cache is disabled (CUBINCACHE_DISABLE)");
+    else if (c.a.why[0])
+        set_why(&c, "%s", c.a.why);
+    if (!r->why[0]) {
+        char cwd[PATH_MAX];
+        c.cwd = getcwd(cwd, sizeof cwd) ? cbc_strdup(cwd) : NULL;
+        c.source = c.cwd ? cbc_path_abs(c.a.argv[c.a.input_idx[0]]) : NULL;
+        c.memo = cbc_filememo_new();
+        if (!c.cwd || !c.source || !c.memo)
+            st = c.cwd ? cbc_err_oom(err)
+                       : cbc_err_set(err, CBC_E_IO, "cannot read the working directory: %s",
+                                     strerror(errno));
+    }
+    if (st == CBC_OK && !r->why[0]) {
+        struct cbc_err e = {0};
+        if (!cbc_is_file(c.source) ||
+            cbc_filememo_hash(c.memo, c.source, NULL, NULL, 0, &c.source_hash, NULL, &e) != CBC_OK)
+            set_why(&c, "the input '%s' is not a readable file", c.source);
+    }
+    if (st == CBC_OK && !r->why[0]) {
+        char *root = cbc_store_default_root(o->cache_dir);
+        struct cbc_err e = {0};
+        if (!root || cbc_store_open(root, &c.store, &e) != CBC_OK)
+            set_why(&c, "the cache cannot be opened: %s", e.msg[0] ? e.msg : "out of memory");
+        free(root);
+    }
+    if (st == CBC_OK && !r->why[0]) {
+        struct cbc_record_cache tools = cbc_store_tools_cache(c.store);
+        char *nvcc = cbc_launch_nvcc_path(o->nvcc, err);
+        if (!nvcc) {
+            st = CBC_E_NVCC;
+        } else {
+            st = cbc_toolchain_identify(nvcc, c.a.ccbin, &tools, &c.tc, err);
+            c.have_tc = st == CBC_OK;
+            free(nvcc);
+        }
+    }
+    if (st == CBC_OK && !r->why[0]) {
+        cbc_key_env_read(c.env);
+        c.direct = cbc_direct_new(c.store, c.memo);
+        if (!c.direct || !key_flags(&c))
+            st = cbc_err_oom(err);
+    }
+    if (r->why[0] && st == CBC_OK) {
+        r->outcome = CBC_LAUNCH_UNCACHEABLE;
+        cleanup(&c);
+        if (!o->no_cache)
+            count_uncacheable(o);
+        return CBC_OK;
+    }
+    bool hit = false;
+    if (st == CBC_OK)
+        st = lookup(&c, &hit);
+    if (st == CBC_OK && !hit)
+        st = compile(&c);
+    if (st == CBC_OK && c.store)
+        cbc_store_count(c.store, hit, r->outcome == CBC_LAUNCH_MISS ||
+                                          r->outcome == CBC_LAUNCH_NOT_STORED, 0);
+    cbc_direct_refresh(c.direct);
+    cleanup(&c);
+    return st;
+}
+
+void cbc_launch_result_release(struct cbc_launch_result *r)
+{
+    free(r->out);
+    free(r->errs);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,911 @@
+/* split.c: an nvcc compile run step by step, the device compile of each
+ * virtual arch served from the store (contract in split.h).
+ *
+ * `nvcc --dryrun` prints one line per step: variable assignments, the host
+ * compiler preprocessing the source once per virtual arch (-D__CUDA_ARCH__)
+ * and once for the host, cudafe++, cicc per virtual arch, ptxas per real
+ * arch, fatbinary, the host compile, and a "-- Filter Dependencies --"
+ * pseudo-step that writes -MD's depfile. Temporary files are named
+ * TMPDIR/tmpxft_<pid>_<n>-<k>_<stem>.<role>, with k shifting when the arch
+ * list does, so keys and stored contents name them by role only ("@@" +
+ * the part after k_) and restoring puts this run's names back.
+ *
+ * A stored arch ("CBCSPLT1"): count N, then N times: u16 name length, the
+ * name (a role, or "1:<step>"/"2:<step>" for a step's stdout/stderr), u64
+ * length, the bytes. Decoded with every length checked.
+ */
+#include "split.h"
+
+#include <cubincache/binfmt.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum kind {
+    K_ASSIGN, K_DEV_PP, K_HOST_PP, K_FILTER, K_CUDAFE, K_CICC, K_PTXAS, K_FATBIN, K_HOST_CC,
+    K_RM, K_OTHER
+};
+
+struct step {
+    enum kind kind;
+    char *line;
+    char **tok;
+    size_t ntok;
+    unsigned arch;   /* DEV_PP, CICC: the virtual arch; PTXAS: the real one */
+    const char *in, *out; /* into tok */
+    int group;       /* CICC, PTXAS, DEV_PP: the virtual arch's group, else -1 */
+    char dep[PATH_MAX]; /* PP: the dependency file added to it */
+};
+
+struct group {
+    unsigned arch;
+    int cicc, pp, last_ptxas; /* step indices */
+    bool cached;
+    struct cbc_hash key;
+    bool keyed;
+};
+
+struct run {
+    const struct cbc_split_req *req;
+    struct cbc_split_result *res;
+    struct cbc_err *err;
+    struct step *s;
+    size_t n;
+    struct group g[32];
+    size_t ng;
+    struct cbc_buf out, errs;
+    char pid_prefix[64]; /* "tmpxft_<pid>_<n>-" of this run */
+    unsigned serial;
+};
+
+/* ---- the dryrun --------------------------------------------------------------- */
+
+/* Splits a command line as sh would for nvcc's quoting: spaces outside
+ * double quotes separate, quotes go, \" and \\ inside them are literal. */
+static char **tokenize(const char *line, size_t *n)
+{
+    size_t cap = 16;
+    char **v = calloc(cap, sizeof *v);
+    *n = 0;
+    const char *p = line;
+    while (v) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        struct cbc_buf b = {0};
+        bool q = false;
+        for (; *p && (q || (*p != ' ' && *p != '\t')); p++) {
+            if (*p == '"') {
+                q = !q;
+            } else if (q && *p == '\\' && (p[1] == '"' || p[1] == '\\')) {
+                cbc_buf_append(&b, p + 1, 1);
+                p++;
+            } else {
+                cbc_buf_append(&b, p, 1);
+            }
+        }
+        if (!b.p && !b.oom)
+            cbc_buf_append(&b, "", 0);
+        if (b.oom || !b.p) {
+            cbc_buf_release(&b);
+            break;
+        }
+        if (*n + 1 >= cap) {
+            char **nv = cbc_reallocarray(v, cap * 2, sizeof *v);
+            if (!nv) {
+                cbc_buf_release(&b);
+                break;
+            }
+            v = nv;
+            cap *= 2;
+        }
+        v[(*n)++] = b.p;
+        v[*n] = NULL;
+    }
+    return v;
+}
+
+static const char *after(const struct step *s, const char *opt)
+{
+    for (size_t i = 0; i + 1 < s->ntok; i++)
+        if (!strcmp(s->tok[i], opt))
+            return s->tok[i + 1];
+    return NULL;
+}
+
+static bool has(const struct step *s, const char *opt)
+{
+    for (size_t i = 0; i < s->ntok; i++)
+        if (!strcmp(s->tok[i], opt))
+            return true;
+    return false;
+}
+
+static unsigned arch_of(const char *name, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    if (!name || strncmp(name, prefix, pl) != 0)
+        return 0;
+    return (unsigned)strtoul(name + pl, NULL, 10);
+}
+
+static void classify(struct step *s)
+{
+    s->group = -1;
+    const char *line = s->line;
+    if (!strncmp(line, "-- Filter Dependencies -- > ", 28)) {
+        s->kind = K_FILTER;
+        s->out = line + 28;
+        return;
+    }
+    size_t nl = strspn(line, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+    if (nl && line[nl] == '=' && !isdigit((unsigned char)line[0])) {
+        s->kind = K_ASSIGN;
+        return;
+    }
+    if (!s->ntok) {
+        s->kind = K_OTHER;
+        return;
+    }
+    const char *prog = cbc_path_base(s->tok[0]);
+    if (!strcmp(prog, "cicc")) {
+        s->kind = K_CICC;
+        s->arch = arch_of(after(s, "-arch"), "compute_");
+        s->out = after(s, "-o");
+        for (size_t i = 1; i < s->ntok; i++)
+            if (strstr(s->tok[i], ".cpp1.ii"))
+                s->in = s->tok[i];
+    } else if (!strcmp(prog, "ptxas")) {
+        s->kind = K_PTXAS;
+        for (size_t i = 1; i < s->ntok; i++) {
+            if (!strncmp(s->tok[i], "-arch=sm_", 9))
+                s->arch = arch_of(s->tok[i], "-arch=sm_");
+            else if (!strcmp(s->tok[i], "-arch") && i + 1 < s->ntok)
+                s->arch = arch_of(s->tok[i + 1], "sm_");
+            size_t l = strlen(s->tok[i]);
+            if (l > 4 && !strcmp(s->tok[i] + l - 4, ".ptx"))
+                s->in = s->tok[i];
+        }
+        s->out = after(s, "-o");
+    } else if (!strcmp(prog, "cudafe++")) {
+        s->kind = K_CUDAFE;
+    } else if (!strcmp(prog, "fatbinary")) {
+        s->kind = K_FATBIN;
+    } else if (!strcmp(prog, "rm")) {
+        s->kind = K_RM;
+    } else if (has(s, "-E")) {
+        s->kind = K_HOST_PP;
+        for (size_t i = 1; i < s->ntok; i++)
+            if (!strncmp(s->tok[i], "-D__CUDA_ARCH__=", 16)) {
+                s->kind = K_DEV_PP;
+                s->arch = (unsigned)strtoul(s->tok[i] + 16, NULL, 10) / 10;
+            }
+        s->out = after(s, "-o");
+    } else if (has(s, "-c")) {
+        s->kind = K_HOST_CC;
+    } else {
+        s->kind = K_OTHER;
+    }
+}
+
+/* Groups each virtual arch's preprocessing, cicc and ptxas steps. False
+ * when the shape is not the one this knows. */
+static bool group_steps(struct run *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        struct step *s = &r->s[i];
+        if (s->kind != K_CICC)
+            continue;
+        if (!s->arch || !s->out || !s->in || r->ng == CBC_ARRAY_LEN(r->g))
+            return false;
+        struct group *g = &r->g[r->ng];
+        *g = (struct group){s->arch, (int)i, -1, -1, false, {{0}}, false};
+        s->group = (int)r->ng;
+        for (size_t k = 0; k < i; k++)
+            if (r->s[k].kind == K_DEV_PP && r->s[k].out && !strcmp(r->s[k].out, s->in))
+                g->pp = (int)k, r->s[k].group = (int)r->ng;
+        for (size_t k = i + 1; k < r->n; k++)
+            if (r->s[k].kind == K_PTXAS && r->s[k].in && !strcmp(r->s[k].in, s->out))
+                g->last_ptxas = (int)k, r->s[k].group = (int)r->ng;
+        if (g->pp < 0)
+            return false;
+        r->ng++;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        enum kind k = r->s[i].kind;
+        if (k == K_OTHER || ((k == K_PTXAS || k == K_DEV_PP) && r->s[i].group < 0))
+            return false; /* a step this does not know, or one of no arch's group */
+    }
+    return true;
+}
+
+/* ---- temporary names ------------------------------------------------------------ */
+
+/* The length of a temporary name's prefix at p ("tmpxft_0000734_00000000-7_"), or 0. */
+static size_t tmp_prefix(const char *p, const char *end)
+{
+    static const char lead[] = "tmpxft_";
+    if ((size_t)(end - p) < sizeof lead - 1 || memcmp(p, lead, sizeof lead - 1) != 0)
+        return 0;
+    const char *q = p + sizeof lead - 1;
+    size_t hex = 0;
+    while (q < end && isxdigit((unsigned char)*q))
+        q++, hex++;
+    if (!hex || q >= end || *q++ != '_')
+        return 0;
+    size_t dig = 0;
+    while (q < end && isdigit((unsigned char)*q))
+        q++, dig++;
+    if (!dig || q >= end || *q++ != '-')
+        return 0;
+    dig = 0;
+    while (q < end && isdigit((unsigned char)*q))
+        q++, dig++;
+    if (!dig || q >= end || *q++ != '_')
+        return 0;
+    return (size_t)(q - p);
+}
+
+/* Temporary names by role: "<tmpdir>/tmpxft_..-7_a.ptx" -> "@D@a.ptx",
+ * "tmpxft_..-7_a.ptx" -> "@@a.ptx". */
+static void normalize(const struct run *r, const char *s, size_t len, struct cbc_buf *b)
+{
+    const char *end = s + len;
+    size_t dl = strlen(r->req->tmpdir);
+    for (const char *p = s; p < end;) {
+        size_t k;
+        if ((size_t)(end - p) > dl + 1 && !memcmp(p, r->req->tmpdir, dl) && p[dl] == '/' &&
+            (k = tmp_prefix(p + dl + 1, end)) != 0) {
+            cbc_buf_puts(b, "@D@");
+            p += dl + 1 + k;
+        } else if ((k = tmp_prefix(p, end)) != 0) {
+            cbc_buf_puts(b, "@@");
+            p += k;
+        } else {
+            cbc_buf_append(b, p, 1);
+            p++;
+        }
+    }
+}
+
+/* This run's name for a role, from the dryrun's lines: the prefix of the
+ * temporary file whose name ends in `role`. */
+static const char *prefix_for(const struct run *r, const char *role, size_t rl)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        const char *line = r->s[i].line, *end = line + strlen(line);
+        for (const char *p = line; (p = strstr(p, "tmpxft_")); p++) {
+            size_t k = tmp_prefix(p, end);
+            if (k && (size_t)(end - p) >= k + rl && !memcmp(p + k, role, rl) &&
+                (p + k + rl == end || strchr("\" ", p[k + rl])))
+                return p;
+        }
+    }
+    return NULL;
+}
+
+/* The inverse of normalize, for this run; false when a role has no name
+ * in this run (the stored entry is then not used). */
+static bool denormalize(const struct run *r, const uint8_t *s, size_t len, struct cbc_buf *b)
+{
+    const char *p = (const char *)s, *end = p + len;
+    while (p < end) {
+        bool dir = (size_t)(end - p) >= 3 && !memcmp(p, "@D@", 3);
+        if (!dir && !((size_t)(end - p) >= 2 && !memcmp(p, "@@", 2))) {
+            cbc_buf_append(b, p, 1);
+            p++;
+            continue;
+        }
+        p += dir ? 3 : 2;
+        const char *q = p;
+        while (q < end && !strchr("\"' \t\n<>", *q))
+            q++;
+        const char *pre = prefix_for(r, p, (size_t)(q - p));
+        if (!pre)
+            return false;
+        if (dir) {
+            cbc_buf_puts(b, r->req->tmpdir);
+            cbc_buf_puts(b, "/");
+        }
+        cbc_buf_append(b, pre, tmp_prefix(pre, pre + strlen(pre)));
+    }
+    return !b->oom;
+}
+
+/* ---- running steps --------------------------------------------------------------- */
+
+/* Runs one command line through /bin/sh; its output goes to files named
+ * for the step, appended to the run's output afterwards. */
+static enum cbc_status sh(struct run *r, size_t i, const char *line, int *code, uint8_t **out,
+                          size_t *out_len, uint8_t **err_out, size_t *err_len)
+{
+    char op[PATH_MAX], ep[PATH_MAX];
+    snprintf(op, sizeof op, "%s/.step%zu.out", r->req->tmpdir, i);
+    snprintf(ep, sizeof ep, "%s/.step%zu.err", r->req->tmpdir, i);
+    char *argv[] = {"/bin/sh", "-c", (char *)line, NULL};
+    pid_t pid;
+    enum cbc_status st = cbc_proc_spawn(argv, op, ep, &pid, r->err);
+    if (st != CBC_OK)
+        return st;
+    *code = cbc_proc_wait(pid);
+    *out = *err_out = NULL;
+    *out_len = *err_len = 0;
+    cbc_file_read(op, out, out_len, NULL);
+    cbc_file_read(ep, err_out, err_len, NULL);
+    unlink(op);
+    unlink(ep);
+    return CBC_OK;
+}
+
+/* ---- the depfile nvcc writes ------------------------------------------------------ */
+
+/* The prerequisites of a gcc -MD file, as spelled there, appended to v
+ * when not already in it. */
+static bool add_deps(const char *path, char ***v, size_t *n, size_t *cap)
+{
+    uint8_t *d = NULL;
+    size_t len = 0;
+    if (cbc_file_read(path, &d, &len, NULL) != CBC_OK)
+        return false;
+    const char *p = memchr(d, ':', len), *end = (const char *)d + len;
+    bool ok = p != NULL;
+    for (p = p ? p + 1 : end; ok && p < end;) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ||
+                           (*p == '\\' && p + 1 < end && (p[1] == '\n' || p[1] == '\r'))))
+            p += *p == '\\' ? 2 : 1;
+        const char *q = p;
+        while (q < end && *q != ' ' && *q != '\t' && *q != '\n' && *q != '\r')
+            q += *q == '\\' && q + 1 < end && q[1] == ' ' ? 2 : 1;
+        if (q == p)
+            break;
+        char *name = cbc_strndup(p, (size_t)(q - p));
+        bool dup = false;
+        for (size_t i = 0; name && i < *n && !dup; i++)
+            dup = !strcmp((*v)[i], name);
+        if (!name || (!dup && !cbc_grow(v, *n, cap, sizeof **v, 64))) {
+            free(name);
+            ok = false;
+        } else if (dup) {
+            free(name);
+        } else {
+            (*v)[(*n)++] = name;
+        }
+        p = q;
+    }
+    free(d);
+    return ok;
+}
+
+/* nvcc's format: "target : dep \\\n    dep \\\n ...    dep\n", the files
+ * of each arch's preprocessing in the order nvcc ran them, then what only
+ * the host side read (the order nvcc's own depfile has). */
+static bool write_depfile(struct run *r)
+{
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    bool ok = true;
+    for (size_t i = 0; ok && i < r->n; i++)
+        if (r->s[i].kind == K_DEV_PP)
+            ok = add_deps(r->s[i].dep, &v, &n, &cap);
+    for (size_t i = 0; ok && i < r->n; i++)
+        if (r->s[i].kind == K_HOST_PP)
+            ok = add_deps(r->s[i].dep, &v, &n, &cap);
+    struct cbc_buf b = {0};
+    cbc_buf_puts(&b, r->req->dep_target);
+    cbc_buf_puts(&b, " :");
+    for (size_t i = 0; i < n; i++) {
+        cbc_buf_puts(&b, i ? " \\\n    " : " ");
+        cbc_buf_puts(&b, v[i]);
+        free(v[i]);
+    }
+    free(v);
+    cbc_buf_puts(&b, "\n");
+    ok = ok && !b.oom &&
+         cbc_file_write_atomic(r->req->depfile, b.p, b.len, 0666, NULL) == CBC_OK;
+    cbc_buf_release(&b);
+    return ok;
+}
+
+/* ---- stored archs ---------------------------------------------------------------- */
+
+struct file_set {
+    char *name[40];
+    struct cbc_buf data[40];
+    size_t n;
+};
+
+static void set_add(struct file_set *fs, const char *name, const void *d, size_t len)
+{
+    if (fs->n == CBC_ARRAY_LEN(fs->name))
+        return;
+    fs->name[fs->n] = cbc_strdup(name);
+    cbc_buf_append(&fs->data[fs->n], d ? d : "", len);
+    fs->n++;
+}
+
+static void set_release(struct file_set *fs)
+{
+    for (size_t i = 0; i < fs->n; i++) {
+        free(fs->name[i]);
+        cbc_buf_release(&fs->data[i]);
+    }
+    fs->n = 0;
+}
+
+static uint8_t *set_encode(const struct file_set *fs, size_t *len)
+{
+    struct cbc_buf b = {0};
+    uint8_t h[8];
+    cbc_buf_append(&b, "CBCSPLT1", 8);
+    cbc_wr32(h, (uint32_t)fs->n);
+    cbc_buf_append(&b, h, 4);
+    for (size_t i = 0; i < fs->n; i++) {
+        size_t nl = fs->name[i] ? strlen(fs->name[i]) : 0;
+        uint8_t l2[2] = {(uint8_t)nl, (uint8_t)(nl >> 8)};
+        cbc_buf_append(&b, l2, 2);
+        cbc_buf_append(&b, fs->name[i] ? fs->name[i] : "", nl);
+        cbc_wr64(h, fs->data[i].len);
+        cbc_buf_append(&b, h, 8);
+        cbc_buf_append(&b, fs->data[i].p ? fs->data[i].p : "", fs->data[i].len);
+    }
+    if (b.oom) {
+        cbc_buf_release(&b);
+        return NULL;
+    }
+    *len = b.len;
+    return (uint8_t *)b.p;
+}
+
+static bool set_decode(const uint8_t *d, size_t len, struct file_set *fs)
+{
+    memset(fs, 0, sizeof *fs);
+    if (len < 12 || memcmp(d, "CBCSPLT1", 8) != 0)
+        return false;
+    uint32_t n = cbc_rd32(d + 8);
+    size_t off = 12;
+    if (n > CBC_ARRAY_LEN(fs->name))
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!cbc_in_bounds(len, off, 2))
+            return false;
+        size_t nl = cbc_rd16(d + off);
+        off += 2;
+        if (!cbc_in_bounds(len, off, nl + 8))
+            return false;
+        char *name = cbc_strndup((const char *)d + off, nl);
+        off += nl;
+        uint64_t dl = cbc_rd64(d + off);
+        off += 8;
+        if (!name || !cbc_in_bounds(len, off, dl)) {
+            free(name);
+            set_release(fs);
+            return false;
+        }
+        set_add(fs, name, d + off, (size_t)dl);
+        free(name);
+        off += (size_t)dl;
+    }
+    return off == len;
+}
+
+static const struct cbc_buf *set_get(const struct file_set *fs, const char *name)
+{
+    for (size_t i = 0; i < fs->n; i++)
+        if (fs->name[i] && !strcmp(fs->name[i], name))
+            return &fs->data[i];
+    return NULL;
+}
+
+/* The role of a temporary path: "@D@a.compute_86.ptx". */
+static char *role_of(const struct run *r, const char *path)
+{
+    struct cbc_buf b = {0};
+    normalize(r, path, strlen(path), &b);
+    return b.p;
+}
+
+/* The files a group's steps write, by role: cicc's four, each ptxas's cubin. */
+static size_t group_outputs(const struct run *r, const struct group *g, const char **paths,
+                            size_t cap)
+{
+    const struct step *c = &r->s[g->cicc];
+    const char *opts[] = {"-o", "--gen_c_file_name", "--stub_file_name", "--gen_device_file_name"};
+    size_t n = 0;
+    for (size_t i = 0; i < CBC_ARRAY_LEN(opts) && n < cap; i++) {
+        const char *p = after(c, opts[i]);
+        if (p)
+            paths[n++] = p;
+    }
+    for (int k = g->cicc + 1; k <= g->last_ptxas && n < cap; k++)
+        if (r->s[k].kind == K_PTXAS && r->s[k].group == (int)(g - r->g) && r->s[k].out)
+            paths[n++] = r->s[k].out;
+    return n;
+}
+
+/* A stub or cudafe file names the temporary files next to it; binaries
+ * are stored as they are. */
+static bool is_text_role(const char *path)
+{
+    size_t l = strlen(path);
+    return !(l > 6 && !strcmp(path + l - 6, ".cubin"));
+}
+
+/* The key of a group: what cicc reads (the arch's preprocessed source and
+ * the module id), the cicc and ptxas lines by role, nvcc and the host
+ * compiler, the environment. */
+static bool group_key(struct run *r, struct group *g)
+{
+    const struct step *c = &r->s[g->cicc];
+    const char *mid = after(c, "--module_id_file_name");
+    struct cbc_hasher *h = cbc_hasher_new();
+    if (!h)
+        return false;
+    uint8_t *d = NULL;
+    size_t n = 0;
+    bool ok = cbc_file_read(c->in, &d, &n, NULL) == CBC_OK;
+    if (ok)
+        cbc_hasher_field(h, 1, d, n);
+    free(d);
+    d = NULL;
+    if (ok && mid && cbc_file_read(mid, &d, &n, NULL) == CBC_OK)
+        cbc_hasher_field(h, 2, d, n);
+    free(d);
+    struct cbc_hash content;
+    cbc_hasher_digest(h, &content);
+    cbc_hasher_free(h);
+    if (!ok)
+        return false;
+    /* the lines, by role, as the key's flags */
+    char *flags[16];
+    size_t nf = 0;
+    struct cbc_buf b = {0};
+    normalize(r, c->line, strlen(c->line), &b);
+    flags[nf++] = b.p;
+    for (int k = g->cicc + 1; k <= g->last_ptxas && nf < CBC_ARRAY_LEN(flags); k++) {
+        if (r->s[k].kind != K_PTXAS || r->s[k].group != (int)(g - r->g))
+            continue;
+        struct cbc_buf pb = {0};
+        normalize(r, r->s[k].line, strlen(r->s[k].line), &pb);
+        flags[nf++] = pb.p;
+    }
+    bool all = true;
+    for (size_t i = 0; i < nf; i++)
+        all &= flags[i] != NULL;
+    struct cbc_key_now now = *r->req->now;
+    now.source_hash = &content;
+    now.flags = flags;
+    now.n_flags = nf;
+    now.cwd = NULL;
+    struct cbc_target t = {CBC_KIND_PTX, CBC_VARIANT_NONE, (uint16_t)g->arch};
+    struct cbc_key_inputs in;
+    ok = all && cbc_key_inputs_make(&now, &t, NULL, 0, &in);
+    if (ok)
+        cbc_key_result(&in, &g->key);
+    for (size_t i = 0; i < nf; i++)
+        free(flags[i]);
+    g->keyed = ok;
+    return ok;
+}
+
+/* Restores a group's files from the store; false (nothing written) when
+ * it is not stored or does not fit this run. */
+static bool restore(struct run *r, struct group *g)
+{
+    uint8_t *data = NULL;
+    size_t len = 0;
+    enum cbc_lookup lr;
+    char why[256];
+    struct cbc_target rt = cbc_store_result_target();
+    if (cbc_store_get(r->req->store, &g->key, &rt, &data, &len, &lr, why, sizeof why, NULL) !=
+            CBC_OK ||
+        lr != CBC_LOOKUP_HIT)
+        return false;
+    struct file_set fs;
+    bool ok = set_decode(data, len, &fs);
+    free(data);
+    const char *paths[16];
+    size_t np = ok ? group_outputs(r, g, paths, CBC_ARRAY_LEN(paths)) : 0;
+    struct cbc_buf contents[16] = {{0}};
+    for (size_t i = 0; ok && i < np; i++) {
+        char *role = role_of(r, paths[i]);
+        const struct cbc_buf *f = role ? set_get(&fs, role) : NULL;
+        free(role);
+        if (!f) {
+            ok = false;
+            break;
+        }
+        if (is_text_role(paths[i]))
+            ok = denormalize(r, (const uint8_t *)f->p, f->len, &contents[i]);
+        else
+            cbc_buf_append(&contents[i], f->p ? f->p : "", f->len);
+        /* the device code must be what its step says */
+        const struct step *w = NULL;
+        for (int k = g->cicc; k <= g->last_ptxas && !w; k++)
+            if (r->s[k].out && !strcmp(r->s[k].out, paths[i]))
+                w = &r->s[k];
+        if (ok && w) {
+            struct cbc_target t = {w->kind == K_PTXAS ? CBC_KIND_SASS : CBC_KIND_PTX,
+                                   CBC_VARIANT_NONE, (uint16_t)w->arch};
+            struct cbc_target found = {0};
+            ok = cbc_binfmt_verify_target((const uint8_t *)contents[i].p, contents[i].len, &t,
+                                          paths[i], &found, NULL) != CBC_E_FORMAT &&
+                 found.arch == t.arch && found.kind == t.kind;
+        }
+    }
+    for (size_t i = 0; ok && i < np; i++)
+        ok = cbc_file_write_atomic(paths[i], contents[i].p ? contents[i].p : "", contents[i].len,
+                                   0600, NULL) == CBC_OK;
+    /* what the skipped steps printed, in their order */
+    for (int k = g->cicc; ok && k <= g->last_ptxas; k++) {
+        if (r->s[k].group != (int)(g - r->g) || (r->s[k].kind != K_CICC && r->s[k].kind != K_PTXAS))
+            continue;
+        char nm[32];
+        snprintf(nm, sizeof nm, "1:%d", k - g->cicc);
+        const struct cbc_buf *o = set_get(&fs, nm);
+        if (o && o->len)
+            cbc_buf_append(&r->out, o->p, o->len);
+        snprintf(nm, sizeof nm, "2:%d", k - g->cicc);
+        o = set_get(&fs, nm);
+        if (o && o->len)
+            cbc_buf_append(&r->errs, o->p, o->len);
+    }
+    for (size_t i = 0; i < CBC_ARRAY_LEN(contents); i++)
+        cbc_buf_release(&contents[i]);
+    set_release(&fs);
+    return ok;
+}
+
+/* Stores a group after its steps ran; the steps' output is in outs. */
+static void store_group(struct run *r, struct group *g, struct file_set *outs)
+{
+    const char *paths[16];
+    size_t np = group_outputs(r, g, paths, CBC_ARRAY_LEN(paths));
+    struct file_set fs = {0};
+    bool ok = true;
+    for (size_t i = 0; ok && i < np; i++) {
+        uint8_t *d = NULL;
+        size_t n = 0;
+        char *role = role_of(r, paths[i]);
+        ok = role && cbc_file_read(paths[i], &d, &n, NULL) == CBC_OK;
+        if (ok && is_text_role(paths[i])) {
+            struct cbc_buf b = {0};
+            normalize(r, (const char *)d, n, &b);
+            set_add(&fs, role, b.p, b.len);
+            cbc_buf_release(&b);
+        } else if (ok) {
+            /* a binary naming a temporary file could not be moved to another run */
+            ok = !memmem(d, n, "tmpxft_", 7);
+            if (ok)
+                set_add(&fs, role, d, n);
+        }
+        free(d);
+        free(role);
+    }
+    for (size_t i = 0; i < outs->n; i++)
+        set_add(&fs, outs->name[i], outs->data[i].p, outs->data[i].len);
+    size_t len = 0;
+    uint8_t *blob = ok ? set_encode(&fs, &len) : NULL;
+    struct cbc_target rt = cbc_store_result_target();
+    if (blob)
+        cbc_store_put(r->req->store, &g->key, &rt, blob, len, NULL); /* a cache: failure is fine */
+    free(blob);
+    set_release(&fs);
+}
+
+/* ---- the whole compile ------------------------------------------------------------ */
+
+static void unquote_assign(const char *line, char *name, size_t nl, const char **value)
+{
+    const char *eq = strchr(line, '=');
+    size_t n = (size_t)(eq - line) < nl ? (size_t)(eq - line) : nl - 1;
+    memcpy(name, line, n);
+    name[n] = '\0';
+    *value = eq + 1;
+}
+
+static enum cbc_status dryrun(struct run *r, bool *ok)
+{
+    const struct cbc_split_req *q = r->req;
+    char **argv = calloc(q->argc + 3, sizeof *argv);
+    if (!argv)
+        return cbc_err_oom(r->err);
+    argv[0] = (char *)q->nvcc;
+    argv[1] = "--dryrun";
+    for (size_t i = 0; i < q->argc; i++)
+        argv[i + 2] = q->argv[i];
+    char op[PATH_MAX];
+    snprintf(op, sizeof op, "%s/.dryrun", q->tmpdir);
+    const char *old = getenv("TMPDIR");
+    char *saved = old ? cbc_strdup(old) : NULL;
+    setenv("TMPDIR", q->tmpdir, 1);
+    pid_t pid;
+    enum cbc_status st = cbc_proc_spawn(argv, op, op, &pid, r->err);
+    int code = st == CBC_OK ? cbc_proc_wait(pid) : -1;
+    if (saved)
+        setenv("TMPDIR", saved, 1);
+    else
+        unsetenv("TMPDIR");
+    free(saved);
+    free(argv);
+    if (st != CBC_OK)
+        return st;
+    uint8_t *text = NULL;
+    size_t len = 0;
+    *ok = code == 0 && cbc_file_read(op, &text, &len, NULL) == CBC_OK;
+    unlink(op);
+    size_t cap = 0;
+    for (char *line = (char *)text, *next; *ok && line && line < (char *)text + len; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        if (strncmp(line, "#$ ", 3) != 0) {
+            *ok = *line == '\0'; /* anything else: not a shape this knows */
+            continue;
+        }
+        if (!cbc_grow(&r->s, r->n, &cap, sizeof *r->s, 32)) {
+            free(text);
+            return cbc_err_oom(r->err);
+        }
+        struct step *s = &r->s[r->n++];
+        memset(s, 0, sizeof *s);
+        size_t l = strlen(line + 3);
+        while (l && (line[3 + l - 1] == ' ' || line[3 + l - 1] == '\r'))
+            l--;
+        s->line = cbc_strndup(line + 3, l);
+        s->tok = s->line ? tokenize(s->line, &s->ntok) : NULL;
+        if (!s->line || !s->tok) {
+            free(text);
+            return cbc_err_oom(r->err);
+        }
+        classify(s);
+    }
+    free(text);
+    *ok = *ok && r->n && group_steps(r);
+    return CBC_OK;
+}
+
+static void free_steps(struct run *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        for (size_t k = 0; k < r->s[i].ntok; k++)
+            free(r->s[i].tok[k]);
+        free(r->s[i].tok);
+        free(r->s[i].line);
+    }
+    free(r->s);
+}
+
+enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_result *res,
+                              struct cbc_err *err)
+{
+    memset(res, 0, sizeof *res);
+    struct run r = {.req = req, .res = res, .err = err};
+    bool ok = false;
+    enum cbc_status st = dryrun(&r, &ok);
+    if (st != CBC_OK || !ok) {
+        if (st == CBC_OK)
+            snprintf(res->why, sizeof res->why, "nvcc --dryrun lists steps this does not split");
+        free_steps(&r);
+        return st;
+    }
+    /* the steps' environment: nvcc's assignments, as it sets them; ours is
+     * put back afterwards, for whatever runs next */
+    struct saved_env {
+        char name[128];
+        char *value; /* NULL: was unset */
+    } saved[64];
+    size_t n_saved = 0;
+    struct file_set outs[CBC_ARRAY_LEN(r.g)];
+    memset(outs, 0, sizeof outs);
+    for (size_t i = 0; ok && i < r.n; i++) {
+        struct step *s = &r.s[i];
+        struct group *g = s->group >= 0 ? &r.g[s->group] : NULL;
+        if (s->kind == K_ASSIGN) {
+            char name[128];
+            const char *value;
+            unquote_assign(s->line, name, sizeof name, &value);
+            bool known = false;
+            for (size_t k = 0; k < n_saved && !known; k++)
+                known = !strcmp(saved[k].name, name);
+            if (!known && n_saved < CBC_ARRAY_LEN(saved)) {
+                snprintf(saved[n_saved].name, sizeof saved[n_saved].name, "%s", name);
+                const char *old = getenv(name);
+                saved[n_saved++].value = old ? cbc_strdup(old) : NULL;
+            } else if (!known) {
+                ok = false; /* more than this can put back */
+                break;
+            }
+            setenv(name, value, 1);
+            continue;
+        }
+        if (s->kind == K_FILTER) {
+            ok = req->depfile && write_depfile(&r);
+            continue;
+        }
+        if (s->kind == K_RM)
+            continue; /* the directory is removed whole afterwards */
+        if (s->kind == K_CICC) {
+            res->archs++;
+            if (group_key(&r, g) && restore(&r, g)) {
+                g->cached = true;
+                res->archs_cached++;
+                continue;
+            }
+        }
+        if ((s->kind == K_PTXAS) && g && g->cached)
+            continue;
+        char *line = s->line;
+        if (s->kind == K_DEV_PP || s->kind == K_HOST_PP) {
+            /* the files it reads, from the preprocessing it does anyway */
+            snprintf(s->dep, sizeof s->dep, "%s/.pp%zu.d", req->tmpdir, i);
+            line = cbc_asprintf("%s -MD -MF \"%s\"", s->line, s->dep);
+            if (!line) {
+                st = cbc_err_oom(err);
+                break;
+            }
+        }
+        int code = -1;
+        uint8_t *o = NULL, *e = NULL;
+        size_t ol = 0, el = 0;
+        st = sh(&r, i, line, &code, &o, &ol, &e, &el);
+        if (line != s->line)
+            free(line);
+        if (st == CBC_OK && ol)
+            cbc_buf_append(&r.out, o, ol);
+        if (st == CBC_OK && el)
+            cbc_buf_append(&r.errs, e, el);
+        if (st == CBC_OK && g && (s->kind == K_CICC || s->kind == K_PTXAS)) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "1:%d", (int)i - g->cicc);
+            set_add(&outs[s->group], nm, o, ol);
+            snprintf(nm, sizeof nm, "2:%d", (int)i - g->cicc);
+            set_add(&outs[s->group], nm, e, el);
+        }
+        free(o);
+        free(e);
+        if (st != CBC_OK)
+            break;
+        if (code != 0) {
+            ok = false;
+            snprintf(res->why, sizeof res->why, "a step failed (exit %d): %.*s", code, 120,
+                     s->line);
+            break;
+        }
+        if (g && g->keyed && !g->cached && (int)i == (g->last_ptxas >= 0 ? g->last_ptxas : g->cicc))
+            store_group(&r, g, &outs[s->group]);
+    }
+    for (size_t k = 0; k < n_saved; k++) {
+        if (saved[k].value)
+            setenv(saved[k].name, saved[k].value, 1);
+        else
+            unsetenv(saved[k].name);
+        free(saved[k].value);
+    }
+    for (size_t i = 0; i < CBC_ARRAY_LEN(outs); i++)
+        set_release(&outs[i]);
+    free_steps(&r);
+    if (st == CBC_OK && ok && !r.out.oom && !r.errs.oom) {
+        res->done = true;
+        res->out = r.out.p, res->out_len = r.out.len;
+        res->errs = r.errs.p, res->errs_len = r.errs.len;
+        return CBC_OK;
+    }
+    if (st == CBC_OK && !res->why[0])
+        snprintf(res->why, sizeof res->why, "the split compile could not finish");
+    cbc_buf_release(&r.out);
+    cbc_buf_release(&r.errs);
+    return st;
+}
+
+void cbc_split_result_release(struct cbc_split_result *res)
+{
+    free(res->out);
+    free(res->errs);
+    memset(res, 0, sizeof *res);
+}
