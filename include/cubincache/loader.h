@@ -131,6 +131,13 @@ CBC_API enum cbc_status cbc_device_query(int ordinal, struct cbc_device_info *ou
  * CBC_E_NOT_FOUND for a symbol the driver does not have at that ABI. */
 CBC_API enum cbc_status cbc_driver_symbol(const char *name, int abi, void **fn, struct cbc_err *err);
 
+/* Fills err for a failed driver call made through cbc_driver_symbol:
+ * "<what>: CUDA_ERROR_X (n): <the driver's text>", the form the loader's own
+ * errors take, and returns `status` (CBC_E_DRIVER for most). `result` is
+ * the call's CUresult. Since 0.1. */
+CBC_API enum cbc_status cbc_driver_error(int result, const char *what, enum cbc_status status,
+                                         struct cbc_err *err);
+
 /* ---- modules ----------------------------------------------------------- */
 
 struct cbc_load_opts {

@@ -85,18 +85,12 @@ struct ctx {
     struct cbc_direct *direct; /* direct mode over the store (src/direct) */
 };
 
-CBC_PRINTF(3, 4)
-static void say(struct ctx *c, enum cbc_msg_kind kind, const char *fmt, ...)
-{
-    if (!c->o->msg || (kind == CBC_MSG_EXPLAIN && !c->o->explain))
-        return;
-    char buf[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    c->o->msg(c->o->msg_ctx, kind, buf);
-}
+/* Explanations are formatted only when asked for (--explain). */
+#define say(c, kind, ...)                                                                          \
+    do {                                                                                           \
+        if ((kind) != CBC_MSG_EXPLAIN || (c)->o->explain)                                          \
+            cbc_say((c)->o->msg, (c)->o->msg_ctx, (kind), __VA_ARGS__);                            \
+    } while (0)
 
 /* ---- options ------------------------------------------------------------- */
 

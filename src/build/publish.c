@@ -22,18 +22,7 @@
 
 #define OUT_LOCK_WAIT_MS 120000 /* another build of this directory publishing */
 
-CBC_PRINTF(3, 4)
-static void say(const struct cbc_publish_req *r, enum cbc_msg_kind kind, const char *fmt, ...)
-{
-    if (!r->msg)
-        return;
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    r->msg(r->msg_ctx, kind, buf);
-}
+#define say(r, kind, ...) cbc_say((r)->msg, (r)->msg_ctx, (kind), __VA_ARGS__)
 
 enum cbc_status cbc_stage_init(struct cbc_stage *s, const char *out_dir, const char *name,
                                struct cbc_err *err)

@@ -180,6 +180,9 @@ enum cbc_msg_kind {
     CBC_MSG_DIAG = 3     /* nvcc's own output, always shown */
 };
 typedef void (*cbc_msg_fn)(void *ctx, enum cbc_msg_kind kind, const char *text);
+/* Formats a message and hands it to fn (nothing when fn is NULL). */
+void cbc_say(cbc_msg_fn fn, void *ctx, enum cbc_msg_kind kind, const char *fmt, ...)
+    CBC_PRINTF(4, 5);
 
 /* ---- target variants (target.c) ---------------------------------------- */
 /* The one spelling of a variant suffix (enum cbc_variant): "a", "f" or "". */

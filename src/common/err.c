@@ -87,3 +87,15 @@ enum cbc_status cbc_err_oom(struct cbc_err *err)
 {
     return cbc_err_set(err, CBC_E_NOMEM, "out of memory");
 }
+
+void cbc_say(cbc_msg_fn fn, void *ctx, enum cbc_msg_kind kind, const char *fmt, ...)
+{
+    if (!fn)
+        return;
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fn(ctx, kind, buf);
+}

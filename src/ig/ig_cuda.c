@@ -24,8 +24,6 @@ static const struct {
     int abi;
     bool required;
 } entries[] = {
-    ENTRY(GetErrorName, "cuGetErrorName", 6000, true),
-    ENTRY(GetErrorString, "cuGetErrorString", 6000, true),
     ENTRY(DeviceGet, "cuDeviceGet", 2000, true),
     ENTRY(DeviceGetAttribute, "cuDeviceGetAttribute", 2000, true),
     ENTRY(FuncSetAttribute, "cuFuncSetAttribute", 9000, true),
@@ -83,11 +81,6 @@ enum cbc_status ig_cuda_get(const struct ig_cuda **out, struct cbc_err *err)
 enum cbc_status ig_cuda_fail(const struct ig_cuda *cu, CUresult rc, enum cbc_status status,
                              struct cbc_err *err, const char *what)
 {
-    const char *name = NULL, *text = NULL;
-    if (cu && cu->GetErrorName)
-        cu->GetErrorName(rc, &name);
-    if (cu && cu->GetErrorString)
-        cu->GetErrorString(rc, &text);
-    return ig_err_set(err, status, "%s: %s (%d): %s", what, name ? name : "CUDA_ERROR_UNKNOWN",
-                      (int)rc, text ? text : "no description");
+    (void)cu;
+    return cbc_driver_error((int)rc, what, status, err);
 }

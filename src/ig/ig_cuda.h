@@ -16,8 +16,6 @@
 #include <cuda.h>
 
 struct ig_cuda {
-    __typeof__(cuGetErrorName) *GetErrorName;
-    __typeof__(cuGetErrorString) *GetErrorString;
     __typeof__(cuDeviceGet) *DeviceGet;
     __typeof__(cuDeviceGetAttribute) *DeviceGetAttribute;
     __typeof__(cuFuncSetAttribute) *FuncSetAttribute;
@@ -48,7 +46,8 @@ struct ig_cuda {
  * point. The first failure is remembered and repeated. */
 enum cbc_status ig_cuda_get(const struct ig_cuda **out, struct cbc_err *err);
 
-/* "<what>: CUDA_ERROR_X (n): <text>" into err; returns status. */
+/* "<what>: CUDA_ERROR_X (n): <text>" into err (cbc_driver_error); returns
+ * status. */
 enum cbc_status ig_cuda_fail(const struct ig_cuda *cu, CUresult rc, enum cbc_status status,
                              struct cbc_err *err, const char *what);
 

@@ -237,18 +237,7 @@ struct ctx {
     char tmp[PATH_MAX]; /* the private directory of a miss */
 };
 
-static void say(struct ctx *c, enum cbc_msg_kind kind, const char *fmt, ...) CBC_PRINTF(3, 4);
-static void say(struct ctx *c, enum cbc_msg_kind kind, const char *fmt, ...)
-{
-    if (!c->o->msg)
-        return;
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    c->o->msg(c->o->msg_ctx, kind, buf);
-}
+#define say(c, kind, ...) cbc_say((c)->o->msg, (c)->o->msg_ctx, (kind), __VA_ARGS__)
 
 static void set_why(struct ctx *c, const char *fmt, ...) CBC_PRINTF(2, 3);
 static void set_why(struct ctx *c, const char *fmt, ...)

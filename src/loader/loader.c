@@ -74,6 +74,14 @@ enum cbc_status cbc_driver_symbol(const char *name, int abi, void **fn, struct c
     return CBC_OK;
 }
 
+enum cbc_status cbc_driver_error(int result, const char *what, enum cbc_status status,
+                                 struct cbc_err *err)
+{
+    const struct cbc_cuda *cu = NULL;
+    cbc_cuda_get(&cu, NULL);
+    return cbc_cuda_fail(cu, (CUresult)result, status, err, what);
+}
+
 /* The sentence for "nothing in this bundle runs on this GPU". */
 static enum cbc_status no_image(const struct cbc_bundle *b, const struct cbc_device_info *d,
                                 const struct cbc_select_query *q, const struct cbc_load_opts *o,

@@ -390,6 +390,19 @@ Test(loader, driver_symbols_resolve_through_the_driver)
     cr_assert(strstr(err.msg, "cuNoSuchThing"), "%s", err.msg);
 }
 
+Test(loader, driver_errors_are_worded_as_the_loaders_own)
+{
+    fake_gpu(90, "x", 13000);
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_driver_error(209 /* CUDA_ERROR_NO_BINARY_FOR_GPU */, "cuModuleLoadData",
+                                  CBC_E_DRIVER,
+                                  &err), CBC_E_DRIVER);
+    cr_assert_str_eq(err.msg, "cuModuleLoadData: CUDA_ERROR_NO_BINARY_FOR_GPU (209): no kernel "
+                     "image is available for execution on the device");
+    cr_assert_eq(err.status, CBC_E_DRIVER);
+    cr_assert_eq(cbc_driver_error(1, "x", CBC_E_NO_DEVICE, NULL), CBC_E_NO_DEVICE);
+}
+
 /* loader.h lets callers pass a NULL error record; the status alone must
  * still say what failed, and no output may be left set on a failure. */
 Test(loader, a_null_err_never_turns_a_failure_into_success)
