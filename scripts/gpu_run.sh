@@ -8,8 +8,12 @@
 # build.log, consumer.log, and truth-sm_XY.txt: what this GPU did with each
 # member of the deploy-gate corpus (copy it to tests/corpus/ when the corpus
 # changes).
+# GPU_RUN_PART=tests stops before the benchmarks and GPU_RUN_PART=bench
+# runs only them (on a build-gpu an earlier call left), so each part fits
+# one call of the GPU machine's time limit.
 set -uo pipefail
 out=${1:?usage: scripts/gpu_run.sh OUTDIR}
+part=${GPU_RUN_PART:-all}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 S="$out/summary.txt"
@@ -21,13 +25,14 @@ say "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee -a "$S"
 nvcc --version | tail -1 | tee -a "$S"
 say "== build (meson setup + ninja; -Dcuda-arch=auto decides at build time)"
-if ! step bash -c "meson setup build-gpu > '$out/build.log' 2>&1 && ninja -C build-gpu >> '$out/build.log' 2>&1"; then
+if ! step bash -c "{ [ -f build-gpu/build.ninja ] || meson setup build-gpu; } > '$out/build.log' 2>&1 && ninja -C build-gpu >> '$out/build.log' 2>&1"; then
     tail -60 "$out/build.log"
     exit 1
 fi
 grep -E '"(rule|detail)":|"target":' build-gpu/kernels/ig_kernels.manifest.json | tee -a "$S"
 build-gpu/tools/cubincache devices build-gpu/kernels/ig_kernels.manifest.json 2>&1 | tee -a "$S"
 
+if [ "$part" != bench ]; then
 say "== GPU test suite"
 step timeout 900 meson test -C build-gpu --suite gpu -v > "$out/gpu-tests.log" 2>&1
 grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|  8 calls|FAIL|gpu_ig:|gpu_loader:)' "$out/gpu-tests.log" | tee -a "$S"
@@ -62,6 +67,27 @@ if meson install -C build-gpu --destdir "$stage" --quiet > "$out/consumer.log" 2
 else
     say "  meson install failed: $(tail -5 "$out/consumer.log")"
 fi
+
+say "== the compiler launcher on this GPU: tests/launcher/project built with Meson through cubincache nvcc"
+(
+    rm -rf /tmp/cbc-lp /tmp/cbc-lp-cache
+    export CUBINCACHE_DIR=/tmp/cbc-lp-cache
+    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
+    printf "[binaries]\ncuda = ['%s', 'nvcc']\n" "$PWD/build-gpu/tools/cubincache" > /tmp/cbc-lp-native.ini
+    if meson setup --native-file /tmp/cbc-lp-native.ini -Darchs="$cc" /tmp/cbc-lp tests/launcher/project \
+            > /tmp/cbc-lp.log 2>&1 && ninja -C /tmp/cbc-lp >> /tmp/cbc-lp.log 2>&1; then
+        say "  archs $cc: $(/tmp/cbc-lp/app 2>&1 | tr '\n' ' ')(exit ${PIPESTATUS[0]})"
+        meson configure /tmp/cbc-lp -Darchs=80 > /dev/null && ninja -C /tmp/cbc-lp >> /tmp/cbc-lp.log 2>&1
+        say "  archs 80 (SASS only, no PTX): $(/tmp/cbc-lp/app 2>&1 | tr '\n' ' ')(exit ${PIPESTATUS[0]}); $(build-gpu/tools/cubincache check --arch "$cc" /tmp/cbc-lp/app 2>/dev/null | head -1)"
+        meson configure /tmp/cbc-lp -Darchs="$cc" > /dev/null && ninja -C /tmp/cbc-lp >> /tmp/cbc-lp.log 2>&1
+        say "  archs $cc again, from the launcher's cache: $(/tmp/cbc-lp/app 2>&1 | tr '\n' ' ')(exit ${PIPESTATUS[0]}); $(build-gpu/tools/cubincache cache stats | grep -E '^hits')"
+    else
+        say "  launcher project failed: $(tail -5 /tmp/cbc-lp.log)"
+    fi
+)
+
+fi
+[ "$part" = tests ] && { tail -40 "$S"; exit 0; }
 
 say "== benchmarks"
 : > "$out/bench.jsonl"
