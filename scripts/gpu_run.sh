@@ -76,11 +76,14 @@ say "== the compiler launcher on this GPU: tests/launcher/project built with Mes
     printf "[binaries]\ncuda = ['%s', 'nvcc']\n" "$PWD/build-gpu/tools/cubincache" > /tmp/cbc-lp-native.ini
     if meson setup --native-file /tmp/cbc-lp-native.ini -Darchs="$cc" /tmp/cbc-lp tests/launcher/project \
             > /tmp/cbc-lp.log 2>&1 && ninja -C /tmp/cbc-lp >> /tmp/cbc-lp.log 2>&1; then
-        say "  archs $cc: $(/tmp/cbc-lp/app 2>&1 | tr '\n' ' ')(exit ${PIPESTATUS[0]})"
+        r=$(/tmp/cbc-lp/app 2>&1); rc=$?
+        say "  archs $cc: $r (exit $rc)"
         meson configure /tmp/cbc-lp -Darchs=80 > /dev/null && ninja -C /tmp/cbc-lp >> /tmp/cbc-lp.log 2>&1
-        say "  archs 80 (SASS only, no PTX): $(/tmp/cbc-lp/app 2>&1 | tr '\n' ' ')(exit ${PIPESTATUS[0]}); $(build-gpu/tools/cubincache check --arch "$cc" /tmp/cbc-lp/app 2>/dev/null | head -1)"
+        r=$(/tmp/cbc-lp/app 2>&1); rc=$?
+        say "  archs 80 (SASS only, no PTX): $r (exit $rc); $(build-gpu/tools/cubincache check --arch "$cc" /tmp/cbc-lp/app 2>/dev/null | head -1)"
         meson configure /tmp/cbc-lp -Darchs="$cc" > /dev/null && ninja -C /tmp/cbc-lp >> /tmp/cbc-lp.log 2>&1
-        say "  archs $cc again, from the launcher's cache: $(/tmp/cbc-lp/app 2>&1 | tr '\n' ' ')(exit ${PIPESTATUS[0]}); $(build-gpu/tools/cubincache cache stats | grep -E '^hits')"
+        r=$(/tmp/cbc-lp/app 2>&1); rc=$?
+        say "  archs $cc again, from the launcher's cache: $r (exit $rc); $(build-gpu/tools/cubincache cache stats | grep -E '^hits')"
     else
         say "  launcher project failed: $(tail -5 /tmp/cbc-lp.log)"
     fi
