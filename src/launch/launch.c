@@ -451,7 +451,8 @@ static enum cbc_status compile(struct ctx *c)
         struct cbc_key_now now = key_now(c);
         struct cbc_split_req q = {c->tc.nvcc, argv + 1, n - 1, steps,
                                   own_dep ? own_dep : c->a.depfile,
-                                  c->a.mt ? c->a.mt : c->a.output, c->store, &now};
+                                  c->a.mt ? c->a.mt : c->a.output, c->store, c->direct, &now,
+                                  started};
         struct cbc_split_result sr;
         if (mkdir(steps, 0700) != 0)
             st = cbc_err_set(c->err, CBC_E_IO, "cannot create '%s': %s", steps, strerror(errno));

@@ -48,6 +48,10 @@ struct group {
     bool cached;
     struct cbc_hash key;
     bool keyed;
+    /* direct mode: without and with the arch list in the key */
+    struct cbc_direct_target dt[2];
+    bool direct_hit;
+    int hit_w; /* which of dt matched */
 };
 
 struct run {
@@ -205,7 +209,8 @@ static bool group_steps(struct run *r)
         if (!s->arch || !s->out || !s->in || r->ng == CBC_ARRAY_LEN(r->g))
             return false;
         struct group *g = &r->g[r->ng];
-        *g = (struct group){s->arch, (int)i, -1, -1, false, {{0}}, false};
+        memset(g, 0, sizeof *g);
+        g->arch = s->arch, g->cicc = (int)i, g->pp = g->last_ptxas = -1;
         s->group = (int)r->ng;
         for (size_t k = 0; k < i; k++)
             if (r->s[k].kind == K_DEV_PP && r->s[k].out && !strcmp(r->s[k].out, s->in))
@@ -345,9 +350,37 @@ static enum cbc_status sh(struct run *r, size_t i, const char *line, int *code, 
 
 /* ---- the depfile nvcc writes ------------------------------------------------------ */
 
-/* The prerequisites of a gcc -MD file, as spelled there, appended to v
- * when not already in it. */
-static bool add_deps(const char *path, char ***v, size_t *n, size_t *cap)
+/* The depfile's names, each once: spelled as the compiler spelled it, told
+ * apart by absolute path (a file met relative and absolute is one). */
+struct names {
+    char **v, **abs;
+    size_t n, cap, cap2;
+    const char *cwd;
+};
+
+static bool add_name(struct names *ns, const char *name, size_t len)
+{
+    char *nm = cbc_strndup(name, len);
+    char *ab = nm ? cbc_path_abs_from(ns->cwd, nm) : NULL;
+    bool ok = ab != NULL;
+    for (size_t i = 0; ok && i < ns->n; i++)
+        if (!strcmp(ns->abs[i], ab)) {
+            free(nm), free(ab);
+            return true;
+        }
+    ok = ok && cbc_grow(&ns->v, ns->n, &ns->cap, sizeof *ns->v, 64) &&
+         cbc_grow(&ns->abs, ns->n, &ns->cap2, sizeof *ns->abs, 64);
+    if (!ok) {
+        free(nm), free(ab);
+        return false;
+    }
+    ns->v[ns->n] = nm;
+    ns->abs[ns->n++] = ab;
+    return true;
+}
+
+/* The prerequisites of a gcc -MD file, as spelled there. */
+static bool add_deps(const char *path, struct names *ns)
 {
     uint8_t *d = NULL;
     size_t len = 0;
@@ -364,18 +397,7 @@ static bool add_deps(const char *path, char ***v, size_t *n, size_t *cap)
             q += *q == '\\' && q + 1 < end && q[1] == ' ' ? 2 : 1;
         if (q == p)
             break;
-        char *name = cbc_strndup(p, (size_t)(q - p));
-        bool dup = false;
-        for (size_t i = 0; name && i < *n && !dup; i++)
-            dup = !strcmp((*v)[i], name);
-        if (!name || (!dup && !cbc_grow(v, *n, cap, sizeof **v, 64))) {
-            free(name);
-            ok = false;
-        } else if (dup) {
-            free(name);
-        } else {
-            (*v)[(*n)++] = name;
-        }
+        ok = add_name(ns, p, (size_t)(q - p));
         p = q;
     }
     free(d);
@@ -384,27 +406,43 @@ static bool add_deps(const char *path, char ***v, size_t *n, size_t *cap)
 
 /* nvcc's format: "target : dep \\\n    dep \\\n ...    dep\n", the files
  * of each arch's preprocessing in the order nvcc ran them, then what only
- * the host side read (the order nvcc's own depfile has). */
+ * the host side read (the order nvcc's own depfile has). An arch served
+ * through direct mode was not preprocessed: its recorded files stand in. */
 static bool write_depfile(struct run *r)
 {
-    char **v = NULL;
-    size_t n = 0, cap = 0;
+    struct names ns = {.cwd = r->req->now->cwd};
     bool ok = true;
-    for (size_t i = 0; ok && i < r->n; i++)
-        if (r->s[i].kind == K_DEV_PP)
-            ok = add_deps(r->s[i].dep, &v, &n, &cap);
+    for (int pass = 0; pass < 2; pass++) /* spelled by the compiler first */
+        for (size_t i = 0; ok && i < r->n; i++) {
+            const struct step *s = &r->s[i];
+            const struct group *g = s->group >= 0 ? &r->g[s->group] : NULL;
+            if (s->kind != K_DEV_PP || (g && g->direct_hit) != (pass == 1))
+                continue;
+            if (pass == 0) {
+                ok = add_deps(s->dep, &ns);
+                continue;
+            }
+            size_t n = 0;
+            const struct cbc_direct_dep *dd =
+                cbc_direct_deps(r->req->direct, &g->dt[g->hit_w], &n);
+            ok = add_name(&ns, r->req->now->source, strlen(r->req->now->source));
+            for (size_t k = 0; ok && k < n; k++)
+                ok = add_name(&ns, dd[k].path, strlen(dd[k].path));
+        }
     for (size_t i = 0; ok && i < r->n; i++)
         if (r->s[i].kind == K_HOST_PP)
-            ok = add_deps(r->s[i].dep, &v, &n, &cap);
+            ok = add_deps(r->s[i].dep, &ns);
     struct cbc_buf b = {0};
     cbc_buf_puts(&b, r->req->dep_target);
     cbc_buf_puts(&b, " :");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < ns.n; i++) {
         cbc_buf_puts(&b, i ? " \\\n    " : " ");
-        cbc_buf_puts(&b, v[i]);
-        free(v[i]);
+        cbc_buf_puts(&b, ns.v[i]);
+        free(ns.v[i]);
+        free(ns.abs[i]);
     }
-    free(v);
+    free(ns.v);
+    free(ns.abs);
     cbc_buf_puts(&b, "\n");
     ok = ok && !b.oom &&
          cbc_file_write_atomic(r->req->depfile, b.p, b.len, 0666, NULL) == CBC_OK;
@@ -698,6 +736,152 @@ static void store_group(struct run *r, struct group *g, struct file_set *outs)
     set_release(&fs);
 }
 
+/* ---- direct mode for an arch ------------------------------------------------------- */
+
+/* A line by role, without its -D__CUDA_ARCH_LIST__=... (the list is keyed
+ * apart, and only when a file the compile reads mentions it). *list gets
+ * the value (the last one seen). */
+static char *direct_line(const struct run *r, const char *line, char *list, size_t list_len)
+{
+    struct cbc_buf b = {0};
+    normalize(r, line, strlen(line), &b);
+    if (!b.p)
+        return NULL;
+    static const char opt[] = "-D__CUDA_ARCH_LIST__=";
+    for (char *p; (p = strstr(b.p, opt));) {
+        size_t n = strcspn(p, " \"");
+        if (list)
+            snprintf(list, list_len, "%.*s", (int)(n - (sizeof opt - 1)), p + sizeof opt - 1);
+        memmove(p, p + n, strlen(p + n) + 1);
+    }
+    return b.p;
+}
+
+static int host_pp(const struct run *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->s[i].kind == K_HOST_PP)
+            return (int)i;
+    return -1;
+}
+
+/* The direct keys of a group: the arch's preprocessing, the host's, cicc
+ * and ptxas by role; [1] also the arch list. */
+static bool direct_keys(struct run *r, struct group *g)
+{
+    int hp = host_pp(r);
+    if (hp < 0)
+        return false;
+    char *flags[20];
+    size_t nf = 0;
+    char list[256] = "";
+    flags[nf++] = direct_line(r, r->s[g->pp].line, list, sizeof list);
+    flags[nf++] = direct_line(r, r->s[hp].line, NULL, 0);
+    for (int k = g->cicc; k <= g->last_ptxas && nf < CBC_ARRAY_LEN(flags) - 1; k++)
+        if ((r->s[k].kind == K_CICC || r->s[k].kind == K_PTXAS) && r->s[k].group == (int)(g - r->g))
+            flags[nf++] = direct_line(r, r->s[k].line, NULL, 0);
+    bool ok = true;
+    for (size_t i = 0; i < nf; i++)
+        ok &= flags[i] != NULL;
+    struct cbc_target t = {CBC_KIND_PTX, CBC_VARIANT_NONE, (uint16_t)g->arch};
+    for (int with_list = 0; ok && with_list < 2; with_list++) {
+        if (with_list)
+            flags[nf++] = cbc_asprintf("--cubincache-arch-list=%s", list);
+        ok = flags[nf - 1] != NULL;
+        struct cbc_key_now now = *r->req->now;
+        now.flags = flags;
+        now.n_flags = nf;
+        struct cbc_key_inputs in;
+        ok = ok && cbc_key_inputs_make(&now, &t, NULL, 0, &in);
+        if (ok)
+            cbc_key_direct(&in, &g->dt[with_list].direct_key);
+    }
+    for (size_t i = 0; i < nf; i++)
+        free(flags[i]);
+    return ok;
+}
+
+/* A group served through direct mode: its files restored without its
+ * preprocessing run. */
+static bool direct_lookup(struct run *r, struct group *g)
+{
+    if (!r->req->direct || !direct_keys(r, g))
+        return false;
+    for (int w = 1; w >= 0; w--) { /* the list-keyed record first: it exists only when needed */
+        bool matched = false;
+        struct cbc_hash result;
+        if (cbc_direct_lookup(r->req->direct, &g->dt[w], &matched, &result, NULL) == CBC_OK &&
+            matched) {
+            g->key = result;
+            g->keyed = true;
+            if (restore(r, g)) {
+                g->hit_w = w;
+                return g->direct_hit = true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Whether a file mentions __CUDA_ARCH_LIST__. */
+static bool mentions_list(const char *path)
+{
+    uint8_t *d = NULL;
+    size_t n = 0;
+    bool yes = cbc_file_read(path, &d, &n, NULL) == CBC_OK &&
+               memmem(d, n, "__CUDA_ARCH_LIST__", 18) != NULL;
+    free(d);
+    return yes;
+}
+
+/* After a group compiled: what its preprocessing and the host's read,
+ * recorded under the direct key (with the arch list when a file mentions
+ * it), so the next compile finds the group without preprocessing it. */
+static void direct_record(struct run *r, struct group *g, struct cbc_filememo *memo)
+{
+    int hp = host_pp(r);
+    if (!r->req->direct || hp < 0 || !g->keyed)
+        return;
+    const struct cbc_key_now *now = r->req->now;
+    char **paths = NULL, **more = NULL;
+    size_t np = 0, nm = 0;
+    bool ok = true;
+    const char *files[2] = {r->s[g->pp].dep, r->s[hp].dep};
+    for (int f = 0; ok && f < 2; f++) {
+        uint8_t *d = NULL;
+        size_t len = 0;
+        ok = cbc_file_read(files[f], &d, &len, NULL) == CBC_OK &&
+             cbc_depfile_parse((const char *)d, len, now->cwd, now->source, f ? &more : &paths,
+                               f ? &nm : &np, files[f], NULL) == CBC_OK;
+        free(d);
+    }
+    struct cbc_dep_list l = {0};
+    if (ok)
+        l.deps = calloc(np + nm + 1, sizeof *l.deps);
+    bool uses_list = ok && mentions_list(now->source);
+    for (size_t i = 0; ok && l.deps && i < np + nm; i++) {
+        const char *p = i < np ? paths[i] : more[i - np];
+        bool dup = false;
+        for (size_t k = 0; k < l.n && !dup; k++)
+            dup = !strcmp(l.deps[k].path, p);
+        if (dup)
+            continue;
+        struct cbc_direct_dep *dd = &l.deps[l.n];
+        ok = cbc_filememo_hash(memo, p, NULL, NULL, 0, &dd->hash, &dd->stamp, NULL) == CBC_OK &&
+             dd->stamp.mtime_ns < r->req->started_ns && dd->stamp.ctime_ns < r->req->started_ns &&
+             (dd->path = cbc_strdup(p)) != NULL;
+        if (ok) {
+            l.n++;
+            uses_list = uses_list || mentions_list(p);
+        }
+    }
+    if (ok && l.deps)
+        cbc_direct_record(r->req->direct, &g->dt[uses_list ? 1 : 0], &g->key, &l, NULL);
+    cbc_dep_list_release(&l);
+    cbc_paths_free(paths, np);
+    cbc_paths_free(more, nm);
+}
+
 /* ---- the whole compile ------------------------------------------------------------ */
 
 static void unquote_assign(const char *line, char *name, size_t nl, const char **value)
@@ -803,6 +987,14 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
     size_t n_saved = 0;
     struct file_set outs[CBC_ARRAY_LEN(r.g)];
     memset(outs, 0, sizeof outs);
+    struct cbc_filememo *memo = cbc_filememo_new();
+    if (!memo) {
+        free_steps(&r);
+        return cbc_err_oom(err);
+    }
+    /* archs whose files are unchanged: restored before anything runs */
+    for (size_t k = 0; k < r.ng; k++)
+        r.g[k].cached = direct_lookup(&r, &r.g[k]);
     for (size_t i = 0; ok && i < r.n; i++) {
         struct step *s = &r.s[i];
         struct group *g = s->group >= 0 ? &r.g[s->group] : NULL;
@@ -830,11 +1022,19 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
         }
         if (s->kind == K_RM)
             continue; /* the directory is removed whole afterwards */
+        if (s->kind == K_DEV_PP && g && g->cached)
+            continue; /* served through direct mode: its output is not needed */
+        if (s->kind == K_CICC && g->cached) {
+            res->archs++;
+            res->archs_cached++;
+            continue;
+        }
         if (s->kind == K_CICC) {
             res->archs++;
             if (group_key(&r, g) && restore(&r, g)) {
                 g->cached = true;
                 res->archs_cached++;
+                direct_record(&r, g, memo); /* next time without preprocessing */
                 continue;
             }
         }
@@ -877,8 +1077,11 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
                      s->line);
             break;
         }
-        if (g && g->keyed && !g->cached && (int)i == (g->last_ptxas >= 0 ? g->last_ptxas : g->cicc))
+        if (g && g->keyed && !g->cached &&
+            (int)i == (g->last_ptxas >= 0 ? g->last_ptxas : g->cicc)) {
             store_group(&r, g, &outs[s->group]);
+            direct_record(&r, g, memo);
+        }
     }
     for (size_t k = 0; k < n_saved; k++) {
         if (saved[k].value)
@@ -889,6 +1092,7 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
     }
     for (size_t i = 0; i < CBC_ARRAY_LEN(outs); i++)
         set_release(&outs[i]);
+    cbc_filememo_free(memo);
     free_steps(&r);
     if (st == CBC_OK && ok && !r.out.oom && !r.errs.oom) {
         res->done = true;

@@ -9,7 +9,11 @@
  * __CUDA_ARCH_LIST__, which CUB and Thrust fold into their names, are in
  * it), the module id cudafe++ wrote, and the cicc and ptxas command lines
  * with temporary names taken out, under nvcc's and the host compiler's
- * identity. What is stored is everything those steps wrote and printed;
+ * identity. Direct mode (src/direct) maps the command lines, the source
+ * and the files the preprocessing read to that key, so an arch whose files
+ * are unchanged is not even preprocessed; its record names the arch list
+ * only when one of those files mentions __CUDA_ARCH_LIST__, which is what
+ * lets another list reuse it. What is stored is everything those steps wrote and printed;
  * file contents that name a temporary file get the current run's name back
  * when restored.
  *
@@ -26,6 +30,7 @@
 #define CBC_SPLIT_H
 
 #include "common.h"
+#include "direct.h"
 #include "key.h"
 #include "store.h"
 
@@ -37,7 +42,9 @@ struct cbc_split_req {
     const char *depfile;             /* where nvcc would write its depfile, or NULL */
     const char *dep_target;          /* the depfile's target */
     struct cbc_store *store;
-    const struct cbc_key_now *now;   /* the command's inputs of now: ids, env, source */
+    struct cbc_direct *direct;       /* direct mode over the store: skip an arch's preprocessing */
+    const struct cbc_key_now *now;   /* the command's inputs of now: ids, env, source, cwd */
+    uint64_t started_ns;             /* when the compile began (racy files are not recorded) */
 };
 
 struct cbc_split_result {
