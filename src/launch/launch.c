@@ -465,8 +465,10 @@ static enum cbc_status compile(struct ctx *c)
             c->r->errs = sr.errs, c->r->errs_len = sr.errs_len;
             c->r->archs = sr.archs, c->r->archs_cached = sr.archs_cached;
             sr.out = sr.errs = NULL;
-            say(c, CBC_MSG_NOTE, "'%s': device code of %zu of %zu virtual archs from the cache",
-                c->a.output, sr.archs_cached, sr.archs);
+            say(c, CBC_MSG_NOTE,
+                "'%s': device code of %zu of %zu virtual archs from the cache (%zu not "
+                "preprocessed)",
+                c->a.output, sr.archs_cached, sr.archs, sr.archs_direct);
         } else if (st == CBC_OK) {
             say(c, CBC_MSG_NOTE, "'%s' compiled as one nvcc command: %s", c->a.output, sr.why);
         }

@@ -1027,6 +1027,7 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
         if (s->kind == K_CICC && g->cached) {
             res->archs++;
             res->archs_cached++;
+            res->archs_direct++;
             continue;
         }
         if (s->kind == K_CICC) {

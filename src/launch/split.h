@@ -51,6 +51,7 @@ struct cbc_split_result {
     bool done;           /* false: not split (unknown step, or a step failed): run nvcc */
     char why[256];       /* when not done */
     size_t archs, archs_cached; /* virtual archs compiled, and of those served */
+    size_t archs_direct;        /* of those served, how many without preprocessing */
     char *out, *errs;    /* the steps' stdout and stderr, in order (malloc'd) */
     size_t out_len, errs_len;
 };

@@ -67,19 +67,44 @@ note "a new arch in the list compiles only that arch's device code (per-SM cachi
 G2=(-gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89)
 G3=("${G2[@]}" -gencode arch=compute_90,code=sm_90)
 printf '#include "kh.cuh"\n__global__ void s(float *x) { x[0] = sq(x[1]); }\n' > s.cu
+served() { grep -q "device code of $1 virtual archs from the cache ($2 not preprocessed)" "$T/s.err" ||
+    fail "$3: $(cat "$T/s.err")"; }
 CUBINCACHE_LAUNCH_DEBUG=1 "$C" "$N" "${G2[@]}" -c s.cu -o out/s2.o 2> "$T/s.err" || fail "s.cu: $(cat "$T/s.err")"
-grep -q "device code of 0 of 2 virtual archs from the cache" "$T/s.err" || fail "cold split: $(cat "$T/s.err")"
-CUBINCACHE_LAUNCH_DEBUG=1 "$C" "$N" "${G3[@]}" -c s.cu -o out/s3.o 2> "$T/s.err" || fail "s.cu, 3 archs"
-grep -q "device code of 2 of 3 virtual archs from the cache" "$T/s.err" ||
-    fail "adding sm_90 did not reuse sm_86 and sm_89: $(cat "$T/s.err")"
-"$NVCC_REAL" "${G3[@]}" -c s.cu -o "$T/s3.plain.o" || fail "plain s.cu"
+served "0 of 2" 0 "cold split"
+CUBINCACHE_LAUNCH_DEBUG=1 "$C" "$N" "${G3[@]}" -c s.cu -o out/s3.o -MD -MF out/s3.d 2> "$T/s.err" ||
+    fail "s.cu, 3 archs"
+served "2 of 3" 2 "adding sm_90 did not reuse sm_86 and sm_89 without preprocessing them"
+"$NVCC_REAL" "${G3[@]}" -c s.cu -o "$T/s3.plain.o" -MD -MF "$T/s3.plain.d" || fail "plain s.cu"
 same_object out/s3.o "$T/s3.plain.o" || fail "the per-SM object differs from plain nvcc's"
+sed -i "s|$T/s3.plain.o|out/s3.o|" "$T/s3.plain.d"
+cmp out/s3.d "$T/s3.plain.d" || fail "the depfile of archs not preprocessed differs from nvcc's: $(cat out/s3.d)"
 expect_out 0 "RUNS         sm_90" "$C" check --arch 90 out/s3.o
+note "...and an edited header reaches every arch, even those last served without preprocessing"
+sed -i 's/return v \* v; }/return v * v + 1.0f; }/' kh.cuh
+grep -q 'v \* v + 1.0f' kh.cuh || fail "the test did not edit kh.cuh"
+CUBINCACHE_LAUNCH_DEBUG=1 "$C" "$N" "${G3[@]}" -c s.cu -o out/s3.o 2> "$T/s.err" || fail "s.cu, edited"
+served "0 of 3" 0 "an edited header was not seen"
+"$NVCC_REAL" "${G3[@]}" -c s.cu -o "$T/s3.plain.o" || fail "plain s.cu, edited"
+same_object out/s3.o "$T/s3.plain.o" || fail "after a header edit the object differs from plain nvcc's"
+note "...and a header that reads __CUDA_ARCH_LIST__ keeps its archs to their own list"
+printf '#define N_ARCHS (sizeof (int[]){__CUDA_ARCH_LIST__} / sizeof (int))\n' > lh.cuh
+printf '#include "lh.cuh"\n__global__ void h(int *x) { x[0] = (int)N_ARCHS; }\n' > hl.cu
+"$C" "$N" "${G2[@]}" -c hl.cu -o out/h2.o 2> /dev/null || fail "hl.cu"
+CUBINCACHE_LAUNCH_DEBUG=1 "$C" "$N" "${G3[@]}" -c hl.cu -o out/h3.o 2> "$T/s.err" || fail "hl.cu, 3 archs"
+served "0 of 3" 0 "device code whose header reads the arch list was reused for another list"
+"$NVCC_REAL" "${G3[@]}" -c hl.cu -o "$T/h3.plain.o" || fail "plain hl.cu"
+same_object out/h3.o "$T/h3.plain.o" || fail "hl.cu's object differs from plain nvcc's"
+note "...but reuses them for the same list (sm_86 and sm_89; sm_90 now also embeds its PTX)"
+G3P=("${G2[@]}" -gencode "arch=compute_90,code=[sm_90,compute_90]")
+CUBINCACHE_LAUNCH_DEBUG=1 "$C" "$N" "${G3P[@]}" -c hl.cu -o out/h3p.o 2> "$T/s.err" || fail "hl.cu, PTX"
+served "2 of 3" 2 "the same arch list did not reuse the archs"
+"$NVCC_REAL" "${G3P[@]}" -c hl.cu -o "$T/h3p.plain.o" || fail "plain hl.cu, PTX"
+same_object out/h3p.o "$T/h3p.plain.o" || fail "hl.cu's object with PTX differs from plain nvcc's"
 note "...but not when the source reads __CUDA_ARCH_LIST__ (CUB and Thrust name things by it)"
 printf '__global__ void l(int *x) { int v[] = {__CUDA_ARCH_LIST__}; x[0] = (int)(sizeof v / sizeof *v); }\n' > list.cu
 CUBINCACHE_LAUNCH_DEBUG=1 "$C" "$N" "${G2[@]}" -c list.cu -o out/l2.o 2> /dev/null || fail "list.cu"
 CUBINCACHE_LAUNCH_DEBUG=1 "$C" "$N" "${G3[@]}" -c list.cu -o out/l3.o 2> "$T/l.err" || fail "list.cu, 3 archs"
-grep -q "device code of 0 of 3 virtual archs from the cache" "$T/l.err" ||
+grep -q "device code of 0 of 3 virtual archs from the cache (0 not" "$T/l.err" ||
     fail "device code that reads the arch list was reused for another list: $(cat "$T/l.err")"
 "$NVCC_REAL" "${G3[@]}" -c list.cu -o "$T/l3.plain.o" || fail "plain list.cu"
 same_object out/l3.o "$T/l3.plain.o" || fail "list.cu's object differs from plain nvcc's"
