@@ -83,7 +83,8 @@ def launcher_table(rows, args):
     header("Compiler launcher (`bench/bench_launcher.sh`)", args, args.command or "bench/run_cpu.sh")
     print("One runtime-API translation unit (`bench/data/launcher_kernels.cu`: 18 templated kernels "
           "and their launches), `-O3 -c` with `-MD`, as CMake runs it. Hits: 3 archs (sm_80, 86, "
-          "89); cold and added arch: sm_90 as the fourth.\n")
+          "89); cold and added arch: sm_90 as the fourth. sccache compiles in its server, so its CPU "
+          "column is its client's alone.\n")
     print("| what | median | CPU (user + sys) | runs | ratio |")
     print("|---|---|---|---|---|")
 
