@@ -47,10 +47,13 @@ CPU_ROWS = [
     ("nvcc_cubin_1_target", "peer: raw `nvcc -cubin -arch=sm_90`",
      [("cubincache_hit_1_target", "1 target")]),
     ("process_floor_bin_true", "`/bin/true` (starting any process here)", []),
-    ("noop_ninja_20_kernels_x_4_targets", "no-op `ninja`, 20 kernels x 4 targets, 20 `cubincache "
-     "build` hits", []),
-    ("ccache_noop_ninja_20_kernels_x_4_targets", "peer: the same with 80 `ccache nvcc -c` hits",
-     [("noop_ninja_20_kernels_x_4_targets", "no-op ninja")]),
+    ("noop_ninja_20_kernels_x_4_targets", "no-op `ninja`, a C program and 20 kernels x 4 "
+     "targets, as README's Meson section writes them (one `cubincache stamp` runs)", []),
+    ("noop_ninja_no_kernels", "the same project without its kernels", []),
+    ("noop_ninja_always_stale_20_kernels", "the kernels as `build_always_stale` steps instead (20 "
+     "`cubincache build` hits)", [("noop_ninja_20_kernels_x_4_targets", "no-op ninja")]),
+    ("ccache_noop_ninja_20_kernels_x_4_targets", "peer: the kernels as 80 `build_always_stale` "
+     "`ccache nvcc -c` hits", [("noop_ninja_20_kernels_x_4_targets", "no-op ninja")]),
     ("check_1000_cubins", "`cubincache check` of 1000 cubins (250 manifests)", []),
     ("xxhsum_1000_cubins", "peer: `xxhsum -H2` of the same 1000 cubins and 250 manifests "
      "(reading and hashing them, no more)", [("check_1000_cubins", "check")]),
@@ -72,6 +75,10 @@ def cpu_table(rows, args):
                           for o, what in ours if o in by)
         print("| %s | %s | %.2f | %d | %s |" % (label, ms(r["median_ms"]), r["stddev_ms"], r["runs"],
                                               ratio))
+    k, n = by.get("noop_ninja_20_kernels_x_4_targets"), by.get("noop_ninja_no_kernels")
+    if k and n:
+        print("\nThe kernels add %.2f ms to a no-op ninja (%s with them, %s without)."
+              % (k["median_ms"] - n["median_ms"], ms(k["median_ms"]), ms(n["median_ms"])))
     print()
 
 

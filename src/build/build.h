@@ -54,4 +54,24 @@ enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_r
                               struct cbc_err *err);
 void cbc_build_result_release(struct cbc_build_result *res);
 
+/* ---- the arch stamp (stamp.c) ---------------------------------------------- */
+
+struct cbc_stamp_opts {
+    const char *output;      /* the stamp file */
+    const char *arch;        /* NULL: "auto", resolved as cbc_build_run does */
+    const char *nvcc;        /* NULL: $NVCC, PATH, /usr/local/cuda/bin/nvcc */
+    const char *cache_dir;   /* where the toolchain's identity is cached */
+    bool no_cache;
+    char *const *flags;      /* nvcc flags the kernels share (for -ccbin) */
+    size_t n_flags;
+};
+
+/* Writes the stamp: the targets `arch` resolves to now, nvcc's and the host
+ * compiler's identity and the environment nvcc reads; the file is left
+ * alone (mtime too) when those have not changed. *changed says which;
+ * with changed NULL only the spec is resolved and nothing is written.
+ * Errors as cbc_build_run's for the arch and nvcc; nothing written then. */
+enum cbc_status cbc_build_stamp(const struct cbc_stamp_opts *o, bool *changed,
+                                struct cbc_err *err);
+
 #endif

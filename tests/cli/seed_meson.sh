@@ -6,7 +6,10 @@
 # The consumer's program embeds the bundle and links the installed library
 # through pkg-config: built for 89 it is refused on a 9.0 GPU (the fake
 # driver) with the fix, built for 90 it loads sm_90, and check reads the
-# program the same way; a no-op build relinks nothing.
+# program the same way; a no-op build runs one step (the stamp) and relinks
+# nothing, while a header edit or a changed NVCC_APPEND_FLAGS rebuilds
+# without a reconfigure; a bad -Dcuda-arch fails at configure time with the
+# message `build` gives.
 . "$(dirname "$0")/lib.sh"
 : "${BUILDDIR:?}" "${SRCDIR:?}"
 if [ -n "${CBC_SANITIZED:-}" ]; then
@@ -76,4 +79,35 @@ CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n4.log" 2>&1 || fail "ninja: $(cat "$
 [ "$exe_before" = "$(mtime_of "$exe")" ] || fail "a hit relinked the program: $(cat "$T/n4.log")"
 grep -qE "Linking|Compiling" "$T/n4.log" && fail "a hit compiled or linked: $(cat "$T/n4.log")"
 [ "$(nvcc_runs)" = 0 ] || fail "nvcc ran on a no-op build"
+
+note "a no-op ninja runs one step, the stamp, and no cubincache build"
+steps=$(grep -cE '^\[[0-9]+/[0-9]+\]' "$T/n4.log")
+[ "$steps" = 1 ] && grep -q 'cuda-arch-stamp' "$T/n4.log" ||
+    fail "a no-op ran $steps steps: $(cat "$T/n4.log")"
+
+note "a header edit rebuilds the bundle, no reconfigure"
+sed -i 's/return a + b;/return b + a;/' "$T/consumer/vecadd.cuh"
+reset_nvcc_log
+CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n5.log" 2>&1 || fail "ninja: $(cat "$T/n5.log")"
+[ "$(nvcc_runs)" = 1 ] || fail "a header edit ran nvcc $(nvcc_runs) times: $(cat "$T/n5.log")"
+
+note "so does a changed NVCC_APPEND_FLAGS (through the stamp)"
+reset_nvcc_log
+before=$(mtime_of "$k.sm_89.cubin")
+sleep 0.05
+NVCC_APPEND_FLAGS=-lineinfo CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n6.log" 2>&1 ||
+    fail "ninja: $(cat "$T/n6.log")"
+[ "$(nvcc_runs)" = 1 ] || fail "NVCC_APPEND_FLAGS ran nvcc $(nvcc_runs) times: $(cat "$T/n6.log")"
+[ "$before" != "$(mtime_of "$k.sm_89.cubin")" ] || fail "-lineinfo left the cubin as it was"
+
+note "a bad -Dcuda-arch fails when Meson configures, with build's message"
+cubincache build --arch bogus -o "$T/bogus" "$T/consumer/vecadd.cu" 2> "$T/b.err"
+[ $? = 2 ] || fail "build --arch bogus: $(cat "$T/b.err")"
+msg=$(head -1 "$T/b.err" | sed 's/^cubincache build: error: //')
+[ -n "$msg" ] || fail "build gave no message for a bad arch"
+meson setup -Dcuda-arch=bogus "$T/cb-bogus" "$T/consumer" > "$T/bogus.log" 2>&1 &&
+    fail "meson setup accepted -Dcuda-arch=bogus"
+grep -qF -- "$msg" "$T/bogus.log" || fail "configure said: $(tail -5 "$T/bogus.log"), build says: $msg"
+[ ! -e "$T/bogus" ] || fail "a failed build wrote its out dir"
 echo ok
+

@@ -21,6 +21,7 @@ static const struct command commands[] = {
     {"check", cmd_check, "before deploy: is every image current, labelled right, intact; will it run"},
     {"select", cmd_select, "the image a GPU of compute capability X.Y would load, and why"},
     {"embed", cmd_embed, "a bundle as C source to compile into the program"},
+    {"stamp", cmd_stamp, "a file that changes only when the kernels may build differently (ninja restat)"},
     {"devices", cmd_devices, "the GPUs here and, with a bundle, what each would load"},
 };
 /* not in the table: `cubincache nvcc ARGS...` / `cubincache /path/to/nvcc ARGS...`,
