@@ -29,8 +29,8 @@ if ! step bash -c "{ [ -f build-gpu/build.ninja ] || meson setup build-gpu; } > 
     tail -60 "$out/build.log"
     exit 1
 fi
-grep -E '"(rule|detail)":|"target":' build-gpu/kernels/ig_kernels.manifest.json | tee -a "$S"
-build-gpu/tools/cubincache devices build-gpu/kernels/ig_kernels.manifest.json 2>&1 | tee -a "$S"
+grep -E '"(rule|detail)":|"target":' build-gpu/kernels/ig_kernels.bundle/ig_kernels.manifest.json | tee -a "$S"
+build-gpu/tools/cubincache devices build-gpu/kernels/ig_kernels.bundle/ig_kernels.manifest.json 2>&1 | tee -a "$S"
 
 if [ "$part" != bench ]; then
 say "== GPU test suite"

@@ -64,7 +64,7 @@ ninja -C "$build"
 cbc="$build/tools/cubincache"
 echo
 echo "== what was built, for which GPUs (arch rule and targets from the manifest)"
-m="$build/kernels/ig_kernels.manifest.json"
+m="$build/kernels/ig_kernels.bundle/ig_kernels.manifest.json"
 grep -E '"(rule|detail)":' "$m" | sed 's/^[[:space:]]*/  /'
 "$cbc" check "$build/kernels"
 echo

@@ -1,7 +1,9 @@
 /* main.c: the example consumer's program. It carries its kernels (the
  * bundle `cubincache embed` turned into C), picks the image for GPU 0 with
  * the loader, runs vecadd and checks the sums. CUBINCACHE_BUNDLE_PATH, when
- * set, points it at updated cubins without relinking. Without a usable
+ * set, points it at updated cubins without relinking. With --installed it
+ * uses the bundle `meson install` put in share/cubincache beside its bin/
+ * instead of the embedded one. Without a usable
  * image or GPU it prints the loader's explanation and its remedy.
  * Exit: 0 sums correct, 1 wrong sums or a driver failure, 4 no GPU or no
  * image for it. Only the driver API is used, through the loader, so the
@@ -12,6 +14,7 @@
 #include <cudaTypedefs.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 extern const struct cbc_embedded_bundle cbc_bundle_vecadd;
 
@@ -26,8 +29,9 @@ static int fail(const struct cbc_err *err)
                : 1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bool installed = argc > 1 && strcmp(argv[1], "--installed") == 0;
     struct cbc_err err = {0};
     struct cbc_bundle *b = NULL;
     struct cbc_module *m = NULL;
@@ -36,7 +40,8 @@ int main(void)
     PFN_cuMemcpyHtoD_v3020 htod;
     PFN_cuMemcpyDtoH_v3020 dtoh;
     PFN_cuLaunchKernel_v4000 launch;
-    if (cbc_bundle_open_default(&cbc_bundle_vecadd, &b, &err) != CBC_OK ||
+    if ((installed ? cbc_bundle_open_installed("vecadd", &b, &err)
+                   : cbc_bundle_open_default(&cbc_bundle_vecadd, &b, &err)) != CBC_OK ||
         cbc_module_load(b, 0, NULL, &m, &err) != CBC_OK ||
         cbc_module_function(m, "vecadd", &fn, &err) != CBC_OK ||
         cbc_driver_symbol("cuMemAlloc", 3020, (void **)&alloc, &err) != CBC_OK ||
@@ -73,8 +78,9 @@ int main(void)
     if (rc != CUDA_SUCCESS)
         fprintf(stderr, "vecadd: a CUDA driver call failed (CUresult %d)\n", (int)rc);
     else
-        printf("vecadd: ran %s%s on GPU 0, %d of %d sums wrong\n", cbc_module_target(m),
-               cbc_module_jit(m) ? " (PTX JIT)" : "", bad, N);
+        printf("vecadd: ran %s%s on GPU 0, %d of %d sums wrong (bundle: %s)\n",
+               cbc_module_target(m), cbc_module_jit(m) ? " (PTX JIT)" : "", bad, N,
+               cbc_bundle_origin(b));
     cbc_module_unload(m);
     cbc_bundle_close(b);
     return rc == CUDA_SUCCESS && bad == 0 ? 0 : 1;

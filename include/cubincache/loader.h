@@ -55,7 +55,8 @@ struct cbc_embedded_bundle {
 struct cbc_bundle; /* opaque */
 
 /* Opens a bundle from disk: `path` is a NAME.manifest.json, or a directory
- * holding `name`.manifest.json (name may be NULL when path is a manifest).
+ * holding `name`.manifest.json (name may be NULL when path is a manifest,
+ * or a directory spelled NAME.bundle).
  * Reads the manifest and the PTX texts (for their ISA); cubins are read and
  * verified when loaded. CBC_E_NOT_FOUND, CBC_E_FORMAT (naming the field). */
 CBC_API enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct cbc_bundle **out,
@@ -75,6 +76,16 @@ CBC_API enum cbc_status cbc_bundle_open_embedded(const struct cbc_embedded_bundl
  * (updated cubins deployed without relinking), else the embedded one. */
 CBC_API enum cbc_status cbc_bundle_open_default(const struct cbc_embedded_bundle *eb,
                                                 struct cbc_bundle **out, struct cbc_err *err);
+
+/* An installed bundle: the first of the directories of
+ * CUBINCACHE_BUNDLE_PATH (colon-separated), share/cubincache beside the
+ * program's own bin/ (BIN/../share/cubincache: a program installed with its
+ * bundles under one prefix, wherever that prefix is moved), and
+ * libcubincache's DATADIR/cubincache, that holds NAME.manifest.json or
+ * NAME.bundle/NAME.manifest.json. CBC_E_NOT_FOUND names every place
+ * looked at. */
+CBC_API enum cbc_status cbc_bundle_open_installed(const char *name, struct cbc_bundle **out,
+                                                  struct cbc_err *err);
 
 CBC_API void cbc_bundle_close(struct cbc_bundle *b);
 

@@ -70,6 +70,7 @@ struct ctx {
     struct cbc_hash source_hash;
     struct cbc_stamp source_stamp;
     char *cwd, *out_dir, *name, *nvcc, *ccbin;
+    char *dir_name; /* NAME when out_dir is spelled NAME.bundle */
     struct cbc_stage stage; /* the out directory and this build's staging directory */
     bool stage_open;
     const char *env[CBC_KEY_ENV_COUNT];
@@ -702,7 +703,9 @@ static enum cbc_status write_outputs(struct ctx *c, struct cbc_build_result *res
     }
     struct cbc_buf dep = {0};
     if (st == CBC_OK && c->o->depfile) {
-        cbc_depfile_escape(&dep, c->o->depfile_target ? c->o->depfile_target : res->manifest_path);
+        cbc_depfile_escape(&dep, c->o->depfile_target ? c->o->depfile_target
+                                 : c->dir_name        ? c->out_dir
+                                                      : res->manifest_path);
         cbc_buf_puts(&dep, ":");
         cbc_buf_puts(&dep, " \\\n  ");
         cbc_depfile_escape(&dep, c->source);
@@ -787,10 +790,20 @@ static enum cbc_status prepare(struct ctx *c)
     c->cwd = cbc_strdup(cwd);
     c->source = cbc_path_abs(o->source);
     c->out_dir = cbc_strdup(o->out_dir && *o->out_dir ? o->out_dir : ".");
-    c->name = o->name && *o->name ? cbc_strdup(o->name) : cbc_path_stem(o->source);
+    /* an out dir spelled NAME.bundle names the bundle (and is the depfile's target) */
+    c->dir_name = cbc_bundle_dir_name(c->out_dir);
+    c->name = o->name && *o->name ? cbc_strdup(o->name)
+              : c->dir_name       ? cbc_strdup(c->dir_name)
+                                  : cbc_path_stem(o->source);
     c->memo = cbc_filememo_new();
     if (!c->cwd || !c->source || !c->out_dir || !c->name || !c->memo)
         return cbc_err_oom(err);
+    if (c->dir_name && strcmp(c->dir_name, c->name) != 0) {
+        cbc_err_set(err, CBC_E_USAGE, "--name '%s' but the out dir '%s' is spelled as bundle "
+                    "'%s'", c->name, c->out_dir, c->dir_name);
+        cbc_err_hint(err, "drop --name, or use --out-dir %s.bundle", c->name);
+        return CBC_E_USAGE;
+    }
     if (!cbc_name_valid(c->name)) {
         cbc_err_set(err, CBC_E_USAGE, "%s '%s' is not a bundle name", o->name && *o->name
                     ? "--name" : "the source's stem", c->name);
@@ -924,6 +937,7 @@ static void cleanup(struct ctx *c)
     free(c->source);
     free(c->cwd);
     free(c->out_dir);
+    free(c->dir_name);
     free(c->name);
     free(c->nvcc);
     free(c->ccbin);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Embedded images live in the program's read-only data and cannot change
  * while it runs, so each is verified once per process: the first load pays
@@ -106,20 +107,24 @@ static void fill_image(struct slot *s, const struct cbc_target *t, const unsigne
 enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct cbc_bundle **out,
                                      struct cbc_err *err)
 {
-    char *mpath = cbc_is_dir(path) ? cbc_asprintf("%s/%s.manifest.json", path, name ? name : "")
-                                   : cbc_strdup(path);
-    if (!mpath)
+    bool is_dir = cbc_is_dir(path);
+    char *implied = is_dir && (!name || !*name) ? cbc_bundle_dir_name(path) : NULL;
+    if (implied)
+        name = implied;
+    if (is_dir && (!name || !*name))
+        return cbc_err_set(err, CBC_E_USAGE, "bundle directory '%s' given without a bundle name "
+                           "(and not spelled NAME.bundle)", path);
+    char *mpath = is_dir ? cbc_asprintf("%s/%s.manifest.json", path, name) : cbc_strdup(path);
+    if (!mpath) {
+        free(implied);
         return cbc_err_oom(err);
-    if (cbc_is_dir(path) && (!name || !*name)) {
-        free(mpath);
-        return cbc_err_set(err, CBC_E_USAGE, "bundle directory '%s' given without a bundle name",
-                           path);
     }
     struct cbc_manifest m;
     enum cbc_status st = cbc_manifest_load(mpath, &m, err);
     if (st == CBC_E_NOT_FOUND)
         cbc_err_hint(err, "build the bundle with 'cubincache build -o %s -n %s SOURCE.cu'",
-                     cbc_is_dir(path) ? path : ".", name ? name : "NAME");
+                     is_dir ? path : ".", name ? name : "NAME");
+    free(implied);
     if (st != CBC_OK) {
         free(mpath);
         return st;
@@ -184,17 +189,96 @@ enum cbc_status cbc_bundle_open_embedded(const struct cbc_embedded_bundle *eb,
     return CBC_OK;
 }
 
+/* The manifest of bundle `name` in `dir`: DIR/NAME.manifest.json or
+ * DIR/NAME.bundle/NAME.manifest.json (malloc'd), or NULL when neither is
+ * a file. */
+static char *find_in_dir(const char *dir, const char *name)
+{
+    char *p = cbc_asprintf("%s/%s.manifest.json", dir, name);
+    if (p && !cbc_is_file(p)) {
+        free(p);
+        p = cbc_asprintf("%s/%s.bundle/%s.manifest.json", dir, name, name);
+        if (p && !cbc_is_file(p)) {
+            free(p);
+            p = NULL;
+        }
+    }
+    return p;
+}
+
 enum cbc_status cbc_bundle_open_default(const struct cbc_embedded_bundle *eb,
                                         struct cbc_bundle **out, struct cbc_err *err)
 {
     const char *dir = getenv("CUBINCACHE_BUNDLE_PATH");
     if (dir && *dir) {
-        enum cbc_status st = cbc_bundle_open_path(dir, eb->name, out, err);
+        char *found = cbc_is_dir(dir) ? find_in_dir(dir, eb->name) : NULL;
+        enum cbc_status st = cbc_bundle_open_path(found ? found : dir, eb->name, out, err);
+        free(found);
         if (st != CBC_OK)
             cbc_err_prefix(err, "CUBINCACHE_BUNDLE_PATH='%s'", dir);
         return st;
     }
     return cbc_bundle_open_embedded(eb, out, err);
+}
+
+#ifndef CBC_DATADIR
+#define CBC_DATADIR "/usr/local/share"
+#endif
+
+enum cbc_status cbc_bundle_open_installed(const char *name, struct cbc_bundle **out,
+                                          struct cbc_err *err)
+{
+    *out = NULL;
+    if (!name || !cbc_name_valid(name))
+        return cbc_err_set(err, CBC_E_USAGE, "'%s' is not a bundle name", name ? name : "(null)");
+    /* the places, in order: each directory of CUBINCACHE_BUNDLE_PATH, then
+     * share/cubincache beside the program's bin/, then this library's */
+    struct cbc_buf looked = {0};
+    char *found = NULL;
+    const char *env = getenv("CUBINCACHE_BUNDLE_PATH");
+    for (const char *p = env ? env : ""; !found && *p;) {
+        size_t n = strcspn(p, ":");
+        char *d = n ? cbc_strndup(p, n) : NULL;
+        if (d) {
+            found = find_in_dir(d, name);
+            cbc_buf_printf(&looked, "%s%s", looked.len ? ", " : "", d);
+        }
+        free(d);
+        p += n + (p[n] == ':');
+    }
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (!found && n > 0) {
+        exe[n] = '\0';
+        char *bin = cbc_path_dir(exe);
+        char *prefix = bin ? cbc_path_dir(bin) : NULL;
+        char *d = prefix ? cbc_asprintf("%s/share/cubincache", strcmp(prefix, "/") ? prefix : "")
+                         : NULL;
+        if (d) {
+            found = find_in_dir(d, name);
+            cbc_buf_printf(&looked, "%s%s", looked.len ? ", " : "", d);
+        }
+        free(d);
+        free(prefix);
+        free(bin);
+    }
+    if (!found) {
+        found = find_in_dir(CBC_DATADIR "/cubincache", name);
+        cbc_buf_printf(&looked, "%s%s", looked.len ? ", " : "", CBC_DATADIR "/cubincache");
+    }
+    enum cbc_status st;
+    if (looked.oom)
+        st = cbc_err_oom(err);
+    else if (!found) {
+        st = cbc_err_set(err, CBC_E_NOT_FOUND, "bundle '%s' is not installed: no %s.manifest.json "
+                         "or %s.bundle/ in %s", name, name, name, looked.p);
+        cbc_err_hint(err, "install it (Meson: install_dir: get_option('datadir') / 'cubincache') "
+                     "or point CUBINCACHE_BUNDLE_PATH at the directory that holds it");
+    } else
+        st = cbc_bundle_open_path(found, name, out, err);
+    free(found);
+    cbc_buf_release(&looked);
+    return st;
 }
 
 void cbc_bundle_close(struct cbc_bundle *b)

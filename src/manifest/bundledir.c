@@ -9,6 +9,9 @@
  *                                 images and manifest, and the marker
  *                                 PUBLISHING once the renames into the out
  *                                 directory have begun
+ * The out directory may be spelled NAME.bundle (a build system's one
+ * declared output for the kernel step, which `ninja clean` removes whole and
+ * `meson install` copies): its name then names the bundle.
  * A staging directory nobody holds the lock of belongs to a build that died:
  * with PUBLISHING the bundle may be a mix of two builds (INCOMPLETE: rerun
  * the build, which repairs it), without it nothing was published.
@@ -27,6 +30,21 @@
 #include <unistd.h>
 
 #define STAGE_INFIX ".cubincache-"
+
+char *cbc_bundle_dir_name(const char *path)
+{
+    const char *base = cbc_path_base(path);
+    size_t n = strlen(base);
+    static const char ext[] = ".bundle";
+    if (n <= sizeof ext - 1 || memcmp(base + n - (sizeof ext - 1), ext, sizeof ext - 1) != 0)
+        return NULL;
+    char *name = cbc_strndup(base, n - (sizeof ext - 1));
+    if (name && !cbc_name_valid(name)) {
+        free(name);
+        return NULL;
+    }
+    return name;
+}
 
 char *cbc_bundle_file(const char *name, const struct cbc_target *t)
 {

@@ -70,6 +70,8 @@ char *cbc_manifest_path_for(const char *dir_or_manifest, const char *name);
 
 /* ---- the bundle's directory (bundledir.c) --------------------------------- */
 
+/* NAME of a directory spelled ".../NAME.bundle" (malloc'd), or NULL. */
+char *cbc_bundle_dir_name(const char *path);
 /* The canonical image file of a target: "NAME.sm_90a.cubin",
  * "NAME.compute_120.ptx" (malloc'd). The only names a build writes. */
 char *cbc_bundle_file(const char *name, const struct cbc_target *t);

@@ -41,7 +41,7 @@ cp -r "$SRCDIR/examples/meson-consumer" "$T/consumer"
 make_counting_nvcc
 export NVCC="$T/nvcc-count"
 meson setup "$T/cb" "$T/consumer" > "$T/setup.log" 2>&1 || fail "meson setup: $(cat "$T/setup.log")"
-k="$T/cb/vecadd"
+k="$T/cb/vecadd.bundle/vecadd"
 exe="$T/cb/vecadd"
 
 note "CUDA_COMPUTE_CAP=89 ninja"
@@ -99,6 +99,27 @@ NVCC_APPEND_FLAGS=-lineinfo CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n6.log" 2
     fail "ninja: $(cat "$T/n6.log")"
 [ "$(nvcc_runs)" = 1 ] || fail "NVCC_APPEND_FLAGS ran nvcc $(nvcc_runs) times: $(cat "$T/n6.log")"
 [ "$before" != "$(mtime_of "$k.sm_89.cubin")" ] || fail "-lineinfo left the cubin as it was"
+
+note "meson install: the bundle directory under DATADIR/cubincache, found by the installed program"
+meson install -C "$T/cb" --no-rebuild --destdir "$T/cstage" > "$T/ci.log" 2>&1 ||
+    fail "meson install of the consumer: $(cat "$T/ci.log")"
+ib=$(find "$T/cstage" -path '*/share/cubincache/vecadd.bundle' -type d)
+[ -n "$ib" ] && [ -f "$ib/vecadd.manifest.json" ] && [ "$(sm_of "$ib/vecadd.sm_89.cubin")" = 89 ] ||
+    fail "installed: $(find "$T/cstage" -type f)"
+iexe=$(find "$T/cstage" -path '*/bin/vecadd' -type f)
+expect_out 1 "vecadd: ran sm_89 on GPU 0" env CUBINCACHE_LIBCUDA="$fake" FAKE_CUDA_CC=89 "$iexe" --installed
+grep -qF "$ib/vecadd.manifest.json" "$T/last.out" || fail "not the installed bundle: $(cat "$T/last.out")"
+expect_out 1 "bundle 'vecadd' is not installed" env CUBINCACHE_LIBCUDA="$fake" FAKE_CUDA_CC=89 \
+    "$T/cb/vecadd" --installed
+
+note "ninja clean removes every file the kernel steps wrote; the next ninja rebuilds from the cache"
+ninja -C "$T/cb" clean > "$T/clean.log" 2>&1 || fail "ninja clean: $(cat "$T/clean.log")"
+left=$(find "$T/cb" -name '*.cubin' -o -name '*.ptx' -o -name '*.manifest.json' -o -name 'cuda-arch.stamp')
+[ -z "$left" ] || fail "ninja clean left: $left"
+reset_nvcc_log
+CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n7.log" 2>&1 || fail "ninja after clean: $(cat "$T/n7.log")"
+[ "$(nvcc_runs)" = 0 ] || fail "the rebuild after clean ran nvcc: $(cat "$T/nvcc.log")"
+[ "$(sm_of "$k.sm_89.cubin")" = 89 ] || fail "no sm_89 cubin after clean and rebuild"
 
 note "a bad -Dcuda-arch fails when Meson configures, with build's message"
 cubincache build --arch bogus -o "$T/bogus" "$T/consumer/vecadd.cu" 2> "$T/b.err"

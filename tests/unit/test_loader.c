@@ -379,6 +379,37 @@ Test(loader, a_bundle_path_in_the_environment_overrides_the_embedded_one)
     free(dir);
 }
 
+Test(loader, an_installed_bundle_is_found_by_name)
+{
+    /* the kernels' out dir is spelled ig_kernels.bundle: its parent holds it */
+    char *bdir = cbc_path_dir(getenv("CBC_KERNELS_MANIFEST"));
+    char *parent = cbc_path_dir(bdir);
+    char *path = cbc_asprintf("/nonexistent/a:%s", parent);
+    setenv("CUBINCACHE_BUNDLE_PATH", path, 1);
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_installed("ig_kernels", &b, &err), CBC_OK, "%s", err.msg);
+    cr_assert(strstr(cbc_bundle_origin(b), "ig_kernels.bundle/ig_kernels.manifest.json"), "%s",
+              cbc_bundle_origin(b));
+    cbc_bundle_close(b);
+    /* the bundle directory itself, and its name from its spelling */
+    cr_assert_eq(cbc_bundle_open_path(bdir, NULL, &b, &err), CBC_OK, "%s", err.msg);
+    cr_assert_str_eq(cbc_bundle_name(b), "ig_kernels");
+    cbc_bundle_close(b);
+    /* not found: every place looked at is named, the fix too */
+    setenv("CUBINCACHE_BUNDLE_PATH", "/nonexistent/a:/nonexistent/b", 1);
+    cr_assert_eq(cbc_bundle_open_installed("ig_kernels", &b, &err), CBC_E_NOT_FOUND);
+    cr_assert_null(b);
+    cr_assert(strstr(err.msg, "/nonexistent/a, /nonexistent/b, "), "%s", err.msg);
+    cr_assert(strstr(err.msg, "share/cubincache"), "%s", err.msg);
+    cr_assert(strstr(err.remedy, "CUBINCACHE_BUNDLE_PATH"), "%s", err.remedy);
+    cr_assert_eq(cbc_bundle_open_installed("../etc", &b, &err), CBC_E_USAGE);
+    unsetenv("CUBINCACHE_BUNDLE_PATH");
+    free(path);
+    free(parent);
+    free(bdir);
+}
+
 Test(loader, driver_symbols_resolve_through_the_driver)
 {
     fake_gpu(90, "x", 13000);
