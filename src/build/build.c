@@ -10,6 +10,14 @@
  * A file that changes while nvcc runs (its mtime or ctime is later than the
  * compile's start) makes that result uncacheable: it is used for this build
  * but not stored, since the hash taken afterwards may not be what nvcc read.
+ *
+ * Device link (several sources, or -rdc): phases 2-4 run for every
+ * (source, target) unit with -rdc=true, each unit cached as a one-source
+ * build is; then per target the units' relocatable cubins are linked by
+ * `nvcc -dlink -cubin` (the device runtime included when used) into the
+ * bundle's image, cached under a key of every source, every dependency of
+ * every unit, libcudadevrt and the flags with a link marker, which is what
+ * the manifest records, so `check` recomputes it like any other key.
  */
 #include "build.h"
 
@@ -39,6 +47,7 @@
 enum tstate_kind { T_PENDING, T_HIT, T_MISS };
 
 struct tstate {
+    size_t src; /* index into ctx.sources */
     struct cbc_target t;
     char name[CBC_TARGET_NAME_MAX];
     char *file; /* NAME.<target>.cubin|ptx */
@@ -66,9 +75,20 @@ struct ctx {
     struct cbc_toolchain tc;
     struct cbc_arch_choice arch;
     struct cbc_filememo *memo;
-    char *source;
+    char *source; /* sources[0] */
     struct cbc_hash source_hash;
     struct cbc_stamp source_stamp;
+    char **sources; /* absolute, in link order */
+    struct cbc_hash *source_hashes;
+    size_t n_sources;
+    /* the flags nvcc compiles with (+ -rdc=true when linking), and those of
+     * the bundle's keys and manifest (+ the link marker when linking) */
+    char **flags, **key_flags;
+    size_t n_flags, n_key_flags;
+    bool link;                 /* device-link the units into each target */
+    struct tstate *units;      /* link: one per (source, target), source-major */
+    size_t n_units;
+    struct cbc_dep devrt;      /* link: libcudadevrt.a, when the toolkit has one */
     char *cwd, *out_dir, *name, *nvcc, *ccbin;
     char *dir_name; /* NAME when out_dir is spelled NAME.bundle */
     struct cbc_stage stage; /* the out directory and this build's staging directory */
@@ -169,17 +189,25 @@ static enum cbc_status check_flags(struct ctx *c)
 }
 
 /* The inputs of now, as this build sees them (key.h). */
-static struct cbc_key_now build_now(const struct ctx *c)
+static struct cbc_key_now build_now(const struct ctx *c, size_t src, bool bundle)
 {
-    return (struct cbc_key_now){c->source,        &c->source_hash, c->tc.nvcc,
-                                c->tc.version,    &c->tc.nvcc_id,  c->tc.host_cc,
-                                &c->tc.host_id,   c->o->flags,     c->o->n_flags,
-                                c->env,           c->cwd};
+    return (struct cbc_key_now){c->sources[src],
+                                &c->source_hashes[src],
+                                c->tc.nvcc,
+                                c->tc.version,
+                                &c->tc.nvcc_id,
+                                c->tc.host_cc,
+                                &c->tc.host_id,
+                                bundle ? c->key_flags : c->flags,
+                                bundle ? c->n_key_flags : c->n_flags,
+                                c->env,
+                                c->cwd};
 }
 
+/* A unit's key inputs (a compile of one source for one target). */
 static void key_inputs(const struct ctx *c, const struct tstate *t, struct cbc_key_inputs *in)
 {
-    struct cbc_key_now now = build_now(c);
+    struct cbc_key_now now = build_now(c, t->src, false);
     cbc_key_inputs_make(&now, &t->t, t->deps, t->n_deps, in); /* every hash is known here */
 }
 
@@ -251,7 +279,7 @@ static void explain_miss(struct ctx *c, const struct tstate *t, char *buf, size_
                     c->arch.detail ? c->arch.detail : c->arch.spec);
         return;
     }
-    struct cbc_key_now now = build_now(c);
+    struct cbc_key_now now = build_now(c, 0, false);
     char *change = NULL;
     if (cbc_key_changes(&c->prev, pe, &now, c->memo, &change, 1) == 1) {
         cbc_fmt(buf, len, "%s", change);
@@ -310,7 +338,7 @@ static enum cbc_status lookup(struct ctx *c, struct tstate *t)
     if (r == CBC_LOOKUP_DROPPED) {
         t->dropped = true;
         say(c, CBC_MSG_WARNING, "cache entry for %s of '%s' was bad (%s); dropped and rebuilt",
-            t->name, c->source, t->dropped_why);
+            t->name, c->sources[t->src], t->dropped_why);
         return CBC_OK;
     }
     if (r == CBC_LOOKUP_HIT) {
@@ -327,21 +355,21 @@ static enum cbc_status lookup(struct ctx *c, struct tstate *t)
 static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
 {
     t->tmp_out = cbc_asprintf("%s/%s", c->stage.path, t->file);
-    t->tmp_dep = cbc_asprintf("%s/%s.d", c->stage.path, t->name);
-    t->tmp_log = cbc_asprintf("%s/%s.log", c->stage.path, t->name);
+    t->tmp_dep = cbc_asprintf("%s/%s.d", c->stage.path, t->file);
+    t->tmp_log = cbc_asprintf("%s/%s.log", c->stage.path, t->file);
     const char *v = cbc_variant_suffix(t->t.variant);
     char gencode[96];
     snprintf(gencode, sizeof gencode, "arch=compute_%u%s,code=%s_%u%s", (unsigned)t->t.arch, v,
              t->t.kind == CBC_KIND_PTX ? "compute" : "sm", (unsigned)t->t.arch, v);
-    size_t n = 0, cap = c->o->n_flags + 16;
+    size_t n = 0, cap = c->n_flags + 16;
     char **argv = calloc(cap, sizeof *argv);
     if (!t->tmp_out || !t->tmp_dep || !t->tmp_log || !argv) {
         free(argv);
         return cbc_err_oom(c->err);
     }
     argv[n++] = c->nvcc;
-    for (size_t i = 0; i < c->o->n_flags; i++)
-        argv[n++] = c->o->flags[i];
+    for (size_t i = 0; i < c->n_flags; i++)
+        argv[n++] = c->flags[i];
     argv[n++] = t->t.kind == CBC_KIND_PTX ? "-ptx" : "-cubin";
     argv[n++] = "-gencode";
     argv[n++] = gencode;
@@ -350,7 +378,7 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     argv[n++] = t->tmp_dep;
     argv[n++] = "-o";
     argv[n++] = t->tmp_out;
-    argv[n++] = c->source;
+    argv[n++] = c->sources[t->src];
     argv[n] = NULL;
     enum cbc_status st = cbc_proc_spawn(argv, t->tmp_log, t->tmp_log, &t->pid, c->err);
     free(argv);
@@ -359,15 +387,16 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     return st;
 }
 
-static enum cbc_status compile_misses(struct ctx *c, uint64_t *started_ns)
+static enum cbc_status compile_misses(struct ctx *c, struct tstate *ts, size_t nt,
+                                      uint64_t *started_ns)
 {
     int jobs = c->o->jobs > 0 ? c->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (jobs < 1)
         jobs = 1;
     size_t next = 0, running = 0;
     enum cbc_status st = CBC_OK;
-    pid_t *pids = calloc(c->n ? c->n : 1, sizeof *pids);
-    struct tstate **who = calloc(c->n ? c->n : 1, sizeof *who);
+    pid_t *pids = calloc(nt ? nt : 1, sizeof *pids);
+    struct tstate **who = calloc(nt ? nt : 1, sizeof *who);
     if (!pids || !who) {
         free(pids);
         free(who);
@@ -375,8 +404,8 @@ static enum cbc_status compile_misses(struct ctx *c, uint64_t *started_ns)
     }
     *started_ns = cbc_now_ns();
     for (;;) {
-        while (st == CBC_OK && running < (size_t)jobs && next < c->n) {
-            struct tstate *t = &c->ts[next++];
+        while (st == CBC_OK && running < (size_t)jobs && next < nt) {
+            struct tstate *t = &ts[next++];
             if (t->state != T_MISS)
                 continue;
             st = start_compile(c, t);
@@ -480,7 +509,7 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
                     t->name, e.msg);
         return CBC_E_COMPILE;
     }
-    if (t->t.kind == CBC_KIND_SASS) {
+    if (t->t.kind == CBC_KIND_SASS && !c->link) {
         /* -rdc output is fine as long as it is whole: a cubin that needs a
          * device link loads nowhere, so it is not a bundle's image */
         struct cbc_cubin_info ci;
@@ -489,12 +518,13 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
             if (rel)
                 cbc_err_set(c->err, CBC_E_UNSUPPORTED, "nvcc output for %s is relocatable code "
                             "that references '%s'%s, which it does not define: it needs a device "
-                            "link, and a build of one source makes none", t->name,
+                            "link, which this build was not asked for", t->name,
                             ci.undefined[0], ci.n_undefined > 1 ? " and more" : "");
             cbc_cubin_info_release(&ci);
             if (rel) {
-                cbc_err_hint(c->err, "drop -rdc: code that calls into other sources or the "
-                             "device runtime (dynamic parallelism) needs their device link");
+                cbc_err_hint(c->err, "build every source it calls into in one bundle "
+                             "(cubincache build a.cu b.cu -n NAME), or pass -rdc=true after '--' "
+                             "for the device runtime (dynamic parallelism)");
                 return CBC_E_UNSUPPORTED;
             }
         }
@@ -509,8 +539,8 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
     char **paths = NULL;
     size_t np = 0;
     if (st == CBC_OK)
-        st = cbc_depfile_parse((const char *)dtext, dlen, c->cwd, c->source, &paths, &np,
-                               t->tmp_dep, c->err);
+        st = cbc_depfile_parse((const char *)dtext, dlen, c->cwd, c->sources[t->src], &paths,
+                               &np, t->tmp_dep, c->err);
     free(dtext);
     if (st != CBC_OK)
         return st;
@@ -519,7 +549,7 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
         cbc_paths_free(paths, np);
         return cbc_err_oom(c->err);
     }
-    t->cacheable = !changed_since(c->source, started_ns);
+    t->cacheable = !changed_since(c->sources[t->src], started_ns);
     /* the list this compile read, with stamps, for the next hit */
     struct cbc_dep_list l = {.deps = calloc(np ? np : 1, sizeof *l.deps)};
     for (size_t i = 0; i < np && st == CBC_OK; i++) {
@@ -618,8 +648,12 @@ static enum cbc_status make_manifest(struct ctx *c, struct cbc_manifest *m)
     m->nvcc_id = c->tc.nvcc_id;
     m->host_cc = c->tc.host_cc;
     m->host_id = c->tc.host_id;
-    m->flags = (char **)c->o->flags;
-    m->n_flags = c->o->n_flags;
+    m->flags = c->key_flags;
+    m->n_flags = c->n_key_flags;
+    if (c->link) {
+        m->linked = c->sources;
+        m->n_linked = c->n_sources;
+    }
     for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
         m->env[i] = (char *)c->env[i];
     m->cwd = c->cwd;
@@ -710,6 +744,8 @@ static enum cbc_status write_outputs(struct ctx *c, struct cbc_build_result *res
         cbc_buf_puts(&dep, " \\\n  ");
         cbc_depfile_escape(&dep, c->source);
         for (size_t i = 0; i < m.n_deps; i++) {
+            if (!strcmp(m.deps[i].path, c->source))
+                continue;
             cbc_buf_puts(&dep, " \\\n  ");
             cbc_depfile_escape(&dep, m.deps[i].path);
         }
@@ -748,6 +784,76 @@ static bool same_file(const char *a, const char *b)
                     sa.st_ino == sb.st_ino);
 }
 
+/* ---- device link ---------------------------------------------------------- */
+
+static int cmp_dep(const void *a, const void *b);
+
+static bool is_rdc_flag(char *const *f, size_t n, size_t i)
+{
+    static const char *const on[] = {"-rdc=true", "--relocatable-device-code=true"};
+    for (size_t k = 0; k < CBC_ARRAY_LEN(on); k++)
+        if (!strcmp(f[i], on[k]))
+            return true;
+    return (!strcmp(f[i], "-rdc") || !strcmp(f[i], "--relocatable-device-code")) && i + 1 < n &&
+           !strcmp(f[i + 1], "true");
+}
+
+/* The flags of the compiles and of the keys. Linking: several sources, or
+ * -rdc=true among the flags (dynamic parallelism in one source). */
+static enum cbc_status link_flags(struct ctx *c)
+{
+    const struct cbc_build_opts *o = c->o;
+    bool rdc = false;
+    for (size_t i = 0; i < o->n_flags && !rdc; i++)
+        rdc = is_rdc_flag(o->flags, o->n_flags, i);
+    c->link = rdc || c->n_sources > 1;
+    size_t extra = c->link ? 2 : 0;
+    c->flags = calloc(o->n_flags + extra + 1, sizeof *c->flags);
+    c->key_flags = calloc(o->n_flags + extra + 1, sizeof *c->key_flags);
+    if (!c->flags || !c->key_flags)
+        return cbc_err_oom(c->err);
+    for (size_t i = 0; i < o->n_flags; i++)
+        c->flags[c->n_flags++] = c->key_flags[c->n_key_flags++] = o->flags[i];
+    if (c->link && !rdc)
+        c->flags[c->n_flags++] = c->key_flags[c->n_key_flags++] = "-rdc=true";
+    if (c->link) /* a linked image's key is never a one-source compile's */
+        c->key_flags[c->n_key_flags++] = "--cubincache-device-link";
+    return CBC_OK;
+}
+
+/* One unit per (source, target), source-major; each unit's file names its
+ * source's place, so units of one target never share a staging name. */
+static enum cbc_status make_units(struct ctx *c)
+{
+    c->units = calloc(c->n_sources * c->n, sizeof *c->units);
+    if (!c->units)
+        return cbc_err_oom(c->err);
+    for (size_t s = 0; s < c->n_sources; s++)
+        for (size_t i = 0; i < c->n; i++) {
+            struct tstate *u = &c->units[c->n_units++];
+            u->src = s;
+            u->t = c->ts[i].t;
+            snprintf(u->name, sizeof u->name, "%s", c->ts[i].name);
+            u->file = cbc_asprintf("unit%zu.%s.cubin", s, c->ts[i].name);
+            if (!u->file)
+                return cbc_err_oom(c->err);
+        }
+    /* the device runtime nvcc -dlink pulls in when a unit uses it */
+    const char *rel[] = {"lib64/libcudadevrt.a", "targets/x86_64-linux/lib/libcudadevrt.a",
+                         "targets/sbsa-linux/lib/libcudadevrt.a"};
+    for (size_t k = 0; k < CBC_ARRAY_LEN(rel) && !c->devrt.path && c->tc.top; k++) {
+        char *p = cbc_path_join(c->tc.top, rel[k]);
+        if (p && cbc_is_file(p))
+            c->devrt.path = p;
+        else
+            free(p);
+    }
+    if (c->devrt.path)
+        return cbc_filememo_hash(c->memo, c->devrt.path, NULL, NULL, 0, &c->devrt.hash, NULL,
+                                 c->err);
+    return CBC_OK;
+}
+
 /* --depfile must not name a file the build reads or writes: it would be
  * overwritten with a list of paths. */
 static enum cbc_status check_depfile(struct ctx *c)
@@ -759,8 +865,9 @@ static enum cbc_status check_depfile(struct ctx *c)
     char *mpath = cbc_asprintf("%s/%s.manifest.json", c->out_dir, c->name);
     if (!mpath)
         return cbc_err_oom(c->err);
-    if (same_file(d, c->source))
-        what = "the source";
+    for (size_t i = 0; !what && i < c->n_sources; i++)
+        if (same_file(d, c->sources[i]))
+            what = "a source";
     else if (same_file(d, mpath))
         what = "the bundle's manifest";
     for (size_t i = 0; !what && i < c->n; i++) {
@@ -783,6 +890,9 @@ static enum cbc_status prepare(struct ctx *c)
     struct cbc_err *err = c->err;
     if (!o->source || !*o->source)
         return cbc_err_set(err, CBC_E_USAGE, "no source file given");
+    const char *const one[1] = {o->source};
+    const char *const *srcs = o->n_sources ? (const char *const *)o->sources : one;
+    size_t nsrc = o->n_sources ? o->n_sources : 1;
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
         return cbc_err_set(err, CBC_E_IO, "cannot read the working directory: %s",
@@ -812,13 +922,30 @@ static enum cbc_status prepare(struct ctx *c)
                      : ", with --name");
         return CBC_E_USAGE;
     }
-    if (!cbc_is_file(c->source)) {
-        cbc_err_set(err, CBC_E_NOT_FOUND, "source '%s' does not exist or is not a file",
-                    o->source);
-        cbc_err_hint(err, "check the path; it is taken relative to '%s'", c->cwd);
-        return CBC_E_NOT_FOUND;
+    c->sources = calloc(nsrc, sizeof *c->sources);
+    c->source_hashes = calloc(nsrc, sizeof *c->source_hashes);
+    if (!c->sources || !c->source_hashes)
+        return cbc_err_oom(err);
+    for (size_t i = 0; i < nsrc; i++) {
+        char *abs = i ? cbc_path_abs(srcs[i]) : cbc_strdup(c->source);
+        if (!abs)
+            return cbc_err_oom(err);
+        for (size_t k = 0; k < c->n_sources; k++)
+            if (!strcmp(c->sources[k], abs)) {
+                free(abs);
+                return cbc_err_set(err, CBC_E_USAGE, "source '%s' is given twice", srcs[i]);
+            }
+        c->sources[c->n_sources++] = abs;
+        if (!cbc_is_file(abs)) {
+            cbc_err_set(err, CBC_E_NOT_FOUND, "source '%s' does not exist or is not a file",
+                        srcs[i]);
+            cbc_err_hint(err, "check the path; it is taken relative to '%s'", c->cwd);
+            return CBC_E_NOT_FOUND;
+        }
     }
     enum cbc_status st = check_flags(c);
+    if (st == CBC_OK)
+        st = link_flags(c);
     if (st != CBC_OK)
         return st;
     c->nvcc = cbc_nvcc_find(o->nvcc, err);
@@ -871,12 +998,23 @@ static enum cbc_status prepare(struct ctx *c)
         t->file = cbc_bundle_file(c->name, &t->t);
         if (!t->file)
             return cbc_err_oom(err);
+        if (c->link && t->t.kind == CBC_KIND_PTX) {
+            cbc_err_set(err, CBC_E_USAGE, "target %s: a device-linked bundle holds linked SASS "
+                        "only; PTX of relocatable code cannot be loaded", t->name);
+            cbc_err_hint(err, "drop %s from --arch (and --ptx), or build without -rdc from one "
+                         "source", t->name);
+            return CBC_E_USAGE;
+        }
     }
-    st = check_depfile(c);
-    if (st != CBC_OK)
+    if (c->link && (st = make_units(c)) != CBC_OK)
         return st;
-    return cbc_filememo_hash(c->memo, c->source, NULL, NULL, 0, &c->source_hash, &c->source_stamp,
-                             err);
+    st = check_depfile(c);
+    for (size_t i = 0; st == CBC_OK && i < c->n_sources; i++)
+        st = cbc_filememo_hash(c->memo, c->sources[i], NULL, NULL, 0, &c->source_hashes[i],
+                               i ? NULL : &c->source_stamp, err);
+    if (st == CBC_OK)
+        c->source_hash = c->source_hashes[0];
+    return st;
 }
 
 static void explain_arch(struct ctx *c)
@@ -903,10 +1041,10 @@ static void explain_arch(struct ctx *c)
     }
 }
 
-static void cleanup(struct ctx *c)
+static void release_targets(struct tstate *ts, size_t n)
 {
-    for (size_t i = 0; i < c->n; i++) {
-        struct tstate *t = &c->ts[i];
+    for (size_t i = 0; i < n; i++) {
+        struct tstate *t = &ts[i];
         if (t->pid > 0) {
             kill(t->pid, SIGTERM);
             cbc_proc_wait(t->pid);
@@ -924,8 +1062,21 @@ static void cleanup(struct ctx *c)
         free(t->data);
         free_deps(t);
     }
+    free(ts);
+}
+
+static void cleanup(struct ctx *c)
+{
+    release_targets(c->ts, c->n);
+    release_targets(c->units, c->n_units);
     cbc_direct_free(c->direct);
-    free(c->ts);
+    for (size_t i = 0; i < c->n_sources; i++)
+        free(c->sources[i]);
+    free(c->sources);
+    free(c->source_hashes);
+    free(c->flags);
+    free(c->key_flags);
+    free(c->devrt.path);
     if (c->stage_open)
         cbc_stage_release(&c->stage, false);
     if (c->have_prev)
@@ -941,6 +1092,231 @@ static void cleanup(struct ctx *c)
     free(c->name);
     free(c->nvcc);
     free(c->ccbin);
+}
+
+/* Phases 2-4 for a set of units: lookup, the misses compiled (at most
+ * `jobs` at once), their results verified and stored. */
+static enum cbc_status run_units(struct ctx *c, struct tstate *ts, size_t nt, size_t *hits,
+                                 size_t *nmiss, size_t *dropped)
+{
+    enum cbc_status st = CBC_OK;
+    for (size_t i = 0; i < nt && st == CBC_OK; i++)
+        st = lookup(c, &ts[i]);
+    if (st != CBC_OK)
+        return st;
+    size_t misses = 0;
+    for (size_t i = 0; i < nt; i++) {
+        struct tstate *t = &ts[i];
+        const char *of = c->link ? cbc_path_base(c->sources[t->src]) : NULL;
+        if (t->state == T_HIT) {
+            (*hits)++;
+            say(c, CBC_MSG_EXPLAIN, "%s%s%s: hit", of ? of : "", of ? " " : "", t->name);
+        } else {
+            if (c->o->explain && !c->link) {
+                char why[1024];
+                explain_miss(c, t, why, sizeof why);
+                say(c, CBC_MSG_EXPLAIN, "%s: miss: %s", t->name, why);
+            } else if (c->link) {
+                say(c, CBC_MSG_EXPLAIN, "%s %s: miss", of, t->name);
+            }
+            misses++;
+        }
+        *dropped += t->dropped;
+    }
+    *nmiss = misses;
+    if (!misses)
+        return CBC_OK;
+    st = open_stage(c);
+    if (st == CBC_OK)
+        st = cbc_stage_begin(&c->stage, c->err);
+    if (st != CBC_OK)
+        return st;
+    uint64_t started = cbc_now_ns();
+    st = compile_misses(c, ts, nt, &started);
+    size_t failed = 0;
+    for (size_t i = 0; i < nt; i++) {
+        struct tstate *t = &ts[i];
+        if (t->state != T_MISS || !t->tmp_log)
+            continue;
+        show_log(c, t);
+        if (t->exit_code != 0)
+            failed++;
+    }
+    if (st == CBC_OK && failed) {
+        struct tstate *first = NULL;
+        for (size_t i = 0; i < nt && !first; i++)
+            if (ts[i].state == T_MISS && ts[i].exit_code != 0)
+                first = &ts[i];
+        /* a full disk makes nvcc fail too: say that, not "compile error" */
+        if (disk_full(c, first))
+            st = CBC_E_IO;
+        else
+            st = cbc_err_set(c->err, CBC_E_COMPILE, "nvcc failed for %zu of %zu targets of '%s' "
+                             "(first: %s); nothing was written or cached for them", failed,
+                             misses, c->o->n_sources ? c->o->sources[first->src] : c->o->source,
+                             first->name);
+    }
+    for (size_t i = 0; i < nt && st == CBC_OK; i++)
+        if (ts[i].state == T_MISS)
+            st = finish_compile(c, &ts[i], started);
+    return st;
+}
+
+/* A linked image's dependencies: every other source, every file a unit of
+ * its target read, the device runtime; each path once. */
+static enum cbc_status link_deps(struct ctx *c, struct tstate *b, struct tstate **u)
+{
+    size_t cap = c->n_sources + 1;
+    for (size_t s = 0; s < c->n_sources; s++)
+        cap += u[s]->n_deps;
+    b->deps = calloc(cap, sizeof *b->deps);
+    if (!b->deps)
+        return cbc_err_oom(c->err);
+    b->deps_borrowed = true; /* paths belong to the units, the sources and devrt */
+    for (size_t s = 0; s <= c->n_sources; s++) {
+        size_t n = s < c->n_sources ? u[s]->n_deps + (s > 0) : (c->devrt.path != NULL);
+        for (size_t k = 0; k < n; k++) {
+            struct cbc_dep d = s == c->n_sources ? c->devrt
+                               : s > 0 && k == 0 ? (struct cbc_dep){c->sources[s], c->source_hashes[s]}
+                                                 : u[s]->deps[k - (s > 0)];
+            bool seen = !strcmp(d.path, c->sources[0]);
+            for (size_t j = 0; j < b->n_deps && !seen; j++)
+                seen = !strcmp(b->deps[j].path, d.path);
+            if (!seen)
+                b->deps[b->n_deps++] = d;
+        }
+    }
+    /* in path order, as every dependency list (the manifest's, check's) */
+    qsort(b->deps, b->n_deps, sizeof *b->deps, cmp_dep);
+    return CBC_OK;
+}
+
+/* Links the units of target b with nvcc -dlink -cubin into b->data. */
+static enum cbc_status run_link(struct ctx *c, struct tstate *b, struct tstate **u)
+{
+    enum cbc_status st = open_stage(c);
+    if (st == CBC_OK)
+        st = cbc_stage_begin(&c->stage, c->err);
+    if (st != CBC_OK)
+        return st;
+    char **in = calloc(c->n_sources, sizeof *in);
+    char **argv = calloc(c->n_flags + c->n_sources + 16, sizeof *argv);
+    b->tmp_out = cbc_asprintf("%s/linked.%s.cubin", c->stage.path, b->name);
+    b->tmp_log = cbc_asprintf("%s/linked.%s.log", c->stage.path, b->name);
+    if (!in || !argv || !b->tmp_out || !b->tmp_log)
+        st = cbc_err_oom(c->err);
+    for (size_t s = 0; st == CBC_OK && s < c->n_sources; s++) {
+        in[s] = cbc_asprintf("%s/in.%s", c->stage.path, u[s]->file);
+        st = in[s] ? cbc_file_write_atomic(in[s], u[s]->data, u[s]->len, 0600, c->err)
+                   : cbc_err_oom(c->err);
+    }
+    char gencode[96];
+    const char *v = cbc_variant_suffix(b->t.variant);
+    snprintf(gencode, sizeof gencode, "arch=compute_%u%s,code=sm_%u%s", (unsigned)b->t.arch, v,
+             (unsigned)b->t.arch, v);
+    size_t n = 0;
+    if (st == CBC_OK) {
+        argv[n++] = c->nvcc;
+        for (size_t i = 0; i < c->n_flags; i++)
+            argv[n++] = c->flags[i];
+        argv[n++] = "-dlink";
+        argv[n++] = "-cubin";
+        argv[n++] = "-gencode";
+        argv[n++] = gencode;
+        for (size_t s = 0; s < c->n_sources; s++)
+            argv[n++] = in[s];
+        argv[n++] = "-o";
+        argv[n++] = b->tmp_out;
+        st = cbc_proc_spawn(argv, b->tmp_log, b->tmp_log, &b->pid, c->err);
+    }
+    int code = st == CBC_OK ? cbc_proc_wait(b->pid) : 0;
+    b->pid = 0;
+    if (st == CBC_OK && code != 0) {
+        show_log(c, b);
+        st = cbc_err_set(c->err, CBC_E_COMPILE, "the device link for %s of '%s' failed (nvcc "
+                         "-dlink exited %d); nothing was written or cached for it", b->name,
+                         c->name, code);
+        cbc_err_hint(c->err, "every device function a source calls must be defined in one of "
+                     "the bundle's sources");
+    }
+    for (size_t s = 0; in && s < c->n_sources; s++) {
+        if (in[s])
+            unlink(in[s]);
+        free(in[s]);
+    }
+    free(in);
+    free(argv);
+    struct cbc_err e = {0};
+    if (st == CBC_OK)
+        st = cbc_file_read(b->tmp_out, &b->data, &b->len, &e);
+    if (st == CBC_OK)
+        st = cbc_binfmt_verify_target(b->data, b->len, &b->t, b->file, NULL, &e);
+    struct cbc_cubin_info ci;
+    if (st == CBC_OK && cbc_cubin_parse(b->data, b->len, b->file, &ci, &e) == CBC_OK) {
+        if (cbc_cubin_needs_dlink(&ci))
+            st = cbc_err_set(&e, CBC_E_VERIFY, "it still references '%s'", ci.undefined[0]);
+        cbc_cubin_info_release(&ci);
+    }
+    if (st != CBC_OK && c->err->status == CBC_OK) {
+        cbc_err_set(c->err, CBC_E_COMPILE, "the device link for %s gave an unusable image: %s",
+                    b->name, e.msg);
+        st = CBC_E_COMPILE;
+    }
+    return st;
+}
+
+/* Per target: the linked image from the store, else linked from its units
+ * and stored. A target is a hit when no unit compiled and the store had
+ * the link. */
+static enum cbc_status link_targets(struct ctx *c, struct cbc_build_result *res)
+{
+    struct tstate **u = calloc(c->n_sources, sizeof *u);
+    if (!u)
+        return cbc_err_oom(c->err);
+    enum cbc_status st = CBC_OK;
+    for (size_t i = 0; i < c->n && st == CBC_OK; i++) {
+        struct tstate *b = &c->ts[i];
+        bool units_hit = true;
+        for (size_t s = 0; s < c->n_sources; s++) {
+            u[s] = &c->units[s * c->n + i];
+            units_hit = units_hit && u[s]->state == T_HIT;
+        }
+        st = link_deps(c, b, u);
+        if (st != CBC_OK)
+            break;
+        struct cbc_key_now now = build_now(c, 0, true);
+        struct cbc_key_inputs in;
+        cbc_key_inputs_make(&now, &b->t, b->deps, b->n_deps, &in);
+        cbc_key_result(&in, &b->result_key);
+        enum cbc_lookup r = CBC_LOOKUP_MISS;
+        struct cbc_err e = {0};
+        if (c->store && cbc_store_get(c->store, &b->result_key, &b->t, &b->data, &b->len, &r,
+                                      b->dropped_why, sizeof b->dropped_why, &e) != CBC_OK)
+            say(c, CBC_MSG_WARNING, "cannot read the cache entry for %s: %s", b->name, e.msg);
+        if (r == CBC_LOOKUP_HIT) {
+            b->state = units_hit ? T_HIT : T_MISS;
+            say(c, CBC_MSG_EXPLAIN, "%s: link: hit", b->name);
+        } else {
+            b->state = T_MISS;
+            say(c, CBC_MSG_EXPLAIN, "%s: link: miss", b->name);
+            free(b->data);
+            b->data = NULL;
+            st = run_link(c, b, u);
+            if (st == CBC_OK && c->store &&
+                cbc_store_put(c->store, &b->result_key, &b->t, b->data, b->len, &e) != CBC_OK &&
+                !c->warned_store) {
+                c->warned_store = true;
+                say(c, CBC_MSG_WARNING, "cannot write to the cache in '%s' (%s); building "
+                    "without caching", cbc_store_root(c->store), e.msg);
+            }
+        }
+        if (b->state == T_HIT)
+            res->hits++;
+        else
+            res->misses++;
+    }
+    free(u);
+    return st;
 }
 
 enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_result *res,
@@ -959,66 +1335,16 @@ enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_r
     }
     c.manifest_path = res->manifest_path;
     explain_arch(&c);
-
-    for (size_t i = 0; i < c.n && st == CBC_OK; i++)
-        st = lookup(&c, &c.ts[i]);
+    if (c.link) {
+        size_t hits = 0, misses = 0;
+        st = run_units(&c, c.units, c.n_units, &hits, &misses, &res->dropped);
+        if (st == CBC_OK)
+            st = link_targets(&c, res);
+    } else {
+        st = run_units(&c, c.ts, c.n, &res->hits, &res->misses, &res->dropped);
+    }
     if (st != CBC_OK)
         goto out;
-
-    size_t misses = 0;
-    for (size_t i = 0; i < c.n; i++) {
-        struct tstate *t = &c.ts[i];
-        if (t->state == T_HIT) {
-            res->hits++;
-            say(&c, CBC_MSG_EXPLAIN, "%s: hit", t->name);
-        } else {
-            if (o->explain) {
-                char why[1024];
-                explain_miss(&c, t, why, sizeof why);
-                say(&c, CBC_MSG_EXPLAIN, "%s: miss: %s", t->name, why);
-            }
-            misses++;
-        }
-        res->dropped += t->dropped;
-    }
-    res->misses = misses;
-
-    if (misses) {
-        st = open_stage(&c);
-        if (st == CBC_OK)
-            st = cbc_stage_begin(&c.stage, err);
-        if (st != CBC_OK)
-            goto out;
-        uint64_t started = cbc_now_ns();
-        st = compile_misses(&c, &started);
-        size_t failed = 0;
-        for (size_t i = 0; i < c.n; i++) {
-            struct tstate *t = &c.ts[i];
-            if (t->state != T_MISS || !t->tmp_log)
-                continue;
-            show_log(&c, t);
-            if (t->exit_code != 0)
-                failed++;
-        }
-        if (st == CBC_OK && failed) {
-            struct tstate *first = NULL;
-            for (size_t i = 0; i < c.n && !first; i++)
-                if (c.ts[i].state == T_MISS && c.ts[i].exit_code != 0)
-                    first = &c.ts[i];
-            /* a full disk makes nvcc fail too: say that, not "compile error" */
-            if (disk_full(&c, first))
-                st = CBC_E_IO;
-            else
-                st = cbc_err_set(err, CBC_E_COMPILE, "nvcc failed for %zu of %zu targets of '%s' "
-                                 "(first: %s); nothing was written or cached for them",
-                                 failed, misses, o->source, first->name);
-        }
-        for (size_t i = 0; i < c.n && st == CBC_OK; i++)
-            if (c.ts[i].state == T_MISS)
-                st = finish_compile(&c, &c.ts[i], started);
-        if (st != CBC_OK)
-            goto out;
-    }
     cbc_direct_refresh(c.direct); /* lists a hit had to re-hash get fresh stamps */
     st = write_outputs(&c, res);
 out:

@@ -7,6 +7,12 @@
  * bundle is written: DIR/NAME.<target>.cubin|ptx, DIR/NAME.manifest.json and
  * optionally a depfile, each only when its bytes change, the manifest last.
  *
+ * With several sources (or -rdc=true among the flags) every source is
+ * compiled for every target with -rdc=true, each such unit cached as a
+ * one-source compile is, and the units of a target are device-linked
+ * (nvcc -dlink -cubin, the device runtime included) into its image, which
+ * is cached under a key of every source and dependency.
+ *
  * Invariants: a failed build (compile error, mislabeled output, bad input)
  * writes nothing into DIR and stores nothing bad; outputs named by the
  * previous manifest that the new one drops are removed; the engine reports
@@ -20,7 +26,11 @@
 #include "common.h"
 
 struct cbc_build_opts {
-    const char *source;
+    const char *source;         /* the first (or only) source */
+    const char *const *sources; /* n_sources > 1: every source, source first; they are compiled
+                                   with -rdc=true and device-linked into each target (as one
+                                   source is when the flags hold -rdc=true) */
+    size_t n_sources;           /* 0: just `source` */
     const char *arch;           /* NULL: "auto" */
     const char *out_dir;        /* NULL: "." */
     const char *name;           /* NULL: the source's stem */

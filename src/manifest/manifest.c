@@ -59,6 +59,11 @@ char *cbc_manifest_render(const struct cbc_manifest *m)
         add_str(src, "path", m->source);
         add_hash(src, "xxh3", &m->source_hash);
     }
+    if (m->n_linked) {
+        cJSON *ls = add_obj(root, "linked_sources", cJSON_CreateArray());
+        for (size_t i = 0; ls && i < m->n_linked; i++)
+            cJSON_AddItemToArray(ls, cJSON_CreateStringReference(m->linked[i]));
+    }
     cJSON *deps = add_obj(root, "dependencies", cJSON_CreateArray());
     for (size_t i = 0; deps && i < m->n_deps; i++) {
         cJSON *d = cJSON_CreateObject();
@@ -304,6 +309,27 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         m->source = get_str(&r, src, "path", "source.path", false);
         get_hash(&r, src, "xxh3", "source.xxh3", &m->source_hash);
     }
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(root, "linked_sources");
+    if (ls && r.st == CBC_OK) {
+        size_t n = cJSON_IsArray(ls) ? (size_t)cJSON_GetArraySize(ls) : 0;
+        if (!n)
+            fail(&r, "linked_sources", "expected a non-empty array of source paths");
+        else if (!(m->linked = calloc(n, sizeof *m->linked)))
+            r.st = cbc_err_oom(err);
+        const cJSON *f = m->linked ? ls->child : NULL;
+        for (; f; f = f->next) {
+            if (!cJSON_IsString(f) || !f->valuestring[0]) {
+                fail(&r, "linked_sources", "expected an array of source paths");
+                break;
+            }
+            if (!(m->linked[m->n_linked++] = cbc_strdup(f->valuestring))) {
+                r.st = cbc_err_oom(err);
+                break;
+            }
+        }
+        if (r.st == CBC_OK && m->n_linked && m->source && strcmp(m->linked[0], m->source) != 0)
+            fail(&r, "linked_sources", "its first source is not source.path");
+    }
     const cJSON *deps = get_arr(&r, root, "dependencies", "dependencies");
     if (deps && r.st == CBC_OK) {
         size_t n = (size_t)cJSON_GetArraySize(deps);
@@ -419,6 +445,9 @@ void cbc_manifest_release(struct cbc_manifest *m)
 {
     free(m->name);
     free(m->source);
+    for (size_t i = 0; i < m->n_linked; i++)
+        free(m->linked[i]);
+    free(m->linked);
     for (size_t i = 0; i < m->n_deps; i++)
         free(m->deps[i].path);
     free(m->deps);

@@ -51,6 +51,11 @@ struct cbc_manifest {
     char *arch_spec, *arch_rule, *arch_detail, *compute_cap;
     struct cbc_manifest_entry *entries;
     size_t n;
+    /* a device-linked bundle ("linked_sources", absent otherwise): every
+     * source compiled with -rdc and linked into each entry, in link order;
+     * the first is `source`, the others are also in `deps` */
+    char **linked;
+    size_t n_linked;
 };
 
 /* NUL-terminated JSON text (malloc'd), or NULL when out of memory. */

@@ -43,7 +43,8 @@ expect_out 2 "'ninety'" "$CUBINCACHE" build -a ninety k.cu
 expect_out 2 "conflicts" "$CUBINCACHE" build -a 90 k.cu -- -arch=sm_89
 expect_out 2 "--arch" "$CUBINCACHE" build -a 90 k.cu -- -gencode arch=compute_89,code=sm_89
 expect_out 2 "does not exist" "$CUBINCACHE" build -a 90 missing.cu
-expect_out 2 "one SOURCE" "$CUBINCACHE" build -a 90 k.cu other.cu
+expect_out 2 "'other.cu' does not exist" "$CUBINCACHE" build -a 90 k.cu other.cu
+expect_out 2 "is given twice" "$CUBINCACHE" build -a 90 k.cu ./k.cu
 expect_out 2 "CUDA_COMPUTE_CAP='abc'" env CUDA_COMPUTE_CAP=abc "$CUBINCACHE" build k.cu
 
 note "nvcc missing exits 4 and names where it looked"

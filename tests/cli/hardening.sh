@@ -195,7 +195,7 @@ expect_out 2 "--name 'a/b' is not a bundle name" "$C" build -a 90 -n a/b -o "$T/
 expect_exit 0 "$C" build -a 90 -o "$T/o11" -n kern k.cu
 cp "$T/o11/kern.manifest.json" "$T/m.keep"
 expect_out 2 "is the bundle's manifest" "$C" build -a 90 -o "$T/o11" -n kern --depfile "$T/o11/kern.manifest.json" k.cu
-expect_out 2 "is the source" "$C" build -a 90 -o "$T/o11" -n kern --depfile k.cu k.cu
+expect_out 2 "is a source" "$C" build -a 90 -o "$T/o11" -n kern --depfile k.cu k.cu
 expect_out 2 "is one of the bundle's images" "$C" build -a 90 -o "$T/o11" -n kern --depfile "$T/o11/kern.sm_90.cubin" k.cu
 cmp -s "$T/m.keep" "$T/o11/kern.manifest.json" || fail "a refused --depfile changed the manifest"
 expect_out 2 "--steps '4294967297'" "$IGRUN" --demo --steps 4294967297

@@ -11,7 +11,9 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: cubincache build [options] SOURCE.cu [-- NVCC_ARGS...]\n"
+    "usage: cubincache build [options] SOURCE.cu [MORE.cu...] [-- NVCC_ARGS...]\n"
+    "  several sources (or -rdc=true in NVCC_ARGS) are compiled with -rdc and\n"
+    "  device-linked per target (device runtime included) into one image each\n"
     "  -a, --arch SPEC       targets: 86, 8.6, sm_86, compute_86, 90a, 100f, 8.6+PTX,\n"
     "                        lists, all, all-major, native, auto (default auto)\n"
     "  -o, --out-dir DIR     where the bundle goes (default .); a DIR spelled NAME.bundle\n"
@@ -104,10 +106,11 @@ int cmd_build(int argc, char **argv)
     }
     if (optind >= split)
         return tool_usage_error(&t, usage, "no SOURCE.cu given");
-    if (split - optind > 1)
-        return tool_usage_error(&t, usage, "one SOURCE per build; got '%s' and '%s' (nvcc "
-                                "arguments go after '--')", argv[optind], argv[optind + 1]);
     o.source = argv[optind];
+    if (split - optind > 1) {
+        o.sources = (const char *const *)argv + optind;
+        o.n_sources = (size_t)(split - optind);
+    }
     o.flags = split < argc ? argv + split + 1 : NULL;
     o.n_flags = split < argc ? (size_t)(argc - split - 1) : 0;
     const char *dis = getenv("CUBINCACHE_DISABLE");
