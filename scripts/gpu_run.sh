@@ -61,6 +61,8 @@ if meson install -C build-gpu --destdir "$stage" --quiet > "$out/consumer.log" 2
             ninja -C /tmp/cbc-consumer >> "$out/consumer.log" 2>&1
         say "  arch auto (the driver's GPU): $(/tmp/cbc-consumer/vecadd 2>&1; echo "exit $?")"
         say "  $(cubincache check --arch 90 /tmp/cbc-consumer/vecadd 2>/dev/null)"
+        say "  the two-source, device-linked dp bundle: $(/tmp/cbc-consumer/dp 2>&1; echo "exit $?")"
+        say "  $(cubincache check --arch 90 /tmp/cbc-consumer/dp 2>/dev/null)"
         CUDA_COMPUTE_CAP=89 ninja -C /tmp/cbc-consumer >> "$out/consumer.log" 2>&1
         say "  CUDA_COMPUTE_CAP=89 ninja: $(/tmp/cbc-consumer/vecadd 2>&1 | tr '\n' ' '; echo "exit ${PIPESTATUS[0]}")"
     )

@@ -48,6 +48,13 @@ note "CUDA_COMPUTE_CAP=89 ninja"
 CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n1.log" 2>&1 || fail "ninja: $(cat "$T/n1.log")"
 [ "$(sm_of "$k.sm_89.cubin")" = 89 ] || fail "first build is not sm_89"
 
+note "the dp bundle: two sources device-linked per target, one executable cubin each"
+dp="$T/cb/dp.bundle/dp"
+[ "$(sm_of "$dp.sm_89.cubin")" = 89 ] || fail "no sm_89 dp cubin: $(ls "$T/cb/dp.bundle")"
+grep -q '"linked_sources"' "$dp.manifest.json" || fail "dp's manifest names no linked sources"
+expect_out 0 "RUNS         sm_89     dp: runs (sm_89 SASS)" cubincache check --arch 89 "$T/cb/dp"
+expect_out 1 "dp: ran sm_89 on GPU 0" env CUBINCACHE_LIBCUDA="$fake" FAKE_CUDA_CC=89 "$T/cb/dp"
+
 note "the program built for 89, on a (fake) compute capability 9.0 GPU: refused with the fix"
 expect_out 4 "vecadd: no image for GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0): the bundle has sm_89 and no PTX" env CUBINCACHE_LIBCUDA="$fake" FAKE_CUDA_CC=90 "$exe"
 grep -q "rebuild with cubincache build --arch 90" "$T/last.out" || fail "no remedy: $(cat "$T/last.out")"
@@ -91,13 +98,21 @@ reset_nvcc_log
 CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n5.log" 2>&1 || fail "ninja: $(cat "$T/n5.log")"
 [ "$(nvcc_runs)" = 1 ] || fail "a header edit ran nvcc $(nvcc_runs) times: $(cat "$T/n5.log")"
 
+note "an edit of one of dp's sources recompiles that source alone, then relinks"
+sed -i 's/3.0f \* x/x * 3.0f/' "$T/consumer/dp_helper.cu"
+reset_nvcc_log
+CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n5b.log" 2>&1 || fail "ninja: $(cat "$T/n5b.log")"
+[ "$(grep -c -- '-dlink' "$T/nvcc.log")" = 1 ] && [ "$(nvcc_runs)" = 2 ] ||
+    fail "editing dp_helper.cu ran: $(cat "$T/nvcc.log")"
+grep -v -- '-dlink' "$T/nvcc.log" | grep -q dp_parent.cu && fail "dp_parent.cu was recompiled"
+
 note "so does a changed NVCC_APPEND_FLAGS (through the stamp)"
 reset_nvcc_log
 before=$(mtime_of "$k.sm_89.cubin")
 sleep 0.05
 NVCC_APPEND_FLAGS=-lineinfo CUDA_COMPUTE_CAP=89 ninja -C "$T/cb" > "$T/n6.log" 2>&1 ||
     fail "ninja: $(cat "$T/n6.log")"
-[ "$(nvcc_runs)" = 1 ] || fail "NVCC_APPEND_FLAGS ran nvcc $(nvcc_runs) times: $(cat "$T/n6.log")"
+[ "$(nvcc_runs)" = 4 ] || fail "NVCC_APPEND_FLAGS ran nvcc $(nvcc_runs) times: $(cat "$T/n6.log")"
 [ "$before" != "$(mtime_of "$k.sm_89.cubin")" ] || fail "-lineinfo left the cubin as it was"
 
 note "meson install: the bundle directory under DATADIR/cubincache, found by the installed program"
