@@ -23,6 +23,7 @@
 
 #include "archspec.h"
 #include "direct.h"
+#include "jobslots.h"
 #include "key.h"
 #include "manifest.h"
 #include "publish.h"
@@ -390,28 +391,46 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
 static enum cbc_status compile_misses(struct ctx *c, struct tstate *ts, size_t nt,
                                       uint64_t *started_ns)
 {
-    int jobs = c->o->jobs > 0 ? c->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (jobs < 1)
-        jobs = 1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int jobs = c->o->jobs > 0 ? c->o->jobs : cpus > 0 ? (int)cpus : 1;
+    /* without -j, every build of this user shares one slot per CPU, so
+     * the builds ninja runs side by side stay near its -j in total */
+    struct cbc_jobslots *slots =
+        c->o->jobs > 0 ? NULL : cbc_jobslots_open(cpus > 0 ? (unsigned)cpus : 1);
     size_t next = 0, running = 0;
     enum cbc_status st = CBC_OK;
     pid_t *pids = calloc(nt ? nt : 1, sizeof *pids);
     struct tstate **who = calloc(nt ? nt : 1, sizeof *who);
-    if (!pids || !who) {
+    int *slot = calloc(nt ? nt : 1, sizeof *slot);
+    if (!pids || !who || !slot) {
         free(pids);
         free(who);
+        free(slot);
+        cbc_jobslots_close(slots);
         return cbc_err_oom(c->err);
     }
     *started_ns = cbc_now_ns();
     for (;;) {
         while (st == CBC_OK && running < (size_t)jobs && next < nt) {
-            struct tstate *t = &ts[next++];
-            if (t->state != T_MISS)
+            if (ts[next].state != T_MISS) {
+                next++;
                 continue;
+            }
+            /* holding a slot, never wait for another (that could deadlock
+             * against a build waiting the same way): reap a compile first */
+            int sl = cbc_jobslots_try(slots);
+            if (sl < 0 && slots && running > 0)
+                break;
+            if (sl < 0 && slots)
+                sl = cbc_jobslots_wait(slots, 60000); /* then without one: never hang */
+            struct tstate *t = &ts[next++];
             st = start_compile(c, t);
             if (st == CBC_OK) {
+                slot[running] = sl;
                 pids[running] = t->pid;
                 who[running++] = t;
+            } else {
+                cbc_jobslots_release(slots, sl);
             }
         }
         if (running == 0)
@@ -421,12 +440,16 @@ static enum cbc_status compile_misses(struct ctx *c, struct tstate *ts, size_t n
         long i = cbc_proc_wait_any(pids, running, &code);
         who[i]->exit_code = code;
         who[i]->pid = 0;
+        cbc_jobslots_release(slots, slot[i]);
+        slot[i] = slot[running - 1];
         pids[i] = pids[running - 1];
         who[i] = who[running - 1];
         running--;
     }
     free(pids);
     free(who);
+    free(slot);
+    cbc_jobslots_close(slots);
     return st;
 }
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # concurrency.sh: many builders on one cache; kill -9 of a writer inside
-# the publish window; a corrupted entry is detected, dropped and rebuilt.
+# the publish window; a corrupted entry is detected, dropped and rebuilt;
+# builders side by side (as ninja runs them) run at most one nvcc per CPU
+# in total, unless -j says otherwise.
 . "$(dirname "$0")/lib.sh"
 make_kernel "$T/src"
 cd "$T/src"
@@ -66,4 +68,39 @@ printf 'not ours' > "$CUBINCACHE_DIR/v1/objects/00/00000000000000000000000000000
 expect_out 1 "1 file that is not the cache's, left alone" "$CUBINCACHE" cache verify
 [ -e "$CUBINCACHE_DIR/v1/objects/00/000000000000000000000000000000.cbc" ] || fail "verify deleted a foreign file"
 rm "$CUBINCACHE_DIR/v1/objects/00/000000000000000000000000000000.cbc"
+
+note "4 builders of 4 targets side by side: at most one nvcc per CPU at any time"
+mkdir -m 700 "$T/xdg"
+export XDG_RUNTIME_DIR="$T/xdg"
+cat > "$T/nvcc-par" <<EOF2
+#!/bin/bash
+# counts the compiles running at once (not the toolchain's identification):
+# one directory each while it runs
+case " \$* " in *cubincache-probe*) exec "$NVCC_REAL" "\$@" ;; *" -cubin "*) ;; *) exec "$NVCC_REAL" "\$@" ;; esac
+d=\$(mktemp -d "$T/running/r.XXXXXX")
+n=\$(ls "$T/running" | wc -l)
+echo "\$n" >> "$T/par.log"
+"$NVCC_REAL" "\$@"; rc=\$?
+rmdir "\$d"
+exit \$rc
+EOF2
+chmod +x "$T/nvcc-par"
+par_run() { # ARGS for every build: the most nvcc processes seen at once
+    rm -rf "$T/running" "$T/par.log" "$CUBINCACHE_DIR"
+    mkdir -p "$T/running"
+    local pids=()
+    for i in 1 2 3 4; do
+        sed "s/scale/scale$i/" k.cu > "p$i.cu"
+        NVCC="$T/nvcc-par" "$CUBINCACHE" build -q "$@" -a 75,80,86,90 -o "$T/par$i" "p$i.cu" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || fail "a parallel builder failed"; done
+    sort -n "$T/par.log" | tail -1
+}
+cpus=$(nproc)
+most=$(par_run)
+[ "$most" -le "$cpus" ] || fail "$most nvcc ran at once on $cpus CPUs"
+most_j=$(par_run -j 4)
+[ "$most_j" -gt "$cpus" ] || fail "with -j 4 each, only $most_j ran at once: the test cannot tell"
+note "  (at most $most at once; $most_j with -j 4 per builder)"
 echo ok

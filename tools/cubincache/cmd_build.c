@@ -26,7 +26,8 @@ static const char usage[] =
     "      --nvcc PATH       nvcc to run (default $NVCC, PATH, /usr/local/cuda/bin/nvcc)\n"
     "      --cache-dir DIR   cache (default $CUBINCACHE_DIR, $XDG_CACHE_HOME/cubincache,\n"
     "                        ~/.cache/cubincache); CUBINCACHE_DISABLE=1 turns it off\n"
-    "  -j, --jobs N          parallel nvcc processes on a miss (default: CPUs)\n"
+    "  -j, --jobs N          parallel nvcc processes on a miss (default: one per CPU,\n"
+    "                        shared by every build of this user running at once)\n"
     "      --explain         say per target hit or miss, and which input changed\n"
     "  -q, --quiet           no warnings    -v, --verbose   notes too\n";
 
