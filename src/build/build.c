@@ -107,10 +107,11 @@ struct ctx {
     struct cbc_direct *direct; /* direct mode over the store (src/direct) */
 };
 
-/* Explanations are formatted only when asked for (--explain). */
+/* Explanations and progress are formatted only when asked for. */
 #define say(c, kind, ...)                                                                          \
     do {                                                                                           \
-        if ((kind) != CBC_MSG_EXPLAIN || (c)->o->explain)                                          \
+        if (((kind) != CBC_MSG_EXPLAIN || (c)->o->explain) &&                                      \
+            ((kind) != CBC_MSG_PROGRESS || (c)->o->progress))                                      \
             cbc_say((c)->o->msg, (c)->o->msg_ctx, (kind), __VA_ARGS__);                            \
     } while (0)
 
@@ -388,6 +389,23 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     return st;
 }
 
+/* The status line: the targets compiling now, how many of the misses are
+ * done, the time since the first started. */
+static void progress(struct ctx *c, struct tstate **who, size_t running, size_t done,
+                     size_t total, uint64_t started_ns)
+{
+    if (!c->o->progress)
+        return;
+    char now[256] = "";
+    size_t off = 0;
+    for (size_t i = 0; i < running && off < sizeof now; i++)
+        off += (size_t)snprintf(now + off, sizeof now - off, "%s%s%s%s", i ? " " : "",
+                                c->link ? cbc_path_base(c->sources[who[i]->src]) : "",
+                                c->link ? ":" : "", who[i]->name);
+    say(c, CBC_MSG_PROGRESS, "%s: [%zu/%zu] %.1f s%s%s", c->name, done, total,
+        (double)(cbc_now_ns() - started_ns) / 1e9, running ? "  compiling " : "", now);
+}
+
 static enum cbc_status compile_misses(struct ctx *c, struct tstate *ts, size_t nt,
                                       uint64_t *started_ns)
 {
@@ -410,7 +428,11 @@ static enum cbc_status compile_misses(struct ctx *c, struct tstate *ts, size_t n
         return cbc_err_oom(c->err);
     }
     *started_ns = cbc_now_ns();
+    size_t total = 0, done = 0;
+    for (size_t i = 0; i < nt; i++)
+        total += ts[i].state == T_MISS;
     for (;;) {
+        size_t before = running;
         while (st == CBC_OK && running < (size_t)jobs && next < nt) {
             if (ts[next].state != T_MISS) {
                 next++;
@@ -435,9 +457,12 @@ static enum cbc_status compile_misses(struct ctx *c, struct tstate *ts, size_t n
         }
         if (running == 0)
             break;
+        if (running != before)
+            progress(c, who, running, done, total, *started_ns);
         /* only our own compiles: a host program's other children are not ours to reap */
         int code;
         long i = cbc_proc_wait_any(pids, running, &code);
+        done++;
         who[i]->exit_code = code;
         who[i]->pid = 0;
         cbc_jobslots_release(slots, slot[i]);
@@ -445,6 +470,7 @@ static enum cbc_status compile_misses(struct ctx *c, struct tstate *ts, size_t n
         pids[i] = pids[running - 1];
         who[i] = who[running - 1];
         running--;
+        progress(c, who, running, done, total, *started_ns);
     }
     free(pids);
     free(who);

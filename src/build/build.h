@@ -46,6 +46,7 @@ struct cbc_build_opts {
     void (*msg)(void *ctx, enum cbc_msg_kind kind, const char *text);
     void *msg_ctx;
     bool explain; /* deliver CBC_MSG_EXPLAIN; without it their work is skipped */
+    bool progress; /* deliver CBC_MSG_PROGRESS at each compile's start and end */
 };
 
 struct cbc_build_result {

@@ -177,7 +177,8 @@ enum cbc_msg_kind {
     CBC_MSG_WARNING = 0, /* shown unless -q */
     CBC_MSG_NOTE = 1,    /* shown with -v */
     CBC_MSG_EXPLAIN = 2, /* shown with --explain */
-    CBC_MSG_DIAG = 3     /* nvcc's own output, always shown */
+    CBC_MSG_DIAG = 3,    /* nvcc's own output, always shown */
+    CBC_MSG_PROGRESS = 4 /* what is compiling now, for a status line on a terminal */
 };
 typedef void (*cbc_msg_fn)(void *ctx, enum cbc_msg_kind kind, const char *text);
 /* Formats a message and hands it to fn (nothing when fn is NULL). */

@@ -101,4 +101,24 @@ note "changing the target set removes what is no longer asked for"
 expect_exit 0 "$CUBINCACHE" build -a 86,89 -o "$T/set" k.cu
 expect_exit 0 "$CUBINCACHE" build -a 89 -o "$T/set" k.cu
 [ ! -e "$T/set/k.sm_86.cubin" ] && [ -e "$T/set/k.sm_89.cubin" ] || fail "stale output kept: $(ls "$T/set")"
+note "a cold build on a terminal shows one updating status line; not through a pipe, -q or NO_COLOR's escapes"
+command -v script > /dev/null || fail "script (util-linux) is needed to give the build a terminal"
+status_run() { # OUT ARGS...: the build's terminal output, via script(1)
+    local out=$1; shift
+    rm -rf "$CUBINCACHE_DIR" "$T/tty"
+    script -qec "$*" /dev/null > "$out" 2>&1 < /dev/null
+}
+status_run "$T/tty.txt" env -u NO_COLOR "$CUBINCACHE" build -a 75,86 -o "$T/tty" k.cu || fail "build on a pty: $(cat -v "$T/tty.txt")"
+grep -q "k: \[0/2\] 0.0 s  compiling sm_75 sm_86" "$T/tty.txt" || fail "no status line: $(cat -v "$T/tty.txt")"
+grep -q "k: \[2/2\]" "$T/tty.txt" || fail "the status line never reached 2/2: $(cat -v "$T/tty.txt")"
+grep -q $'\e\[K' "$T/tty.txt" || fail "the status line is not erased: $(cat -v "$T/tty.txt")"
+[ "$(tail -c 4 "$T/tty.txt" | od -An -c | tr -d ' ')" = '\r033[K' ] ||
+    fail "the status line is left on the terminal: $(tail -c 40 "$T/tty.txt" | cat -v)"
+status_run "$T/nc.txt" env NO_COLOR=1 "$CUBINCACHE" build -a 75,86 -o "$T/tty" k.cu
+grep -q "k: \[2/2\]" "$T/nc.txt" && ! grep -q $'\e' "$T/nc.txt" || fail "NO_COLOR: $(cat -v "$T/nc.txt")"
+status_run "$T/q.txt" "$CUBINCACHE" build -q -a 75,86 -o "$T/tty" k.cu
+[ ! -s "$T/q.txt" ] || fail "-q printed: $(cat -v "$T/q.txt")"
+rm -rf "$CUBINCACHE_DIR" "$T/tty"
+"$CUBINCACHE" build -a 75,86 -o "$T/tty" k.cu > "$T/pipe.txt" 2>&1 || fail "build through a pipe"
+[ ! -s "$T/pipe.txt" ] || fail "a build through a pipe (as under ninja) printed: $(cat -v "$T/pipe.txt")"
 echo ok

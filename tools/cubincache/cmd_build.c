@@ -1,7 +1,8 @@
 /* cmd_build.c: `cubincache build`, the per-target compile driver.
  *
  * Parses the command line (options before "--", nvcc's after) and hands
- * everything to the build engine (src/build); this file only prints.
+ * everything to the build engine (src/build); this file only prints,
+ * including the one updating status line of a cold build on a terminal.
  */
 #include "build.h"
 #include "cmds.h"
@@ -9,6 +10,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: cubincache build [options] SOURCE.cu [MORE.cu...] [-- NVCC_ARGS...]\n"
@@ -34,11 +36,38 @@ static const char usage[] =
 struct printer {
     struct tool *t;
     bool explain;
+    bool status;     /* a status line is on the terminal now */
+    bool erase;      /* the terminal takes ESC [ K (not NO_COLOR, not TERM=dumb) */
+    size_t last_len; /* without erase: the status line's length, to pad over */
 };
+
+/* The status line goes away before anything else is printed. */
+static void clear_status(struct printer *p)
+{
+    if (!p->status)
+        return;
+    if (p->erase)
+        fputs("\r\033[K", stderr);
+    else
+        fprintf(stderr, "\r%*s\r", (int)p->last_len, "");
+    p->status = false;
+}
 
 static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
 {
     struct printer *p = ctx;
+    if (kind == CBC_MSG_PROGRESS) {
+        size_t len = strlen(text);
+        if (p->erase)
+            fprintf(stderr, "\r%s\033[K", text);
+        else
+            fprintf(stderr, "\r%s%*s", text, len < p->last_len ? (int)(p->last_len - len) : 0, "");
+        fflush(stderr);
+        p->last_len = len;
+        p->status = true;
+        return;
+    }
+    clear_status(p);
     switch (kind) {
     case CBC_MSG_WARNING: tool_warn(p->t, "%s", text); break;
     case CBC_MSG_NOTE: tool_note(p->t, "%s", text); break;
@@ -47,6 +76,7 @@ static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
             fprintf(stderr, "%s: explain: %s\n", p->t->prog, text);
         break;
     case CBC_MSG_DIAG: fprintf(stderr, "%s\n", text); break;
+    case CBC_MSG_PROGRESS: break;
     }
 }
 
@@ -72,7 +102,7 @@ int cmd_build(int argc, char **argv)
         {"help", no_argument, NULL, O_HELP},        {NULL, 0, NULL, 0},
     };
     struct cbc_build_opts o = {0};
-    struct printer pr = {&t, false};
+    struct printer pr = {.t = &t};
     o.msg = on_msg;
     o.msg_ctx = &pr;
     optind = 1;
@@ -117,9 +147,15 @@ int cmd_build(int argc, char **argv)
     const char *dis = getenv("CUBINCACHE_DISABLE");
     o.no_cache = dis && *dis && strcmp(dis, "0") != 0;
 
+    /* a status line only for a person at a terminal: not under ninja or
+     * make (their pipes), not with -q, and plain with NO_COLOR or TERM=dumb */
+    const char *term = getenv("TERM"), *nc = getenv("NO_COLOR");
+    o.progress = t.verbosity >= 0 && isatty(STDERR_FILENO) && !(term && !strcmp(term, "dumb"));
+    pr.erase = !(nc && *nc) && !(term && !strcmp(term, "dumb"));
     struct cbc_build_result res;
     struct cbc_err err = {0};
     enum cbc_status st = cbc_build_run(&o, &res, &err);
+    clear_status(&pr);
     if (st != CBC_OK) {
         tool_error(&t, &err);
         cbc_build_result_release(&res);
