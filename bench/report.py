@@ -75,6 +75,14 @@ def cpu_table(rows, args):
                           for o, what in ours if o in by)
         print("| %s | %s | %.2f | %d | %s |" % (label, ms(r["median_ms"]), r["stddev_ms"], r["runs"],
                                               ratio))
+    cold, plain = by.get("cubincache_build_cold_4_targets"), by.get("nvcc_cold_4_cubins")
+    if cold and plain:
+        print("\nA cold `cubincache build` of bench/data/launcher_kernels.cu for 4 targets uses %s "
+              "of CPU (user + system, median of %d runs; %s wall, the targets in parallel); plain "
+              "`nvcc -cubin` making the same 4 cubins one after another uses %s. Run alternately, "
+              "the median of the per-round CPU ratios is **%.3fx**."
+              % (ms(cold["cpu_ms"]), cold["runs"], ms(cold["median_ms"]), ms(plain["cpu_ms"]),
+                 cold.get("cpu_ratio_median", cold["cpu_ms"] / plain["cpu_ms"])))
     k, n = by.get("noop_ninja_20_kernels_x_4_targets"), by.get("noop_ninja_no_kernels")
     if k and n:
         print("\nThe kernels add %.2f ms to a no-op ninja (%s with them, %s without)."

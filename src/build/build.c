@@ -375,15 +375,26 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     argv[n++] = t->t.kind == CBC_KIND_PTX ? "-ptx" : "-cubin";
     argv[n++] = "-gencode";
     argv[n++] = gencode;
-    argv[n++] = "-MD";
-    argv[n++] = "-MF";
-    argv[n++] = t->tmp_dep;
+    /* the dependencies come from the device preprocessing nvcc runs anyway
+     * (the host compiler's -E, with this target's __CUDA_ARCH__ defined);
+     * nvcc's own -MD would preprocess the source a second time. -Xcompiler
+     * splits at commas, so a path with one takes nvcc's way. */
+    char *xdep = strchr(t->tmp_dep, ',') ? NULL : cbc_asprintf("-MD,-MF,%s", t->tmp_dep);
+    if (xdep) {
+        argv[n++] = "-Xcompiler";
+        argv[n++] = xdep;
+    } else {
+        argv[n++] = "-MD";
+        argv[n++] = "-MF";
+        argv[n++] = t->tmp_dep;
+    }
     argv[n++] = "-o";
     argv[n++] = t->tmp_out;
     argv[n++] = c->sources[t->src];
     argv[n] = NULL;
     enum cbc_status st = cbc_proc_spawn(argv, t->tmp_log, t->tmp_log, &t->pid, c->err);
     free(argv);
+    free(xdep);
     if (st != CBC_OK)
         cbc_err_hint(c->err, "check that nvcc ('%s') is installed and executable", c->nvcc);
     return st;

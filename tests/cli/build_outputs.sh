@@ -101,6 +101,16 @@ note "changing the target set removes what is no longer asked for"
 expect_exit 0 "$CUBINCACHE" build -a 86,89 -o "$T/set" k.cu
 expect_exit 0 "$CUBINCACHE" build -a 89 -o "$T/set" k.cu
 [ ! -e "$T/set/k.sm_86.cubin" ] && [ -e "$T/set/k.sm_89.cubin" ] || fail "stale output kept: $(ls "$T/set")"
+note "a header included only under __CUDA_ARCH__ >= 900 is a dependency of sm_90 alone"
+printf '#if __CUDA_ARCH__ >= 900\n#include "only90.cuh"\n#endif\n__global__ void c(float *x) { x[0] = 1.0f; }\n' > cond.cu
+printf '#define ONLY90 1\n' > only90.cuh
+expect_exit 0 "$CUBINCACHE" build -a 80,90 -o "$T/cond" cond.cu
+expect_out 0 "OK" "$CUBINCACHE" check "$T/cond"
+printf '#define ONLY90 2\n' > only90.cuh
+expect_out 1 "STALE        sm_90     cond.sm_90.cubin: dependency '$PWD/only90.cuh' changed" "$CUBINCACHE" check "$T/cond"
+grep -q "OK           sm_80     cond.sm_80.cubin: current" "$T/last.out" || fail "sm_80 read only90.cuh: $(cat "$T/last.out")"
+expect_out 0 "1 hit, 1 miss" "$CUBINCACHE" build -v -a 80,90 -o "$T/cond" cond.cu
+
 note "a cold build on a terminal shows one updating status line; not through a pipe, -q or NO_COLOR's escapes"
 command -v script > /dev/null || fail "script (util-linux) is needed to give the build a terminal"
 status_run() { # OUT ARGS...: the build's terminal output, via script(1)
@@ -109,7 +119,7 @@ status_run() { # OUT ARGS...: the build's terminal output, via script(1)
     script -qec "$*" /dev/null > "$out" 2>&1 < /dev/null
 }
 status_run "$T/tty.txt" env -u NO_COLOR "$CUBINCACHE" build -a 75,86 -o "$T/tty" k.cu || fail "build on a pty: $(cat -v "$T/tty.txt")"
-grep -q "k: \[0/2\] 0.0 s  compiling sm_75 sm_86" "$T/tty.txt" || fail "no status line: $(cat -v "$T/tty.txt")"
+grep -q "k: \[0/2\] 0.0 s  compiling sm_75" "$T/tty.txt" || fail "no status line: $(cat -v "$T/tty.txt")"
 grep -q "k: \[2/2\]" "$T/tty.txt" || fail "the status line never reached 2/2: $(cat -v "$T/tty.txt")"
 grep -q $'\e\[K' "$T/tty.txt" || fail "the status line is not erased: $(cat -v "$T/tty.txt")"
 [ "$(tail -c 4 "$T/tty.txt" | od -An -c | tr -d ' ')" = '\r033[K' ] ||

@@ -6,6 +6,10 @@ set -u
 T=$(mktemp -d /tmp/cbc-cli.XXXXXX)
 trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
 export CUBINCACHE_DIR="$T/cache" NO_COLOR=1
+# each test its own compile slots (build's one-nvcc-per-CPU limit), so tests
+# running side by side do not throttle each other
+mkdir -m 700 "$T/xdg"
+export XDG_RUNTIME_DIR="$T/xdg"
 unset CUDA_COMPUTE_CAP NVCC NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS CUBINCACHE_DISABLE
 NVCC_REAL=${NVCC_REAL:-/usr/local/cuda/bin/nvcc}
 
