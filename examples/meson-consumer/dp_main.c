@@ -3,12 +3,9 @@
  * dp_parent, which launches dp_child on the GPU, and checks every value.
  * Exit: 0 values correct, 1 wrong values or a driver failure, 4 no GPU or
  * no image for it. Only the driver API is used, through the loader. */
-#include <cubincache/loader.h>
+#include "example.h"
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
 #include <math.h>
-#include <stdio.h>
 
 extern const struct cbc_embedded_bundle cbc_bundle_dp;
 
@@ -18,26 +15,15 @@ int main(void)
     struct cbc_bundle *b = NULL;
     struct cbc_module *m = NULL;
     void *fn = NULL;
-    PFN_cuMemAlloc_v3020 alloc;
-    PFN_cuMemcpyHtoD_v3020 htod;
-    PFN_cuMemcpyDtoH_v3020 dtoh;
-    PFN_cuLaunchKernel_v4000 launch;
+    struct driver_calls k;
     if (cbc_bundle_open_default(&cbc_bundle_dp, &b, &err) != CBC_OK ||
         cbc_module_load(b, 0, NULL, &m, &err) != CBC_OK ||
         cbc_module_function(m, "dp_parent", &fn, &err) != CBC_OK ||
-        cbc_driver_symbol("cuMemAlloc", 3020, (void **)&alloc, &err) != CBC_OK ||
-        cbc_driver_symbol("cuMemcpyHtoD", 3020, (void **)&htod, &err) != CBC_OK ||
-        cbc_driver_symbol("cuMemcpyDtoH", 3020, (void **)&dtoh, &err) != CBC_OK ||
-        cbc_driver_symbol("cuLaunchKernel", 4000, (void **)&launch, &err) != CBC_OK) {
-        fprintf(stderr, "error: %s\n", err.msg);
-        if (err.remedy[0])
-            fprintf(stderr, "  fix: %s\n", err.remedy);
+        driver_calls_resolve(&k, &err) != CBC_OK) {
+        int rc = report_failure(&err);
         cbc_module_unload(m);
         cbc_bundle_close(b);
-        return err.status == CBC_E_NO_DRIVER || err.status == CBC_E_NO_DEVICE ||
-                       err.status == CBC_E_NO_IMAGE
-                   ? 4
-                   : 1;
+        return rc;
     }
     enum { N = 4096 };
     static float x[N];
@@ -46,13 +32,13 @@ int main(void)
     CUdeviceptr dx;
     int n = N, bad = 0;
     void *args[] = {&dx, &n};
-    CUresult rc = alloc(&dx, sizeof x);
+    CUresult rc = k.alloc(&dx, sizeof x);
     if (rc == CUDA_SUCCESS)
-        rc = htod(dx, x, sizeof x);
+        rc = k.htod(dx, x, sizeof x);
     if (rc == CUDA_SUCCESS)
-        rc = launch((CUfunction)fn, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+        rc = k.launch((CUfunction)fn, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
     if (rc == CUDA_SUCCESS)
-        rc = dtoh(x, dx, sizeof x); /* synchronous: waits for parent and child */
+        rc = k.dtoh(x, dx, sizeof x); /* synchronous: waits for parent and child */
     for (int i = 0; rc == CUDA_SUCCESS && i < N; i++)
         bad += fabsf(x[i] - (3.0f * (float)i + 1.0f)) > 1e-3f;
     if (rc != CUDA_SUCCESS)

@@ -8,26 +8,12 @@
  * Exit: 0 sums correct, 1 wrong sums or a driver failure, 4 no GPU or no
  * image for it. Only the driver API is used, through the loader, so the
  * program links neither libcuda nor the CUDA runtime. */
-#include <cubincache/loader.h>
+#include "example.h"
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 extern const struct cbc_embedded_bundle cbc_bundle_vecadd;
-
-static int fail(const struct cbc_err *err)
-{
-    fprintf(stderr, "error: %s\n", err->msg);
-    if (err->remedy[0])
-        fprintf(stderr, "  fix: %s\n", err->remedy);
-    return err->status == CBC_E_NO_DRIVER || err->status == CBC_E_NO_DEVICE ||
-                   err->status == CBC_E_NO_IMAGE
-               ? 4
-               : 1;
-}
 
 int main(int argc, char **argv)
 {
@@ -36,19 +22,13 @@ int main(int argc, char **argv)
     struct cbc_bundle *b = NULL;
     struct cbc_module *m = NULL;
     void *fn = NULL;
-    PFN_cuMemAlloc_v3020 alloc;
-    PFN_cuMemcpyHtoD_v3020 htod;
-    PFN_cuMemcpyDtoH_v3020 dtoh;
-    PFN_cuLaunchKernel_v4000 launch;
+    struct driver_calls k;
     if ((installed ? cbc_bundle_open_installed("vecadd", &b, &err)
                    : cbc_bundle_open_default(&cbc_bundle_vecadd, &b, &err)) != CBC_OK ||
         cbc_module_load(b, 0, NULL, &m, &err) != CBC_OK ||
         cbc_module_function(m, "vecadd", &fn, &err) != CBC_OK ||
-        cbc_driver_symbol("cuMemAlloc", 3020, (void **)&alloc, &err) != CBC_OK ||
-        cbc_driver_symbol("cuMemcpyHtoD", 3020, (void **)&htod, &err) != CBC_OK ||
-        cbc_driver_symbol("cuMemcpyDtoH", 3020, (void **)&dtoh, &err) != CBC_OK ||
-        cbc_driver_symbol("cuLaunchKernel", 4000, (void **)&launch, &err) != CBC_OK) {
-        int rc = fail(&err);
+        driver_calls_resolve(&k, &err) != CBC_OK) {
+        int rc = report_failure(&err);
         cbc_module_unload(m);
         cbc_bundle_close(b);
         return rc;
@@ -60,19 +40,19 @@ int main(int argc, char **argv)
     CUdeviceptr dx, dy, dz;
     int n = N, bad = 0;
     void *args[] = {&dx, &dy, &dz, &n};
-    CUresult rc = alloc(&dx, sizeof x);
+    CUresult rc = k.alloc(&dx, sizeof x);
     if (rc == CUDA_SUCCESS)
-        rc = alloc(&dy, sizeof y);
+        rc = k.alloc(&dy, sizeof y);
     if (rc == CUDA_SUCCESS)
-        rc = alloc(&dz, sizeof z);
+        rc = k.alloc(&dz, sizeof z);
     if (rc == CUDA_SUCCESS)
-        rc = htod(dx, x, sizeof x);
+        rc = k.htod(dx, x, sizeof x);
     if (rc == CUDA_SUCCESS)
-        rc = htod(dy, y, sizeof y);
+        rc = k.htod(dy, y, sizeof y);
     if (rc == CUDA_SUCCESS)
-        rc = launch((CUfunction)fn, N / 256, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
+        rc = k.launch((CUfunction)fn, N / 256, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
     if (rc == CUDA_SUCCESS)
-        rc = dtoh(z, dz, sizeof z); /* synchronous: waits for the kernel */
+        rc = k.dtoh(z, dz, sizeof z); /* synchronous: waits for the kernel */
     for (int i = 0; rc == CUDA_SUCCESS && i < N; i++)
         bad += fabsf(z[i] - 1.5f * (float)i) > 1e-6f;
     if (rc != CUDA_SUCCESS)

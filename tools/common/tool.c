@@ -12,6 +12,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 void tool_init(struct tool *t, const char *prog)
@@ -130,4 +131,12 @@ void tool_print_json(struct cJSON *o)
         puts(s);
     free(s);
     cJSON_Delete(o);
+}
+
+int tool_split_dashdash(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0)
+            return i;
+    return argc;
 }

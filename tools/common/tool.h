@@ -28,6 +28,10 @@ struct tool {
     bool color;
 };
 
+/* The index of the first "--" in argv (the options before it are ours,
+ * nvcc's come after), or argc when there is none. */
+int tool_split_dashdash(int argc, char **argv);
+
 void tool_init(struct tool *t, const char *prog);
 void tool_error(const struct tool *t, const struct cbc_err *err);
 void tool_errorf(const struct tool *t, const char *fmt, ...) CBC_PRINTF(2, 3);

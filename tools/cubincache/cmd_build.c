@@ -84,12 +84,7 @@ int cmd_build(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache build");
-    int split = argc;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--") == 0) {
-            split = i;
-            break;
-        }
+    int split = tool_split_dashdash(argc, argv);
     enum { O_PTX = 256, O_DEPFILE, O_DEPTARGET, O_NVCC, O_CACHE, O_EXPLAIN, O_HELP };
     static const struct option longopts[] = {
         {"arch", required_argument, NULL, 'a'},     {"out-dir", required_argument, NULL, 'o'},

@@ -29,12 +29,7 @@ int cmd_stamp(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache stamp");
-    int split = argc;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--") == 0) {
-            split = i;
-            break;
-        }
+    int split = tool_split_dashdash(argc, argv);
     enum { O_CHECK = 256, O_NVCC, O_CACHE, O_HELP };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"arch", required_argument, NULL, 'a'},
