@@ -144,6 +144,10 @@ msg=$(head -1 "$T/b.err" | sed 's/^cubincache build: error: //')
 meson setup -Dcuda-arch=bogus "$T/cb-bogus" "$T/consumer" > "$T/bogus.log" 2>&1 &&
     fail "meson setup accepted -Dcuda-arch=bogus"
 grep -qF -- "$msg" "$T/bogus.log" || fail "configure said: $(tail -5 "$T/bogus.log"), build says: $msg"
+# ... and so does the project's own option, through the same parser compiled at configure time
+meson setup -Dcuda-arch=bogus "$T/self-bogus" "$SRCDIR" > "$T/self.log" 2>&1 &&
+    fail "the project's meson setup accepted -Dcuda-arch=bogus"
+grep -qF -- "-Dcuda-arch=bogus: $msg" "$T/self.log" || fail "the project's configure said: $(tail -5 "$T/self.log")"
 [ ! -e "$T/bogus" ] || fail "a failed build wrote its out dir"
 echo ok
 
