@@ -66,7 +66,7 @@ echo
 echo "== what was built, for which GPUs (arch rule and targets from the manifest)"
 m="$build/kernels/ig_kernels.bundle/ig_kernels.manifest.json"
 grep -E '"(rule|detail)":' "$m" | sed 's/^[[:space:]]*/  /'
-"$cbc" check "$build/kernels"
+"$cbc" check "$build/kernels"  # finds ig_kernels.bundle
 echo
 echo "== will igrun (which carries those kernels) run on these GPUs?"
 "$cbc" check --arch 75,80,86,89,90,100,120,121 "$build/tools/igrun/igrun" || true

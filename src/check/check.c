@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -553,6 +554,17 @@ static enum cbc_status check_dir(struct check_run *run, const char *dir,
         st = check_manifest(run, p, any_stages, o, rep, &named, &n_named, err);
         free(p);
         manifests++;
+    }
+    /* bundles spelled NAME.bundle (a build system's one output per bundle),
+     * one level down; a symbolic link is not followed */
+    for (size_t i = 0; st == CBC_OK && i < n; i++) {
+        struct stat sb;
+        char *p = names[i] && ends_with(names[i], ".bundle") ? cbc_path_join(dir, names[i]) : NULL;
+        if (p && lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            st = check_dir(run, p, o, rep, err);
+            manifests++;
+        }
+        free(p);
     }
     for (size_t i = 0; st == CBC_OK && i < n; i++) {
         if (!names[i] || !(ends_with(names[i], ".cubin") || ends_with(names[i], ".ptx") ||

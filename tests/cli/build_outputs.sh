@@ -101,6 +101,14 @@ note "changing the target set removes what is no longer asked for"
 expect_exit 0 "$CUBINCACHE" build -a 86,89 -o "$T/set" k.cu
 expect_exit 0 "$CUBINCACHE" build -a 89 -o "$T/set" k.cu
 [ ! -e "$T/set/k.sm_86.cubin" ] && [ -e "$T/set/k.sm_89.cubin" ] || fail "stale output kept: $(ls "$T/set")"
+note "an out dir spelled NAME.bundle names the bundle, is the depfile's target, and check finds it"
+expect_exit 0 "$CUBINCACHE" build -a 90 -o "$T/nest/kb.bundle" --depfile "$T/kb.d" k.cu
+[ -f "$T/nest/kb.bundle/kb.manifest.json" ] && [ "$(sm_of "$T/nest/kb.bundle/kb.sm_90.cubin")" = 90 ] ||
+    fail "NAME.bundle: $(ls -R "$T/nest")"
+head -1 "$T/kb.d" | grep -q "^$T/nest/kb.bundle:" || fail "depfile target: $(head -1 "$T/kb.d")"
+expect_out 0 "OK           sm_90     kb.sm_90.cubin: current" "$CUBINCACHE" check "$T/nest"
+expect_out 2 "out dir '$T/nest/kb.bundle' is spelled as bundle 'kb'" "$CUBINCACHE" build -a 90 -o "$T/nest/kb.bundle" -n other k.cu
+
 note "a header included only under __CUDA_ARCH__ >= 900 is a dependency of sm_90 alone"
 printf '#if __CUDA_ARCH__ >= 900\n#include "only90.cuh"\n#endif\n__global__ void c(float *x) { x[0] = 1.0f; }\n' > cond.cu
 printf '#define ONLY90 1\n' > only90.cuh
