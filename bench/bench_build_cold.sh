@@ -9,7 +9,7 @@
 # system) is what compares; ours compiles the targets in parallel, and with
 # -j 1 one after another as plain nvcc does, which shows our own work apart
 # from what running compiles side by side costs on the machine. The three
-# run alternately (bench/alternate.py), 9 rounds.
+# run alternately (bench/alternate.py), 11 rounds.
 . "$(dirname "$0")/bench_lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$B/src"
@@ -20,7 +20,7 @@ for a in 75 80 86 90; do "$NVCC_REAL" -cubin -gencode arch=compute_\$a,code=sm_\
 SH
 "$CUBINCACHE" build -q -a 75 -o "$B/warm" lk.cu -- -O3 # the toolchain's identity, cached
 keep_tools="rm -rf $B/cache/v1/objects $B/cache/v1/direct $B/cache/v1/deps $B/out"
-python3 "$here/alternate.py" 9 \
+python3 "$here/alternate.py" 11 \
     "nvcc_cold_4_cubins=bash $B/plain.sh" \
     "cubincache_build_cold_4_targets=$CUBINCACHE build -q -a 75,80,86,90 -o $B/out lk.cu -- -O3" \
     --prep "cubincache_build_cold_4_targets=$keep_tools" \

@@ -41,7 +41,7 @@ fi
 # drift falls on all three; the cache emptied of entries and records before
 # each, the toolchain's identity kept (as on any machine that built once)
 empty="rm -rf $B/lcache/v1/objects $B/lcache/v1/direct $B/lcache/v1/deps k.o"
-python3 "$here/alternate.py" 5 \
+python3 "$here/alternate.py" 9 \
     "nvcc_cold_4_archs=$NVCC_REAL $G4 $ARGS" --prep "nvcc_cold_4_archs=rm -f k.o" \
     "launcher_cold_4_archs=$L $G4 $ARGS" --prep "launcher_cold_4_archs=$empty" \
     "launcher_add_1_arch_to_3=$L $G4 $ARGS" --prep "launcher_add_1_arch_to_3=$empty && $L $G3 $ARGS"

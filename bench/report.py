@@ -108,7 +108,7 @@ def launcher_table(rows, args):
     print("One runtime-API translation unit (`bench/data/launcher_kernels.cu`: 18 templated kernels "
           "and their launches), `-O3 -c` with `-MD`, as CMake runs it. Hits: 3 archs (sm_80, 86, "
           "89); cold and added arch: sm_90 as the fourth. The launcher's cold and added-arch runs "
-          "and plain nvcc's alternate, 5 rounds, with the cache emptied of entries and records before "
+          "and plain nvcc's alternate, 9 rounds, with the cache emptied of entries and records before "
           "each (the toolchain's identity kept). sccache compiles in its server, so its CPU column "
           "is its client's alone.\n")
     print("| what | median | CPU (user + sys) | runs | ratio |")
