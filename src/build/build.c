@@ -378,8 +378,11 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     /* the dependencies come from the device preprocessing nvcc runs anyway
      * (the host compiler's -E, with this target's __CUDA_ARCH__ defined);
      * nvcc's own -MD would preprocess the source a second time. -Xcompiler
-     * splits at commas, so a path with one takes nvcc's way. */
-    char *xdep = strchr(t->tmp_dep, ',') ? NULL : cbc_asprintf("-MD,-MF,%s", t->tmp_dep);
+     * splits at commas and nvcc pastes its value into a shell line, so a
+     * path with anything but [A-Za-z0-9_./+-] takes nvcc's way. */
+    bool plain_path = t->tmp_dep[strspn(t->tmp_dep, "abcdefghijklmnopqrstuvwxyz"
+                                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+-")] == '\0';
+    char *xdep = plain_path ? cbc_asprintf("-MD,-MF,%s", t->tmp_dep) : NULL;
     if (xdep) {
         argv[n++] = "-Xcompiler";
         argv[n++] = xdep;

@@ -109,6 +109,12 @@ head -1 "$T/kb.d" | grep -q "^$T/nest/kb.bundle:" || fail "depfile target: $(hea
 expect_out 0 "OK           sm_90     kb.sm_90.cubin: current" "$CUBINCACHE" check "$T/nest"
 expect_out 2 "out dir '$T/nest/kb.bundle' is spelled as bundle 'kb'" "$CUBINCACHE" build -a 90 -o "$T/nest/kb.bundle" -n other k.cu
 
+note "an out dir with a space and a comma: built, its dependencies recorded"
+expect_exit 0 "$CUBINCACHE" build -a 80 -o "$T/with space,comma" k.cu
+expect_out 0 "OK           sm_80     k.sm_80.cubin: current" "$CUBINCACHE" check "$T/with space,comma"
+grep -q '"path":	"'"$PWD"'/kh.cuh"' "$T/with space,comma/k.manifest.json" ||
+    fail "the header is not a recorded dependency: $(grep -c path "$T/with space,comma/k.manifest.json") paths"
+
 note "a header included only under __CUDA_ARCH__ >= 900 is a dependency of sm_90 alone"
 printf '#if __CUDA_ARCH__ >= 900\n#include "only90.cuh"\n#endif\n__global__ void c(float *x) { x[0] = 1.0f; }\n' > cond.cu
 printf '#define ONLY90 1\n' > only90.cuh
