@@ -6,6 +6,7 @@
  */
 #include "build.h"
 #include "cmds.h"
+#include "manifest.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -31,6 +32,10 @@ static const char usage[] =
     "  -j, --jobs N          parallel nvcc processes on a miss (default: one per CPU,\n"
     "                        shared by every build of this user running at once)\n"
     "      --explain         say per target hit or miss, and which input changed\n"
+    "      --emit cargo      after the build (hit or miss), print for a cargo build.rs\n"
+    "                        rerun-if-changed of every source, dependency and the\n"
+    "                        toolchain, rerun-if-env-changed of every variable that\n"
+    "                        changes what is built\n"
     "  -q, --quiet           no warnings    -v, --verbose   notes too\n";
 
 struct printer {
@@ -51,6 +56,45 @@ static void clear_status(struct printer *p)
     else
         fprintf(stderr, "\r%*s\r", (int)p->last_len, "");
     p->status = false;
+}
+
+/* The variables outside the key's own list that change what build makes:
+ * the targets (CUDA_COMPUTE_CAP; the driver 'auto' asks), which nvcc and
+ * host compiler run. */
+static const char *const cargo_env[] = {"CUDA_COMPUTE_CAP", "NVCC", "PATH", "CUBINCACHE_LIBCUDA"};
+
+/* cargo's directives for what the bundle was made of, all or nothing: a
+ * path cargo would read as more than one line is refused, never printed. */
+static int emit_cargo(struct tool *t, const char *manifest)
+{
+    struct cbc_manifest m;
+    struct cbc_err err = {0};
+    enum cbc_status st = cbc_manifest_load(manifest, &m, &err);
+    if (st != CBC_OK) {
+        tool_error(t, &err);
+        return tool_exit_code(st);
+    }
+    const char *files[4] = {m.source, m.nvcc, m.host_cc, NULL};
+    for (size_t i = 0; i < m.n_deps + 3; i++) {
+        const char *p = i < 3 ? files[i] : m.deps[i - 3].path;
+        if (p && strpbrk(p, "\r\n")) {
+            tool_errorf(t, "'%s' records a path with a line break; cargo would read it as "
+                        "directives, so none are printed", manifest);
+            cbc_manifest_release(&m);
+            return EXIT_USAGE;
+        }
+    }
+    for (size_t i = 0; i < m.n_deps + 3; i++) {
+        const char *p = i < 3 ? files[i] : m.deps[i - 3].path;
+        if (p && *p)
+            printf("cargo:rerun-if-changed=%s\n", p);
+    }
+    for (size_t i = 0; i < CBC_ARRAY_LEN(cargo_env); i++)
+        printf("cargo:rerun-if-env-changed=%s\n", cargo_env[i]);
+    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
+        printf("cargo:rerun-if-env-changed=%s\n", cbc_key_env_names[i]);
+    cbc_manifest_release(&m);
+    return fflush(stdout) == 0 && !ferror(stdout) ? EXIT_OK : EXIT_ENV;
 }
 
 static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
@@ -85,7 +129,7 @@ int cmd_build(int argc, char **argv)
     struct tool t;
     tool_init(&t, "cubincache build");
     int split = tool_split_dashdash(argc, argv);
-    enum { O_PTX = 256, O_DEPFILE, O_DEPTARGET, O_NVCC, O_CACHE, O_EXPLAIN, O_HELP };
+    enum { O_PTX = 256, O_DEPFILE, O_DEPTARGET, O_NVCC, O_CACHE, O_EXPLAIN, O_EMIT, O_HELP };
     static const struct option longopts[] = {
         {"arch", required_argument, NULL, 'a'},     {"out-dir", required_argument, NULL, 'o'},
         {"name", required_argument, NULL, 'n'},     {"ptx", no_argument, NULL, O_PTX},
@@ -93,10 +137,12 @@ int cmd_build(int argc, char **argv)
         {"depfile-target", required_argument, NULL, O_DEPTARGET},
         {"nvcc", required_argument, NULL, O_NVCC},  {"cache-dir", required_argument, NULL, O_CACHE},
         {"jobs", required_argument, NULL, 'j'},     {"explain", no_argument, NULL, O_EXPLAIN},
+        {"emit", required_argument, NULL, O_EMIT},
         {"quiet", no_argument, NULL, 'q'},          {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, O_HELP},        {NULL, 0, NULL, 0},
     };
     struct cbc_build_opts o = {0};
+    bool emit = false;
     struct printer pr = {.t = &t};
     o.msg = on_msg;
     o.msg_ctx = &pr;
@@ -123,6 +169,12 @@ int cmd_build(int argc, char **argv)
             break;
         }
         case O_EXPLAIN: pr.explain = o.explain = true; break;
+        case O_EMIT:
+            if (strcmp(optarg, "cargo") != 0)
+                return tool_usage_error(&t, usage, "--emit '%s': the one format is 'cargo'",
+                                        optarg);
+            emit = true;
+            break;
         case 'q': t.verbosity = -1; break;
         case 'v': t.verbosity = 1; break;
         case O_HELP: fputs(usage, stdout); return EXIT_OK;
@@ -158,6 +210,7 @@ int cmd_build(int argc, char **argv)
     }
     tool_note(&t, "%zu targets: %zu hit, %zu miss; %zu images rewritten; manifest %s", res.n_targets,
               res.hits, res.misses, res.written, res.manifest_changed ? "rewritten" : "unchanged");
+    int rc = emit ? emit_cargo(&t, res.manifest_path) : EXIT_OK;
     cbc_build_result_release(&res);
-    return EXIT_OK;
+    return rc;
 }
