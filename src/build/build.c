@@ -666,6 +666,18 @@ static int cmp_dep(const void *a, const void *b)
     return strcmp(((const struct cbc_dep *)a)->path, ((const struct cbc_dep *)b)->path);
 }
 
+/* Sorts a dependency list by path, each path once (every list of ours is in
+ * this order: the manifest's, check's); returns the new length. */
+static size_t sort_unique_deps(struct cbc_dep *d, size_t n)
+{
+    qsort(d, n, sizeof *d, cmp_dep);
+    size_t w = 0;
+    for (size_t r = 0; r < n; r++)
+        if (!w || strcmp(d[w - 1].path, d[r].path) != 0)
+            d[w++] = d[r];
+    return w;
+}
+
 static bool same_deps(const struct tstate *a, const struct tstate *b)
 {
     if (a->n_deps != b->n_deps)
@@ -700,12 +712,7 @@ static enum cbc_status make_manifest(struct ctx *c, struct cbc_manifest *m)
         for (size_t k = 0; k < c->ts[i].n_deps && !seen; k++)
             m->deps[m->n_deps++] = c->ts[i].deps[k];
     }
-    qsort(m->deps, m->n_deps, sizeof *m->deps, cmp_dep);
-    size_t w = 0;
-    for (size_t r = 0; r < m->n_deps; r++)
-        if (!w || strcmp(m->deps[w - 1].path, m->deps[r].path) != 0)
-            m->deps[w++] = m->deps[r];
-    m->n_deps = w;
+    m->n_deps = sort_unique_deps(m->deps, m->n_deps);
     m->nvcc = c->tc.nvcc;
     m->nvcc_version = c->tc.version;
     m->nvcc_id = c->tc.nvcc_id;
@@ -849,7 +856,6 @@ static bool same_file(const char *a, const char *b)
 
 /* ---- device link ---------------------------------------------------------- */
 
-static int cmp_dep(const void *a, const void *b);
 
 static bool is_rdc_flag(char *const *f, size_t n, size_t i)
 {
@@ -1236,21 +1242,16 @@ static enum cbc_status link_deps(struct ctx *c, struct tstate *b, struct tstate 
     if (!b->deps)
         return cbc_err_oom(c->err);
     b->deps_borrowed = true; /* paths belong to the units, the sources and devrt */
-    for (size_t s = 0; s <= c->n_sources; s++) {
-        size_t n = s < c->n_sources ? u[s]->n_deps + (s > 0) : (c->devrt.path != NULL);
-        for (size_t k = 0; k < n; k++) {
-            struct cbc_dep d = s == c->n_sources ? c->devrt
-                               : s > 0 && k == 0 ? (struct cbc_dep){c->sources[s], c->source_hashes[s]}
-                                                 : u[s]->deps[k - (s > 0)];
-            bool seen = !strcmp(d.path, c->sources[0]);
-            for (size_t j = 0; j < b->n_deps && !seen; j++)
-                seen = !strcmp(b->deps[j].path, d.path);
-            if (!seen)
-                b->deps[b->n_deps++] = d;
-        }
+    for (size_t s = 0; s < c->n_sources; s++) {
+        if (s > 0) /* the first is the key's source, not a dependency */
+            b->deps[b->n_deps++] = (struct cbc_dep){c->sources[s], c->source_hashes[s]};
+        for (size_t k = 0; k < u[s]->n_deps; k++)
+            if (strcmp(u[s]->deps[k].path, c->sources[0]) != 0)
+                b->deps[b->n_deps++] = u[s]->deps[k];
     }
-    /* in path order, as every dependency list (the manifest's, check's) */
-    qsort(b->deps, b->n_deps, sizeof *b->deps, cmp_dep);
+    if (c->devrt.path)
+        b->deps[b->n_deps++] = c->devrt;
+    b->n_deps = sort_unique_deps(b->deps, b->n_deps);
     return CBC_OK;
 }
 
