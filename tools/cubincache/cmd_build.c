@@ -74,27 +74,35 @@ static int emit_cargo(struct tool *t, const char *manifest)
         tool_error(t, &err);
         return tool_exit_code(st);
     }
-    const char *files[4] = {m.source, m.nvcc, m.host_cc, NULL};
-    for (size_t i = 0; i < m.n_deps + 3; i++) {
+    /* composed whole first, printed only when every path is one line */
+    struct cbc_buf out = {0};
+    const char *files[3] = {m.source, m.nvcc, m.host_cc};
+    bool one_line = true;
+    for (size_t i = 0; one_line && i < m.n_deps + 3; i++) {
         const char *p = i < 3 ? files[i] : m.deps[i - 3].path;
-        if (p && strpbrk(p, "\r\n")) {
-            tool_errorf(t, "'%s' records a path with a line break; cargo would read it as "
-                        "directives, so none are printed", manifest);
-            cbc_manifest_release(&m);
-            return EXIT_USAGE;
-        }
-    }
-    for (size_t i = 0; i < m.n_deps + 3; i++) {
-        const char *p = i < 3 ? files[i] : m.deps[i - 3].path;
-        if (p && *p)
-            printf("cargo:rerun-if-changed=%s\n", p);
+        one_line = !p || !strpbrk(p, "\r\n");
+        if (one_line && p && *p)
+            cbc_buf_printf(&out, "cargo:rerun-if-changed=%s\n", p);
     }
     for (size_t i = 0; i < CBC_ARRAY_LEN(cargo_env); i++)
-        printf("cargo:rerun-if-env-changed=%s\n", cargo_env[i]);
+        cbc_buf_printf(&out, "cargo:rerun-if-env-changed=%s\n", cargo_env[i]);
     for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
-        printf("cargo:rerun-if-env-changed=%s\n", cbc_key_env_names[i]);
+        cbc_buf_printf(&out, "cargo:rerun-if-env-changed=%s\n", cbc_key_env_names[i]);
     cbc_manifest_release(&m);
-    return fflush(stdout) == 0 && !ferror(stdout) ? EXIT_OK : EXIT_ENV;
+    int rc = EXIT_OK;
+    if (!one_line) {
+        tool_errorf(t, "'%s' records a path with a line break; cargo would read it as "
+                    "directives, so none are printed", manifest);
+        rc = EXIT_USAGE;
+    } else if (out.oom) {
+        tool_errorf(t, "out of memory");
+        rc = EXIT_INTERNAL;
+    } else if (fwrite(out.p, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
+        tool_errorf(t, "cannot write to standard output");
+        rc = EXIT_ENV;
+    }
+    cbc_buf_release(&out);
+    return rc;
 }
 
 static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
