@@ -65,6 +65,13 @@ struct run {
     struct cbc_buf out, errs;
     char pid_prefix[64]; /* "tmpxft_<pid>_<n>-" of this run */
     unsigned serial;
+    /* whether a file mentions __CUDA_ARCH_LIST__: every arch's record asks
+     * of the same headers, each is read once per run */
+    struct mention {
+        char *path;
+        bool yes;
+    } *mentions;
+    size_t n_mentions, cap_mentions;
 };
 
 /* ---- the dryrun --------------------------------------------------------------- */
@@ -823,14 +830,22 @@ static bool direct_lookup(struct run *r, struct group *g)
     return false;
 }
 
-/* Whether a file mentions __CUDA_ARCH_LIST__. */
-static bool mentions_list(const char *path)
+/* Whether a file mentions __CUDA_ARCH_LIST__ (read once per run). */
+static bool mentions_list(struct run *r, const char *path)
 {
+    for (size_t i = 0; i < r->n_mentions; i++)
+        if (!strcmp(r->mentions[i].path, path))
+            return r->mentions[i].yes;
     uint8_t *d = NULL;
     size_t n = 0;
     bool yes = cbc_file_read(path, &d, &n, NULL) == CBC_OK &&
                memmem(d, n, "__CUDA_ARCH_LIST__", 18) != NULL;
     free(d);
+    char *p = cbc_strdup(path);
+    if (p && cbc_grow(&r->mentions, r->n_mentions, &r->cap_mentions, sizeof *r->mentions, 64))
+        r->mentions[r->n_mentions++] = (struct mention){p, yes};
+    else
+        free(p); /* not remembered: asked again, read again */
     return yes;
 }
 
@@ -858,7 +873,7 @@ static void direct_record(struct run *r, struct group *g, struct cbc_filememo *m
     struct cbc_dep_list l = {0};
     if (ok)
         l.deps = calloc(np + nm + 1, sizeof *l.deps);
-    bool uses_list = ok && mentions_list(now->source);
+    bool uses_list = ok && mentions_list(r, now->source);
     for (size_t i = 0; ok && l.deps && i < np + nm; i++) {
         const char *p = i < np ? paths[i] : more[i - np];
         bool dup = false;
@@ -872,7 +887,7 @@ static void direct_record(struct run *r, struct group *g, struct cbc_filememo *m
              (dd->path = cbc_strdup(p)) != NULL;
         if (ok) {
             l.n++;
-            uses_list = uses_list || mentions_list(p);
+            uses_list = uses_list || mentions_list(r, p);
         }
     }
     if (ok && l.deps)
@@ -963,6 +978,9 @@ static void free_steps(struct run *r)
         free(r->s[i].line);
     }
     free(r->s);
+    for (size_t i = 0; i < r->n_mentions; i++)
+        free(r->mentions[i].path);
+    free(r->mentions);
 }
 
 enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_result *res,
