@@ -1039,9 +1039,7 @@ static enum cbc_status prepare(struct ctx *c)
         return st;
     cbc_key_env_read(c->env);
     c->compute_cap = getenv("CUDA_COMPUTE_CAP");
-    struct cbc_arch_env aenv = {c->tc.supported, c->tc.n_supported, c->tc.label, c->compute_cap,
-                                NULL};
-    st = cbc_arch_resolve(o->arch ? o->arch : "auto", &aenv, &c->arch, err);
+    st = cbc_build_arch(&c->tc, o->arch, &c->arch, err);
     if (st != CBC_OK)
         return st;
     size_t n = c->arch.n;
@@ -1161,6 +1159,14 @@ static void cleanup(struct ctx *c)
     free(c->name);
     free(c->nvcc);
     free(c->ccbin);
+}
+
+enum cbc_status cbc_build_arch(const struct cbc_toolchain *tc, const char *spec,
+                               struct cbc_arch_choice *out, struct cbc_err *err)
+{
+    struct cbc_arch_env aenv = {tc->supported, tc->n_supported, tc->label,
+                                getenv("CUDA_COMPUTE_CAP"), NULL};
+    return cbc_arch_resolve(spec ? spec : "auto", &aenv, out, err);
 }
 
 /* Phases 2-4 for a set of units: lookup, the misses compiled (at most

@@ -65,6 +65,14 @@ enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_r
                               struct cbc_err *err);
 void cbc_build_result_release(struct cbc_build_result *res);
 
+struct cbc_toolchain;
+struct cbc_arch_choice;
+/* The targets `spec` (NULL: "auto") names for this toolchain and the
+ * environment of now (CUDA_COMPUTE_CAP, the GPUs): how build and stamp
+ * both resolve --arch. */
+enum cbc_status cbc_build_arch(const struct cbc_toolchain *tc, const char *spec,
+                               struct cbc_arch_choice *out, struct cbc_err *err);
+
 /* ---- the arch stamp (stamp.c) ---------------------------------------------- */
 
 struct cbc_stamp_opts {

@@ -8,7 +8,7 @@
  * when its bytes differ, so its mtime moves exactly when a kernel may
  * build differently and ninja's restat skips everything downstream
  * otherwise; nothing is written when resolving fails; the same arch spec
- * resolves here exactly as `cubincache build` resolves it (one function).
+ * resolves here exactly as `cubincache build` resolves it (cbc_build_arch).
  */
 #include "build.h"
 #include "archspec.h"
@@ -65,11 +65,8 @@ enum cbc_status cbc_build_stamp(const struct cbc_stamp_opts *o, bool *changed,
     enum cbc_status st = cbc_toolchain_identify(nvcc, cbc_flags_ccbin(o->flags, o->n_flags),
                                                 store ? &tools : NULL, &tc, err);
     struct cbc_arch_choice arch = {0};
-    if (st == CBC_OK) {
-        struct cbc_arch_env aenv = {tc.supported, tc.n_supported, tc.label,
-                                    getenv("CUDA_COMPUTE_CAP"), NULL};
-        st = cbc_arch_resolve(o->arch ? o->arch : "auto", &aenv, &arch, err);
-    }
+    if (st == CBC_OK)
+        st = cbc_build_arch(&tc, o->arch, &arch, err);
     if (st == CBC_OK && !check_only) {
         struct cbc_buf b = {0};
         render(&b, &arch, &tc);
