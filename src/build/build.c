@@ -455,9 +455,9 @@ static enum cbc_status compile_misses(struct ctx *c, struct tstate *ts, size_t n
             /* holding a slot, never wait for another (that could deadlock
              * against a build waiting the same way): reap a compile first */
             int sl = cbc_jobslots_try(slots);
-            if (sl < 0 && slots && running > 0)
+            if (sl == CBC_JOBSLOT_BUSY && running > 0)
                 break;
-            if (sl < 0 && slots)
+            if (sl == CBC_JOBSLOT_BUSY)
                 sl = cbc_jobslots_wait(slots, 60000); /* then without one: never hang */
             struct tstate *t = &ts[next++];
             st = start_compile(c, t);

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,24 +69,28 @@ struct cbc_jobslots *cbc_jobslots_open(unsigned n)
 int cbc_jobslots_try(struct cbc_jobslots *s)
 {
     if (!s)
-        return -1;
+        return CBC_JOBSLOT_NONE;
     unsigned start = (unsigned)getpid() % s->n; /* spread first tries over the slots */
+    bool held = false; /* some slot is another build's, so one may free */
     for (unsigned k = 0; k < s->n; k++) {
         unsigned i = (start + k) % s->n;
-        if (s->fd[i] >= 0)
-            continue; /* ours already */
+        if (s->fd[i] >= 0) {
+            held = true; /* ours: frees when a compile of ours ends */
+            continue;
+        }
         char name[32];
         snprintf(name, sizeof name, "slot.%u", i);
         int fd = openat(s->dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
-            continue;
+            continue; /* not a slot (a planted link, say): never one */
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
             s->fd[i] = fd;
             return (int)i;
         }
+        held = true;
         close(fd);
     }
-    return -1;
+    return held ? CBC_JOBSLOT_BUSY : CBC_JOBSLOT_NONE;
 }
 
 int cbc_jobslots_wait(struct cbc_jobslots *s, unsigned timeout_ms)
@@ -95,7 +100,7 @@ int cbc_jobslots_wait(struct cbc_jobslots *s, unsigned timeout_ms)
     struct timespec nap = {0, 20 * 1000 * 1000};
     for (unsigned waited = 0;; waited += 20) {
         int i = cbc_jobslots_try(s);
-        if (i >= 0 || waited >= timeout_ms)
+        if (i != CBC_JOBSLOT_BUSY || waited >= timeout_ms)
             return i;
         nanosleep(&nap, NULL);
     }

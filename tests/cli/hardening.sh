@@ -234,4 +234,31 @@ PY
 # (a sanitizer's shadow memory needs the address space: no limit there)
 ( [ -n "${CBC_SANITIZED:-}" ] || ulimit -v 1000000; "$IGRUN" --model "$T/wide.safetensors" --input "$T/wide.csv" --device cpu \
     --gradient fd --steps 2 -q > "$T/wide.out" 2>&1 ) || fail "FD over 12000 features under 1 GB: $(cat "$T/wide.out")"
+cd "$T/src"
+note "stamp -o through a planted symlink replaces the link, never writes its target"
+echo victim > "$T/stamp-victim"
+ln -s "$T/stamp-victim" "$T/planted.stamp"
+expect_exit 0 "$C" stamp -a 90 -o "$T/planted.stamp"
+[ "$(cat "$T/stamp-victim")" = victim ] || fail "stamp wrote through the symlink"
+[ -f "$T/planted.stamp" ] && [ ! -L "$T/planted.stamp" ] || fail "the stamp is not a file of its own"
+grep -q '^arch 90 -> sm_90$' "$T/planted.stamp" || fail "stamp: $(cat "$T/planted.stamp")"
+mkdir "$T/stamp-dir"
+expect_exit 4 "$C" stamp -a 90 -o "$T/stamp-dir"
+[ -d "$T/stamp-dir" ] || fail "stamp removed a directory in its way"
+
+note "compile slots: a planted symlink or a directory others can write is never used"
+mkdir -m 700 "$T/rt1" "$T/rt2" "$T/elsewhere"
+ln -s "$T/elsewhere" "$T/rt1/cubincache-jobs"           # the slot directory a link
+mkdir -m 700 "$T/rt2/cubincache-jobs"
+echo victim > "$T/slot-victim"
+for i in $(seq 0 $(($(nproc) - 1))); do ln -s "$T/slot-victim" "$T/rt2/cubincache-jobs/slot.$i"; done
+mkdir -m 700 "$T/rt3" && mkdir -m 777 "$T/rt3/cubincache-jobs"   # writable by others
+for rt in rt1 rt2 rt3; do
+    # slots that cannot be had are no reason to wait: well inside the minute a waiter gives
+    XDG_RUNTIME_DIR="$T/$rt" expect_exit 0 timeout 40 "$C" build -q -a 75,86 -o "$T/slots-$rt" k.cu
+    rm -rf "$CUBINCACHE_DIR"
+done
+[ -z "$(ls -A "$T/elsewhere")" ] || fail "slots were made through a symlinked directory: $(ls "$T/elsewhere")"
+[ "$(cat "$T/slot-victim")" = victim ] || fail "a slot was opened through a planted symlink"
+[ -z "$(ls -A "$T/rt3/cubincache-jobs")" ] || fail "slots were made in a directory others can write"
 echo ok
