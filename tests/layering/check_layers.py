@@ -33,12 +33,13 @@ EDGES = {
     "build": {"common", "cudadrv", "binfmt", "manifest", "key", "store", "direct"},
     "launch": {"common", "cudadrv", "binfmt", "manifest", "key", "store", "direct"},
     "check": {"common", "cudadrv", "binfmt", "select", "program", "manifest", "key", "store"},
+    "lint": {"common"},
     "ig": {"public", "kernels"},
     # the commands
     "tools/common": {"common"},
     "tools/cubincache": {"tools/common", "common", "binfmt", "select", "program", "manifest",
                          "key", "store", "direct", "build", "launch", "check", "loader",
-                         "cudadrv"},
+                         "cudadrv", "lint"},
     "tools/igrun": {"tools/common", "common", "public"},
 }
 

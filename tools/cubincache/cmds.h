@@ -22,6 +22,7 @@ int cmd_select(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_stamp(int argc, char **argv);
+int cmd_lint(int argc, char **argv);
 /* argv[0] is nvcc itself: "nvcc" or a path (the compiler launcher) */
 int cmd_nvcc(int argc, char **argv);
 

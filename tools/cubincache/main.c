@@ -23,6 +23,7 @@ static const struct command commands[] = {
     {"embed", cmd_embed, "a bundle as C source to compile into the program"},
     {"stamp", cmd_stamp, "a file that changes only when the kernels may build differently (ninja restat)"},
     {"devices", cmd_devices, "the GPUs here and, with a bundle, what each would load"},
+    {"lint", cmd_lint, "build scripts that read the environment without declaring it (--fix)"},
 };
 /* not in the table: `cubincache nvcc ARGS...` / `cubincache /path/to/nvcc ARGS...`,
  * the compiler launcher (cmd_nvcc.c), which takes nvcc's arguments as they are */
