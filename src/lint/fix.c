@@ -351,6 +351,8 @@ enum cbc_status cbc_lint_fix(const struct cbc_lint_result *r, struct cbc_buf *di
     } else if (st == CBC_OK) {
         for (size_t k = 0; k < nf && st == CBC_OK; k++)
             st = stage(&files[k], err);
+        if (st == CBC_OK)
+            cbc_test_publish_delay(); /* a test changes a file here */
         /* the last look before publishing: still the files we read */
         for (size_t k = 0; k < nf && st == CBC_OK; k++) {
             struct stat lst;

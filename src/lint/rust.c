@@ -57,6 +57,7 @@ struct rfn {
     char *params[MAX_PARAMS];
     size_t n_params;
     bool reached;
+    bool method; /* takes self: never what a bare name( calls */
 };
 
 /* A value that may name environment variables: the names (empty when the
@@ -712,7 +713,8 @@ static void run_block(struct unit *u, struct frame *fr, size_t open, enum scope 
 static struct rfn *find_fn(struct unit *u, const char *name, size_t len)
 {
     for (size_t i = 0; i < u->n_fns; i++)
-        if (strlen(u->fns[i].name) == len && !memcmp(u->fns[i].name, name, len))
+        if (!u->fns[i].method && strlen(u->fns[i].name) == len &&
+            !memcmp(u->fns[i].name, name, len))
             return &u->fns[i];
     return NULL;
 }
@@ -1139,6 +1141,10 @@ static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
             u->n_fns++;
             /* parameters: `name: T` at the top level of (...) */
             size_t k = po + 1;
+            size_t sp = k;
+            while (sp < pc && (is(f, sp, "&") || is(f, sp, "mut") || f->t[sp].k == T_LIFE))
+                sp++;
+            fn->method = is(f, sp, "self");
             while (k < pc && fn->n_params < MAX_PARAMS) {
                 size_t s = k;
                 if (is(f, s, "mut"))
@@ -1175,8 +1181,11 @@ static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
             if (is(f, n, "mut"))
                 n++;
             size_t eq = n + 1;
-            while (eq < f->n && !is(f, eq, "=") && !is(f, eq, ";") && !is(f, eq, "{"))
+            while (eq < f->n && !is(f, eq, "=") && !is(f, eq, ";") && !is(f, eq, "{")) {
+                if (is(f, eq, "(") || is(f, eq, "["))
+                    eq = close_of(f, eq); /* [&str; 2] */
                 eq++;
+            }
             if (is_ident(f, n) && is(f, eq, "=")) {
                 size_t e = eq + 1;
                 while (e < f->n && !is(f, e, ";")) {
@@ -1301,7 +1310,7 @@ static char *package_root(const char *script)
  * (relative, no "..", not under target/): what it reads. */
 static bool package_path(const char *root, const char *s)
 {
-    if (!*s || s[0] == '/' || strstr(s, "..") || strchr(s, '{') || strchr(s, '\n') ||
+    if (!*s || s[0] == '/' || strstr(s, "..") || strpbrk(s, "{:= \t\n") ||
         !strncmp(s, "target", 6) || strlen(s) > 512 || !strcmp(s, "."))
         return false;
     char *p = cbc_path_join(root, s);
@@ -1314,6 +1323,8 @@ static bool package_path(const char *root, const char *s)
 static bool is_cuda_source(const char *s)
 {
     size_t n = strlen(s);
+    if (strpbrk(s, ":= \t\n{")) /* a directive or a command line, not a path */
+        return false;
     return (n > 3 && !strcmp(s + n - 3, ".cu")) || (n > 4 && !strcmp(s + n - 4, ".cuh"));
 }
 

@@ -97,8 +97,11 @@ int cmd_lint(int argc, char **argv)
         cbc_lint_result_free(&r);
         return st == CBC_E_IO ? EXIT_USAGE : tool_exit_code(st);
     }
-    for (size_t i = 0; i < r.n_notes; i++)
-        tool_warn(&t, "%s", r.notes[i]);
+    for (size_t i = 0; i < r.n_notes; i++) /* what a fix does not do: loud with --fix */
+        if (fix)
+            tool_warn(&t, "%s", r.notes[i]);
+        else
+            tool_note(&t, "%s", r.notes[i]);
     size_t fixable = 0;
     for (size_t i = 0; i < r.n; i++)
         fixable += r.f[i].insert != NULL;
