@@ -1,0 +1,9 @@
+// saxpy.cu: y[i] = a * x[i] + y[i], one thread per element.
+#include "saxpy.cuh"
+
+extern "C" __global__ void saxpy(float a, const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = saxpy_one(a, x[i], y[i]);
+}
