@@ -25,3 +25,10 @@ fn main() {
     let real = std::env::var("REAL_ONE"); // env::var("IN_LINE_COMMENT")
     println!("{:?}", real.ok());
 }
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_in_tests_never_run_in_a_build() {
+        let _ = std::env::var("IN_TEST");
+    }
+}
