@@ -70,6 +70,18 @@ else
     say "  meson install failed: $(tail -5 "$out/consumer.log")"
 fi
 
+say "== examples/cargo-consumer (a Rust binary built by cargo on the dev machine, scripts/build_cargo_consumer.sh)"
+if [ -x .device-cargo/cargo-consumer-sm90 ]; then
+    (
+        export LD_LIBRARY_PATH="$PWD/build-gpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        say "  CUDA_COMPUTE_CAP=90 build: $(.device-cargo/cargo-consumer-sm90 2>&1 | tr '\n' ' '; echo "exit ${PIPESTATUS[0]}")"
+        say "  CUDA_COMPUTE_CAP=89 build: $(.device-cargo/cargo-consumer-sm89 2>&1 | tr '\n' ' '; echo "exit ${PIPESTATUS[0]}")"
+        say "  $(build-gpu/tools/cubincache check --arch 90 .device-cargo/cargo-consumer-sm89 2>/dev/null)"
+    )
+else
+    say "  not carried (run scripts/build_cargo_consumer.sh and carry .device-cargo)"
+fi
+
 say "== the compiler launcher on this GPU: tests/launcher/project built with Meson through cubincache nvcc"
 (
     rm -rf /tmp/cbc-lp /tmp/cbc-lp-cache
