@@ -57,6 +57,7 @@ struct tstate {
     enum tstate_kind state;
     char dropped_why[CBC_ERR_MSG_MAX];
     bool dropped;
+    bool remote; /* the hit came from the remote cache */
     uint8_t *data;
     size_t len;
     struct cbc_dep *deps;
@@ -345,6 +346,7 @@ static enum cbc_status lookup(struct ctx *c, struct tstate *t)
     }
     if (r == CBC_LOOKUP_HIT) {
         t->state = T_HIT;
+        t->remote = cbc_store_last_remote(c->store);
         size_t n;
         const struct cbc_direct_dep *deps = cbc_direct_deps(c->direct, &t->dt, &n);
         return deps_from_list(t, deps, n, c->err);
@@ -1028,6 +1030,12 @@ static enum cbc_status prepare(struct ctx *c)
             c->store = NULL;
         }
         free(root);
+        if (c->store) {
+            enum cbc_status rs = cbc_store_attach_default_remote(c->store, o->remote, o->msg,
+                                                                 o->msg_ctx, err);
+            if (rs != CBC_OK)
+                return rs;
+        }
     }
     c->direct = cbc_direct_new(c->store, c->memo);
     if (!c->direct)
@@ -1185,7 +1193,11 @@ static enum cbc_status run_units(struct ctx *c, struct tstate *ts, size_t nt, si
         const char *of = c->link ? cbc_path_base(c->sources[t->src]) : NULL;
         if (t->state == T_HIT) {
             (*hits)++;
-            say(c, CBC_MSG_EXPLAIN, "%s%s%s: hit", of ? of : "", of ? " " : "", t->name);
+            if (t->remote)
+                say(c, CBC_MSG_EXPLAIN, "%s%s%s: remote hit (%s)", of ? of : "", of ? " " : "",
+                    t->name, cbc_store_remote_name(c->store));
+            else
+                say(c, CBC_MSG_EXPLAIN, "%s%s%s: hit", of ? of : "", of ? " " : "", t->name);
         } else {
             if (c->o->explain && !c->link) {
                 char why[1024];

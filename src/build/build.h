@@ -39,6 +39,7 @@ struct cbc_build_opts {
     const char *depfile_target; /* NULL: the manifest path as DIR/NAME.manifest.json */
     const char *nvcc;           /* NULL: $NVCC, PATH, /usr/local/cuda/bin/nvcc */
     const char *cache_dir;      /* NULL: cbc_store_default_root */
+    const char *remote;         /* NULL: $CUBINCACHE_REMOTE or the cache's config */
     int jobs;                   /* <= 0: the number of CPUs */
     bool no_cache;              /* CUBINCACHE_DISABLE=1 */
     char *const *flags;         /* after "--" */

@@ -698,6 +698,9 @@ enum cbc_status cbc_launch_run(const struct cbc_launch_opts *o, struct cbc_launc
         if (!root || cbc_store_open(root, &c.store, &e) != CBC_OK)
             set_why(&c, "the cache cannot be opened: %s", e.msg[0] ? e.msg : "out of memory");
         free(root);
+        if (c.store) /* a bad remote spec must not stop a compile: nvcc runs as it is */
+            if (cbc_store_attach_default_remote(c.store, NULL, o->msg, o->msg_ctx, &e) != CBC_OK)
+                set_why(&c, "%s", e.msg);
     }
     if (st == CBC_OK && !r->why[0]) {
         struct cbc_record_cache tools = cbc_store_tools_cache(c.store);

@@ -14,11 +14,13 @@
  * never turn a read, a write or a delete towards a file elsewhere.
  */
 #include "store.h"
+#include "remote.h"
 
 #include <cubincache/binfmt.h>
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,15 @@ struct cbc_store {
     int64_t bytes_added; /* running size change since open */
     uint64_t max_size;   /* 0 until read */
     uint64_t seen_bytes; /* the shared running total, as of the last merge */
+    /* the second-level cache (remote.h), when one is attached */
+    struct cbc_remote *remote;
+    bool remote_checked;  /* the skip marker was read */
+    bool remote_warned;   /* one warning per process */
+    bool last_remote;     /* the last get's hit came from the remote */
+    uint64_t remote_hits, remote_misses; /* entries; what the records cost is in bytes/time */
+    cbc_msg_fn msg;
+    void *msg_ctx;
+    struct cbc_remote_stats remote_merged; /* what the counters already hold */
 };
 
 char *cbc_store_default_root(const char *explicit_dir)
@@ -190,10 +201,15 @@ static void rel_path(const char *ns, const struct cbc_hash *key, const char *ext
 
 /* ---- counters ---------------------------------------------------------------- */
 
-static const char *const counter_names[] = {"hits",  "misses",      "stores",
-                                            "dropped", "store_errors", "bytes",
-                                            "uncacheable"};
-enum { C_HITS, C_MISSES, C_STORES, C_DROPPED, C_STORE_ERRORS, C_BYTES, C_UNCACHEABLE, C_COUNT };
+static const char *const counter_names[] = {
+    "hits",        "misses",       "stores",          "dropped",
+    "store_errors", "bytes",       "uncacheable",     "remote_hits",
+    "remote_misses", "remote_errors", "remote_bytes_read", "remote_bytes_written",
+    "remote_time_us"};
+enum {
+    C_HITS, C_MISSES, C_STORES, C_DROPPED, C_STORE_ERRORS, C_BYTES, C_UNCACHEABLE,
+    C_R_HITS, C_R_MISSES, C_R_ERRORS, C_R_READ, C_R_WRITTEN, C_R_TIME, C_COUNT
+};
 
 /* Lenient parse: a line that does not read as "name number" is skipped, so
  * a stats file torn by a crash costs counts, never an error. */
@@ -311,6 +327,27 @@ static void add_counts(uint64_t v[C_COUNT], void *ctx)
     int64_t b = (int64_t)v[C_BYTES] + s->bytes_added;
     v[C_BYTES] = b < 0 ? 0 : (uint64_t)b;
     s->seen_bytes = v[C_BYTES];
+    if (s->remote) {
+        struct cbc_remote_stats r, *m = &s->remote_merged;
+        cbc_remote_stats(s->remote, &r);
+        v[C_R_HITS] += s->remote_hits;
+        v[C_R_MISSES] += s->remote_misses;
+        s->remote_hits = s->remote_misses = 0;
+        v[C_R_ERRORS] += r.errors - m->errors;
+        v[C_R_READ] += r.bytes_read - m->bytes_read;
+        v[C_R_WRITTEN] += r.bytes_written - m->bytes_written;
+        v[C_R_TIME] += r.time_us - m->time_us;
+        *m = r;
+    }
+}
+
+static bool remote_counts_pending(const struct cbc_store *s)
+{
+    if (!s->remote)
+        return false;
+    struct cbc_remote_stats r;
+    cbc_remote_stats(s->remote, &r);
+    return s->remote_hits || s->remote_misses || memcmp(&r, &s->remote_merged, sizeof r) != 0;
 }
 
 void cbc_store_count(struct cbc_store *s, uint64_t hits, uint64_t misses, uint64_t dropped)
@@ -331,8 +368,9 @@ void cbc_store_close(struct cbc_store *s)
         return;
     if (s->fd >= 0 && !s->readonly &&
         (s->hits || s->misses || s->stores || s->dropped || s->store_errors || s->uncacheable ||
-         s->bytes_added))
+         s->bytes_added || remote_counts_pending(s)))
         with_counters(s, add_counts, s, true, NULL);
+    cbc_remote_free(s->remote);
     if (s->fd >= 0)
         close(s->fd);
     free(s->root);
@@ -374,6 +412,263 @@ enum cbc_status cbc_store_set_max_size(struct cbc_store *s, uint64_t max_size, s
         return CBC_E_CACHE;
     s->max_size = max_size;
     return CBC_OK;
+}
+
+/* ---- the remote (remote.h) ------------------------------------------------------ */
+
+/* v1/remote-skip: "<hash of the remote's name> <unix time until>\n", written
+ * when a remote fails, so the other builds of the next seconds skip it
+ * instead of each waiting for its timeout. */
+#define SKIP_FILE "remote-skip"
+
+static void remote_say(struct cbc_store *s, enum cbc_msg_kind kind, const char *fmt, ...)
+    CBC_PRINTF(3, 4);
+static void remote_say(struct cbc_store *s, enum cbc_msg_kind kind, const char *fmt, ...)
+{
+    if (!s->msg)
+        return;
+    char text[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    s->msg(s->msg_ctx, kind, text);
+}
+
+static void name_hash_hex(const struct cbc_store *s, char hex[CBC_HASH_HEX_LEN + 1])
+{
+    const char *name = cbc_remote_config(s->remote)->name;
+    struct cbc_hash h;
+    cbc_hash_bytes(name, strlen(name), &h);
+    cbc_hash_hex(&h, hex);
+}
+
+/* Whether the remote may be asked now: attached, not failed in this
+ * process, not marked failed by another within its skip time. */
+static bool remote_ready(struct cbc_store *s)
+{
+    if (!s->remote || !cbc_remote_usable(s->remote))
+        return false;
+    if (s->remote_checked)
+        return true;
+    s->remote_checked = true;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (cbc_read_at(s->fd, s->root, SKIP_FILE, SMALL_MAX, &data, &len, NULL) != CBC_OK)
+        return true;
+    char hex[CBC_HASH_HEX_LEN + 1];
+    name_hash_hex(s, hex);
+    unsigned long long until = 0;
+    bool skip = len > CBC_HASH_HEX_LEN && !memcmp(data, hex, CBC_HASH_HEX_LEN) &&
+                sscanf((const char *)data + CBC_HASH_HEX_LEN, " %llu", &until) == 1 &&
+                (unsigned long long)time(NULL) < until;
+    free(data);
+    if (skip) {
+        cbc_remote_disable(s->remote);
+        remote_say(s, CBC_MSG_NOTE, "remote cache %s skipped: it failed less than %u s ago "
+                                    "(%s/%s)",
+                   cbc_remote_config(s->remote)->name, cbc_remote_config(s->remote)->skip_s,
+                   s->root, SKIP_FILE);
+    }
+    return !skip;
+}
+
+/* The remote failed: one warning, and the marker for the other builds. */
+static void remote_failed(struct cbc_store *s, const struct cbc_err *e)
+{
+    const struct cbc_remote_cfg *cfg = cbc_remote_config(s->remote);
+    if (!cbc_remote_usable(s->remote) && cfg->skip_s > 0 && !s->readonly) {
+        char hex[CBC_HASH_HEX_LEN + 1], text[128];
+        name_hash_hex(s, hex);
+        int n = snprintf(text, sizeof text, "%s %llu\n", hex,
+                         (unsigned long long)time(NULL) + cfg->skip_s);
+        cbc_write_at(s->fd, s->root, SKIP_FILE, text, (size_t)n, store_perm(s), false, NULL);
+    }
+    if (s->remote_warned)
+        return;
+    s->remote_warned = true;
+    if (!cbc_remote_usable(s->remote))
+        remote_say(s, CBC_MSG_WARNING, "%s; building without it (skipped by this process and, "
+                                       "for %u s, by the other builds using this cache)",
+                   e->msg, cfg->skip_s);
+    else
+        remote_say(s, CBC_MSG_WARNING, "%s", e->msg);
+}
+
+static void remote_bad_value(struct cbc_store *s, const char *why)
+{
+    remote_say(s, CBC_MSG_WARNING, "remote cache %s: ignored a bad entry (%s); compiling it here",
+               cbc_remote_config(s->remote)->name, why);
+}
+
+static bool entry_check(const uint8_t *d, size_t len, const struct cbc_hash *key,
+                        const struct cbc_target *t, const char *path, const uint8_t **payload,
+                        size_t *plen, char *why, size_t why_len);
+static enum cbc_status put_file(struct cbc_store *s, const char *rel, const void *data, size_t len,
+                                bool *existed, struct cbc_err *err);
+
+/* A local miss asks the remote: the bytes are a local file, checked by
+ * `check` (which fills why); a good one is written here too. */
+static bool remote_fetch(struct cbc_store *s, const char *ns, const char *rel,
+                         const struct cbc_hash *key, uint8_t **raw, size_t *n)
+{
+    if (!remote_ready(s))
+        return false;
+    struct cbc_err e = {0};
+    bool bad_value = false;
+    char why[400] = "";
+    enum cbc_status st = cbc_remote_get(s->remote, ns, key, raw, n, &bad_value, why, sizeof why,
+                                        &e);
+    if (st == CBC_E_CACHE)
+        remote_failed(s, &e);
+    else if (bad_value)
+        remote_bad_value(s, why);
+    (void)rel;
+    return st == CBC_OK;
+}
+
+static void remote_backfill(struct cbc_store *s, const char *rel, const uint8_t *raw, size_t n,
+                            bool entry)
+{
+    if (s->readonly)
+        return;
+    bool existed = false;
+    if (put_file(s, rel, raw, n, &existed, NULL) == CBC_OK && entry && !existed)
+        s->bytes_added += (int64_t)n;
+}
+
+static void remote_put(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
+                       const void *data, size_t len)
+{
+    if (!remote_ready(s))
+        return;
+    struct cbc_err e = {0};
+    if (cbc_remote_put(s->remote, ns, key, data, len, &e) != CBC_OK)
+        remote_failed(s, &e);
+}
+
+
+static enum cbc_status remote_get_entry(struct cbc_store *s, const char *rel,
+                                        const struct cbc_hash *key,
+                                        const struct cbc_target *target, uint8_t **data,
+                                        size_t *len, enum cbc_lookup *result)
+{
+    uint8_t *raw = NULL;
+    size_t n = 0;
+    if (!remote_ready(s))
+        return CBC_OK;
+    if (!remote_fetch(s, "objects", rel, key, &raw, &n)) {
+        s->remote_misses++;
+        return CBC_OK;
+    }
+    const uint8_t *payload;
+    size_t plen;
+    char why[300];
+    /* the very check a local entry passes */
+    if (!entry_check(raw, n, key, target, rel, &payload, &plen, why, sizeof why)) {
+        char full[400];
+        snprintf(full, sizeof full, "%s: %s", rel, why);
+        remote_bad_value(s, full);
+        free(raw);
+        s->remote_misses++;
+        return CBC_OK;
+    }
+    s->remote_hits++;
+    remote_backfill(s, rel, raw, n, true);
+    memmove(raw, payload, plen);
+    *data = raw;
+    *len = plen;
+    *result = CBC_LOOKUP_HIT;
+    s->last_remote = true;
+    return CBC_OK;
+}
+
+static bool remote_get_blob(struct cbc_store *s, const char *ns, const char *rel,
+                            const struct cbc_hash *key, uint8_t **raw, size_t *n)
+{
+    if (!remote_ready(s))
+        return false;
+    if (!remote_fetch(s, ns, rel, key, raw, n)) {
+        /* no direct-mode record: the entry lookup that needs it misses too */
+        if (!strcmp(ns, "direct"))
+            s->remote_misses++;
+        return false;
+    }
+    if (*n < BLOB_HEADER || memcmp(*raw, BLOB_MAGIC, 8) != 0 || memcmp(*raw + 8, key->b, 16) != 0) {
+        remote_bad_value(s, "a record that is not a blob of its key");
+        free(*raw);
+        *raw = NULL;
+        return false;
+    }
+    remote_backfill(s, rel, *raw, *n, false);
+    return true;
+}
+
+enum cbc_status cbc_store_attach_remote(struct cbc_store *s, const char *spec, cbc_msg_fn fn,
+                                        void *ctx, struct cbc_err *err)
+{
+    struct cbc_remote_cfg cfg;
+    enum cbc_status st = cbc_remote_parse(spec, &cfg, err);
+    if (st != CBC_OK)
+        return st;
+    cbc_remote_free(s->remote);
+    s->remote = cbc_remote_new(&cfg);
+    if (!s->remote) {
+        cbc_remote_cfg_release(&cfg);
+        return cbc_err_oom(err);
+    }
+    s->msg = fn;
+    s->msg_ctx = ctx;
+    s->remote_checked = s->remote_warned = false;
+    memset(&s->remote_merged, 0, sizeof s->remote_merged);
+    return CBC_OK;
+}
+
+char *cbc_store_remote_spec(struct cbc_store *s, const char *explicit_spec, const char **from)
+{
+    const char *f = "--remote";
+    char *spec = NULL;
+    const char *e = getenv("CUBINCACHE_REMOTE");
+    char v[SMALL_MAX];
+    if (explicit_spec) {
+        spec = cbc_strdup(explicit_spec);
+    } else if (e) {
+        f = "CUBINCACHE_REMOTE";
+        spec = cbc_strdup(e);
+    } else {
+        f = "'remote' in the cache's config";
+        config_value(s, "remote", v, sizeof v);
+        spec = v[0] ? cbc_strdup(v) : NULL;
+    }
+    if (from)
+        *from = f;
+    return spec;
+}
+
+enum cbc_status cbc_store_attach_default_remote(struct cbc_store *s, const char *explicit_spec,
+                                                cbc_msg_fn fn, void *ctx, struct cbc_err *err)
+{
+    const char *from = NULL;
+    char *spec = cbc_store_remote_spec(s, explicit_spec, &from);
+    if (!spec)
+        return CBC_OK;
+    enum cbc_status st = cbc_store_attach_remote(s, spec, fn, ctx, err);
+    free(spec);
+    if (st == CBC_E_NOT_FOUND) /* "none" or "" */
+        return CBC_OK;
+    if (st == CBC_E_USAGE)
+        cbc_err_prefix(err, "%s", from);
+    return st;
+}
+
+const char *cbc_store_remote_name(const struct cbc_store *s)
+{
+    return s->remote ? cbc_remote_config(s->remote)->name : NULL;
+}
+
+bool cbc_store_last_remote(const struct cbc_store *s)
+{
+    return s->last_remote;
 }
 
 /* ---- entries ------------------------------------------------------------------ */
@@ -468,12 +763,13 @@ enum cbc_status cbc_store_get(struct cbc_store *s, const struct cbc_hash *key,
                               enum cbc_lookup *result, char *why, size_t why_len, struct cbc_err *err)
 {
     *result = CBC_LOOKUP_MISS;
+    s->last_remote = false;
     char rel[80];
     rel_path("objects", key, ".cbc", rel, sizeof rel);
     int fd = cbc_openat_beneath(s->fd, rel, O_RDONLY | O_NONBLOCK, 0);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
-            return CBC_OK;
+            return remote_get_entry(s, rel, key, target, data, len, result);
         return cbc_err_set(err, CBC_E_CACHE, "cannot open '%s/%s': %s", s->root, rel,
                            errno == ELOOP || errno == EXDEV ? "a symbolic link is on the way"
                                                             : strerror(errno));
@@ -573,6 +869,7 @@ enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
     rel_path("objects", key, ".cbc", rel, sizeof rel);
     bool existed = false;
     enum cbc_status st = put_file(s, rel, buf, ENTRY_HEADER + len, &existed, err);
+    remote_put(s, "objects", key, buf, ENTRY_HEADER + len);
     free(buf);
     if (st != CBC_OK)
         return st;
@@ -615,6 +912,9 @@ enum cbc_status cbc_store_blob_get(struct cbc_store *s, enum cbc_store_ns which,
     uint8_t *raw = NULL;
     size_t n = 0;
     enum cbc_status st = cbc_read_at(s->fd, s->root, rel, BLOB_MAX, &raw, &n, err);
+    if (st == CBC_E_NOT_FOUND && which != CBC_STORE_TOOLS && /* a machine's own identities */
+        remote_get_blob(s, ns, rel, key, &raw, &n))
+        st = CBC_OK;
     if (st != CBC_OK)
         return st;
     if (n < BLOB_HEADER || memcmp(raw, BLOB_MAGIC, 8) != 0 || memcmp(raw + 8, key->b, 16) != 0) {
@@ -646,6 +946,8 @@ enum cbc_status cbc_store_blob_put(struct cbc_store *s, enum cbc_store_ns which,
     char rel[80];
     rel_path(ns, key, ".dep", rel, sizeof rel);
     enum cbc_status st = put_file(s, rel, buf, BLOB_HEADER + len, NULL, err);
+    if (which != CBC_STORE_TOOLS)
+        remote_put(s, ns, key, buf, BLOB_HEADER + len);
     free(buf);
     return st;
 }
@@ -850,6 +1152,12 @@ enum cbc_status cbc_store_stats(struct cbc_store *s, struct cbc_store_stats *out
     out->dropped = v[C_DROPPED] + s->dropped;
     out->store_errors = v[C_STORE_ERRORS] + s->store_errors;
     out->uncacheable = v[C_UNCACHEABLE] + s->uncacheable;
+    out->remote_hits = v[C_R_HITS];
+    out->remote_misses = v[C_R_MISSES];
+    out->remote_errors = v[C_R_ERRORS];
+    out->remote_bytes_read = v[C_R_READ];
+    out->remote_bytes_written = v[C_R_WRITTEN];
+    out->remote_time_us = v[C_R_TIME];
     struct scan sc = {0};
     st = scan_ns(s, "objects", &sc, err);
     out->entries = sc.entries;

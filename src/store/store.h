@@ -125,6 +125,32 @@ enum cbc_status cbc_store_blob_put(struct cbc_store *s, enum cbc_store_ns ns,
                                    const struct cbc_hash *key, const void *data, size_t len,
                                    struct cbc_err *err);
 
+/* ---- the second-level cache (src/remote) ---------------------------------- */
+
+/* Puts a remote cache (a spec of remote.h: redis://...) behind this store:
+ * a local miss of an entry, a direct-mode record or a dependency list asks
+ * it; what it returns is verified by the checks a local file passes and
+ * written here; puts are written through to it (not for a read-only
+ * remote). Toolchain identities stay local. A remote that fails is skipped
+ * for the rest of the process and, through v1/remote-skip, by the builds of
+ * the next skip-after-failure seconds; fn gets one warning per process.
+ * CBC_E_USAGE for a bad spec, CBC_E_NOT_FOUND for "none" or "". */
+enum cbc_status cbc_store_attach_remote(struct cbc_store *s, const char *spec, cbc_msg_fn fn,
+                                        void *ctx, struct cbc_err *err);
+/* The remote to use: `explicit_spec` (--remote), else $CUBINCACHE_REMOTE,
+ * else "remote = ..." in v1/config; NULL when none is named. *from (may be
+ * NULL) names where it came from, for messages. */
+char *cbc_store_remote_spec(struct cbc_store *s, const char *explicit_spec, const char **from);
+/* Attaches the remote cbc_store_remote_spec names, if any: CBC_OK when
+ * there is none, CBC_E_USAGE (err prefixed with where the spec came from)
+ * for a bad one. */
+enum cbc_status cbc_store_attach_default_remote(struct cbc_store *s, const char *explicit_spec,
+                                                cbc_msg_fn fn, void *ctx, struct cbc_err *err);
+/* The attached remote's name (its URL without a password), or NULL. */
+const char *cbc_store_remote_name(const struct cbc_store *s);
+/* Whether the last cbc_store_get hit came from the remote. */
+bool cbc_store_last_remote(const struct cbc_store *s);
+
 /* ---- counters, limits, maintenance -------------------------------------- */
 
 struct cbc_store_stats {
@@ -132,6 +158,9 @@ struct cbc_store_stats {
     uint64_t uncacheable; /* launcher commands run as they are (src/launch) */
     uint64_t entries, bytes; /* from a scan of objects/ */
     uint64_t max_size;
+    /* the remote's part (remote hits are hits too) */
+    uint64_t remote_hits, remote_misses, remote_errors;
+    uint64_t remote_bytes_read, remote_bytes_written, remote_time_us;
 };
 
 /* Adds to the counters kept in memory; written to v1/stats on close. */

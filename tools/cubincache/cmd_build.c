@@ -29,6 +29,9 @@ static const char usage[] =
     "      --nvcc PATH       nvcc to run (default $NVCC, PATH, /usr/local/cuda/bin/nvcc)\n"
     "      --cache-dir DIR   cache (default $CUBINCACHE_DIR, $XDG_CACHE_HOME/cubincache,\n"
     "                        ~/.cache/cubincache); CUBINCACHE_DISABLE=1 turns it off\n"
+    "      --remote SPEC     a shared cache behind the local one: redis://HOST[:PORT][/DB]\n"
+    "                        [|read-only] ... (default $CUBINCACHE_REMOTE, else 'remote' in\n"
+    "                        the cache's config; 'none' for none)\n"
     "  -j, --jobs N          parallel nvcc processes on a miss (default: one per CPU,\n"
     "                        shared by every build of this user running at once)\n"
     "      --explain         say per target hit or miss, and which input changed\n"
@@ -137,13 +140,14 @@ int cmd_build(int argc, char **argv)
     struct tool t;
     tool_init(&t, "cubincache build");
     int split = tool_split_dashdash(argc, argv);
-    enum { O_PTX = 256, O_DEPFILE, O_DEPTARGET, O_NVCC, O_CACHE, O_EXPLAIN, O_EMIT, O_HELP };
+    enum { O_PTX = 256, O_DEPFILE, O_DEPTARGET, O_NVCC, O_CACHE, O_REMOTE, O_EXPLAIN, O_EMIT, O_HELP };
     static const struct option longopts[] = {
         {"arch", required_argument, NULL, 'a'},     {"out-dir", required_argument, NULL, 'o'},
         {"name", required_argument, NULL, 'n'},     {"ptx", no_argument, NULL, O_PTX},
         {"depfile", required_argument, NULL, O_DEPFILE},
         {"depfile-target", required_argument, NULL, O_DEPTARGET},
         {"nvcc", required_argument, NULL, O_NVCC},  {"cache-dir", required_argument, NULL, O_CACHE},
+        {"remote", required_argument, NULL, O_REMOTE},
         {"jobs", required_argument, NULL, 'j'},     {"explain", no_argument, NULL, O_EXPLAIN},
         {"emit", required_argument, NULL, O_EMIT},
         {"quiet", no_argument, NULL, 'q'},          {"verbose", no_argument, NULL, 'v'},
@@ -167,6 +171,7 @@ int cmd_build(int argc, char **argv)
         case O_DEPTARGET: o.depfile_target = optarg; break;
         case O_NVCC: o.nvcc = optarg; break;
         case O_CACHE: o.cache_dir = optarg; break;
+        case O_REMOTE: o.remote = optarg; break;
         case 'j': {
             char *end;
             long j = strtol(optarg, &end, 10);

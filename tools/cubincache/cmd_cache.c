@@ -81,6 +81,15 @@ int cmd_cache(int argc, char **argv)
     if (!strcmp(action, "stats")) {
         struct cbc_store_stats ss;
         st = cbc_store_stats(s, &ss, &err);
+        /* the remote builds would use now: its name, never its password */
+        char *remote = NULL;
+        char *spec = cbc_store_remote_spec(s, NULL, NULL);
+        struct cbc_err re = {0};
+        if (spec && cbc_store_attach_remote(s, spec, NULL, NULL, &re) == CBC_OK)
+            remote = cbc_strdup(cbc_store_remote_name(s));
+        else if (spec && re.status == CBC_E_USAGE)
+            tool_warn(&t, "%s", re.msg);
+        free(spec);
         if (st == CBC_OK && json) {
             /* through cJSON: the directory is a path, which may need escaping */
             cJSON *o = cJSON_CreateObject();
@@ -92,9 +101,18 @@ int cmd_cache(int argc, char **argv)
                      {"stores", ss.stores},   {"dropped", ss.dropped},
                      {"store_errors", ss.store_errors}, {"uncacheable", ss.uncacheable},
                      {"entries", ss.entries},
-                     {"bytes", ss.bytes},     {"max_size", ss.max_size}};
+                     {"bytes", ss.bytes},     {"max_size", ss.max_size},
+                     {"remote_hits", ss.remote_hits}, {"remote_misses", ss.remote_misses},
+                     {"remote_errors", ss.remote_errors},
+                     {"remote_bytes_read", ss.remote_bytes_read},
+                     {"remote_bytes_written", ss.remote_bytes_written},
+                     {"remote_time_us", ss.remote_time_us}};
             for (size_t i = 0; o && i < CBC_ARRAY_LEN(f); i++)
                 cJSON_AddNumberToObject(o, f[i].k, (double)f[i].v);
+            if (remote)
+                cJSON_AddStringToObject(o, "remote", remote);
+            else
+                cJSON_AddNullToObject(o, "remote");
             tool_print_json(o);
         } else if (st == CBC_OK) {
             uint64_t lookups = ss.hits + ss.misses;
@@ -111,7 +129,24 @@ int cmd_cache(int argc, char **argv)
             printf("entries          %" PRIu64 "\n", ss.entries);
             printf("size             %s of %s\n", cbc_format_size(ss.bytes, b1, sizeof b1),
                    cbc_format_size(ss.max_size, b2, sizeof b2));
+            if (remote || ss.remote_hits || ss.remote_misses || ss.remote_errors) {
+                uint64_t rl = ss.remote_hits + ss.remote_misses;
+                printf("remote           %s\n", remote ? remote : "(none now)");
+                printf("  remote hits    %" PRIu64, ss.remote_hits);
+                if (rl)
+                    printf(" (%.1f%% of the entries that missed here)",
+                           100.0 * (double)ss.remote_hits / (double)rl);
+                printf("\n  remote misses  %" PRIu64 "\n", ss.remote_misses);
+                printf("  remote errors  %" PRIu64 " (bad entries, failures, refused writes)\n",
+                       ss.remote_errors);
+                printf("  remote read    %s\n",
+                       cbc_format_size(ss.remote_bytes_read, b1, sizeof b1));
+                printf("  remote written %s\n",
+                       cbc_format_size(ss.remote_bytes_written, b1, sizeof b1));
+                printf("  remote time    %.3f s\n", (double)ss.remote_time_us / 1e6);
+            }
         }
+        free(remote);
     } else if (!strcmp(action, "clean")) {
         uint64_t n = 0;
         st = cbc_store_clean(s, &n, report_bad, &t, &err);
