@@ -313,7 +313,7 @@ enum cbc_status cbc_remote_decode(const uint8_t *v, size_t vlen, uint8_t **out, 
         size_t z = ZSTD_decompress(o, (size_t)raw, v + VALUE_HEADER, vlen - VALUE_HEADER);
         if (ZSTD_isError(z) || z != raw) {
             free(o);
-            snprintf(why, why_len, "the compressed bytes do not decode to the %llu declared%s%s",
+            snprintf(why, why_len, "the compressed bytes do not decode to the %llu declared (truncated or damaged)%s%s",
                      (unsigned long long)raw, ZSTD_isError(z) ? ": " : "",
                      ZSTD_isError(z) ? ZSTD_getErrorName(z) : "");
             return CBC_E_FORMAT;
@@ -371,6 +371,16 @@ bool cbc_remote_usable(const struct cbc_remote *r)
 void cbc_remote_disable(struct cbc_remote *r)
 {
     r->failed = true;
+}
+
+bool cbc_remote_writable(const struct cbc_remote *r)
+{
+    return !r->failed && !r->cfg.read_only && !r->no_writes;
+}
+
+void cbc_remote_stop_writes(struct cbc_remote *r)
+{
+    r->no_writes = true;
 }
 
 void cbc_remote_stats(const struct cbc_remote *r, struct cbc_remote_stats *out)

@@ -67,6 +67,11 @@ const struct cbc_remote_cfg *cbc_remote_config(const struct cbc_remote *r);
 bool cbc_remote_usable(const struct cbc_remote *r);
 /* Marks it unusable without asking it (another process saw it fail). */
 void cbc_remote_disable(struct cbc_remote *r);
+/* Whether it still takes writes: false when read-only or after the server
+ * refused one (full); cbc_remote_stop_writes makes it so (another process
+ * saw it full). */
+bool cbc_remote_writable(const struct cbc_remote *r);
+void cbc_remote_stop_writes(struct cbc_remote *r);
 
 /* Looks `ns`:`key` up. CBC_OK with the stored bytes (*data malloc'd,
  * NUL-terminated, not counted); CBC_E_NOT_FOUND for a miss, including a

@@ -416,9 +416,10 @@ enum cbc_status cbc_store_set_max_size(struct cbc_store *s, uint64_t max_size, s
 
 /* ---- the remote (remote.h) ------------------------------------------------------ */
 
-/* v1/remote-skip: "<hash of the remote's name> <unix time until>\n", written
- * when a remote fails, so the other builds of the next seconds skip it
- * instead of each waiting for its timeout. */
+/* v1/remote-skip: "<hash of the remote's name> <unix time until> <what>\n",
+ * written when a remote fails ("skip") or refuses writes ("no-writes"), so
+ * the other builds of the next seconds skip it (or only read) instead of
+ * each waiting for its timeout and warning again. */
 #define SKIP_FILE "remote-skip"
 
 static void remote_say(struct cbc_store *s, enum cbc_msg_kind kind, const char *fmt, ...)
@@ -459,10 +460,19 @@ static bool remote_ready(struct cbc_store *s)
     char hex[CBC_HASH_HEX_LEN + 1];
     name_hash_hex(s, hex);
     unsigned long long until = 0;
-    bool skip = len > CBC_HASH_HEX_LEN && !memcmp(data, hex, CBC_HASH_HEX_LEN) &&
-                sscanf((const char *)data + CBC_HASH_HEX_LEN, " %llu", &until) == 1 &&
-                (unsigned long long)time(NULL) < until;
+    char what[16] = "skip";
+    bool marked = len > CBC_HASH_HEX_LEN && !memcmp(data, hex, CBC_HASH_HEX_LEN) &&
+                  sscanf((const char *)data + CBC_HASH_HEX_LEN, " %llu %15s", &until, what) >= 1 &&
+                  (unsigned long long)time(NULL) < until;
     free(data);
+    bool skip = marked && strcmp(what, "no-writes") != 0;
+    if (marked && !skip) {
+        cbc_remote_stop_writes(s->remote);
+        remote_say(s, CBC_MSG_NOTE, "remote cache %s: read only: it refused writes less than "
+                                    "%u s ago (%s/%s)",
+                   cbc_remote_config(s->remote)->name, cbc_remote_config(s->remote)->skip_s,
+                   s->root, SKIP_FILE);
+    }
     if (skip) {
         cbc_remote_disable(s->remote);
         remote_say(s, CBC_MSG_NOTE, "remote cache %s skipped: it failed less than %u s ago "
@@ -477,11 +487,13 @@ static bool remote_ready(struct cbc_store *s)
 static void remote_failed(struct cbc_store *s, const struct cbc_err *e)
 {
     const struct cbc_remote_cfg *cfg = cbc_remote_config(s->remote);
-    if (!cbc_remote_usable(s->remote) && cfg->skip_s > 0 && !s->readonly) {
+    bool failed = !cbc_remote_usable(s->remote);
+    if ((failed || !cbc_remote_writable(s->remote)) && cfg->skip_s > 0 && !s->readonly) {
         char hex[CBC_HASH_HEX_LEN + 1], text[128];
         name_hash_hex(s, hex);
-        int n = snprintf(text, sizeof text, "%s %llu\n", hex,
-                         (unsigned long long)time(NULL) + cfg->skip_s);
+        int n = snprintf(text, sizeof text, "%s %llu %s\n", hex,
+                         (unsigned long long)time(NULL) + cfg->skip_s,
+                         failed ? "skip" : "no-writes");
         cbc_write_at(s->fd, s->root, SKIP_FILE, text, (size_t)n, store_perm(s), false, NULL);
     }
     if (s->remote_warned)
@@ -492,7 +504,8 @@ static void remote_failed(struct cbc_store *s, const struct cbc_err *e)
                                        "for %u s, by the other builds using this cache)",
                    e->msg, cfg->skip_s);
     else
-        remote_say(s, CBC_MSG_WARNING, "%s", e->msg);
+        remote_say(s, CBC_MSG_WARNING, "%s (and, for %u s, by the other builds using this "
+                                       "cache)", e->msg, cfg->skip_s);
 }
 
 static void remote_bad_value(struct cbc_store *s, const char *why)
