@@ -149,6 +149,56 @@ def launcher_table(rows, args):
     print()
 
 
+def remote_table(rows, args):
+    by = {r["bench"]: r for r in rows if "bench" in r and "median_ms" in r and "impl" not in r}
+    hit = by.get("cubincache_remote_hit_1_target")
+    if not hit:
+        return
+    header("Remote cache on Redis (`bench/bench_remote.sh`)", args,
+           args.command or "bench/run_cpu.sh")
+    print("redis-server on loopback, started by the benchmark. A remote hit: the local cache "
+          "emptied of entries and records before each run (the toolchain's identity kept), so "
+          "every run fetches the direct-mode record, the dependency list and the entry, verifies "
+          "the entry and writes all three locally. ccache 4.14 runs with "
+          "`CCACHE_REMOTE_STORAGE=redis://...` and `CCACHE_REMOTE_ONLY=true` (every run a remote "
+          "hit), on `nvcc -c` (ccache cannot cache `-cubin`).\n")
+    print("| what | median | sd | runs | ratio |")
+    print("|---|---|---|---|---|")
+
+    def row(key, label, ratio=""):
+        r = by.get(key)
+        if r:
+            print("| %s | %s | %.2f | %d | %s |" % (label, ms(r["median_ms"]), r["stddev_ms"],
+                                                  r["runs"], ratio))
+
+    cc = by.get("ccache_remote_hit_1_target")
+    row("cubincache_remote_hit_1_target", "`cubincache build` remote hit, 1 source, 1 target",
+        "%.2fx ccache's remote hit (target: 0.5x or less)" % (hit["median_ms"] / cc["median_ms"])
+        if cc else "")
+    row("cubincache_local_hit_1_target", "`cubincache build` local hit, the same build")
+    row("ccache_remote_hit_1_target", "peer: `ccache nvcc -c` remote hit")
+    cold, comp = by.get("cold_runner_20_kernels_x_4_targets_warm_redis"), \
+        by.get("compile_20_kernels_x_4_targets")
+    row("compile_20_kernels_x_4_targets", "20 kernels x 4 targets compiled, one build after "
+        "another (no cache)")
+    row("cold_runner_20_kernels_x_4_targets_warm_redis", "the same on a cold runner from a warm "
+        "Redis", "%.2f%% of the compile (target: 5%% or less)"
+        % (100.0 * cold["median_ms"] / comp["median_ms"]) if cold and comp else "")
+    none = by.get("build_20_kernels_no_remote")
+    for key, label in (("build_20_kernels_no_remote", "20 kernels, 1 target, compiled, no remote"),
+                       ("build_20_kernels_dead_remote", "the same, the remote dead (nothing "
+                        "listens)"),
+                       ("build_20_kernels_silent_remote", "the same, the remote silent (accepts, "
+                        "never answers)")):
+        r = by.get(key)
+        extra = ""
+        if r and none and key != "build_20_kernels_no_remote":
+            extra = "adds %s (median of the per-round ratios: %.3fx; target: 1 s or less)" % (
+                ms(none["median_ms"] * (r["wall_ratio_median"] - 1)), r["wall_ratio_median"])
+        row(key, label, extra)
+    print()
+
+
 def loader_table(rows, args):
     r = next((x for x in rows if x.get("bench") == "loader_overhead"), None)
     f = next((x for x in rows if x.get("bench") == "first_load_floor"), None)
@@ -253,6 +303,7 @@ def main():
         return 1
     cpu_table(rows, args)
     launcher_table(rows, args)
+    remote_table(rows, args)
     loader_table(rows, args)
     ig_table(rows, args)
     return 0
