@@ -103,6 +103,15 @@ def cpu_table(rows, args):
     print()
 
 
+def table_row(by, key, label, ratio="", cpu=False):
+    """One row of a | what | median | (CPU or sd) | runs | ratio | table."""
+    r = by.get(key)
+    if not r:
+        return
+    mid = (ms(r["cpu_ms"]) if r.get("cpu_ms") else "") if cpu else "%.2f" % r["stddev_ms"]
+    print("| %s | %s | %s | %d | %s |" % (label, ms(r["median_ms"]), mid, r["runs"], ratio))
+
+
 def launcher_table(rows, args):
     by = {r["bench"]: r for r in rows if "bench" in r and "median_ms" in r and "impl" not in r}
     ours = by.get("launcher_hit_3_archs")
@@ -119,11 +128,7 @@ def launcher_table(rows, args):
     print("|---|---|---|---|---|")
 
     def row(key, label, ratio=""):
-        r = by.get(key)
-        if r:
-            print("| %s | %s | %s | %d | %s |" % (label, ms(r["median_ms"]),
-                                                 ms(r["cpu_ms"]) if r.get("cpu_ms") else "",
-                                                 r["runs"], ratio))
+        table_row(by, key, label, ratio, cpu=True)
 
     def peer(key, base):
         r, o = by.get(key), by.get(base)
@@ -166,10 +171,7 @@ def remote_table(rows, args):
     print("|---|---|---|---|---|")
 
     def row(key, label, ratio=""):
-        r = by.get(key)
-        if r:
-            print("| %s | %s | %.2f | %d | %s |" % (label, ms(r["median_ms"]), r["stddev_ms"],
-                                                  r["runs"], ratio))
+        table_row(by, key, label, ratio)
 
     cc = by.get("ccache_remote_hit_1_target")
     row("cubincache_remote_hit_1_target", "`cubincache build` remote hit, 1 source, 1 target",

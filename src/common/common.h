@@ -163,6 +163,8 @@ struct cbc_hash {
 #define CBC_HASH_HEX_LEN 32
 void cbc_hash_bytes(const void *data, size_t len, struct cbc_hash *out);
 void cbc_hash_hex(const struct cbc_hash *h, char out[CBC_HASH_HEX_LEN + 1]);
+/* The value of one hex digit (either case), -1 for anything else. */
+int cbc_hex_digit(char c);
 /* Parses exactly 32 hex digits; false on anything else. */
 bool cbc_hash_from_hex(const char *hex, struct cbc_hash *out);
 bool cbc_hash_eq(const struct cbc_hash *a, const struct cbc_hash *b);

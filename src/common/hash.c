@@ -46,7 +46,7 @@ void cbc_hash_hex(const struct cbc_hash *h, char out[CBC_HASH_HEX_LEN + 1])
     out[CBC_HASH_HEX_LEN] = '\0';
 }
 
-static int hexval(char c)
+int cbc_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -62,7 +62,7 @@ bool cbc_hash_from_hex(const char *hex, struct cbc_hash *out)
     if (!hex || strlen(hex) != CBC_HASH_HEX_LEN)
         return false;
     for (int i = 0; i < 16; i++) {
-        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        int hi = cbc_hex_digit(hex[2 * i]), lo = cbc_hex_digit(hex[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return false;
         out->b[i] = (uint8_t)(hi << 4 | lo);

@@ -127,17 +127,6 @@ static bool push_tok(struct rfile *f, uint8_t k, size_t off, size_t len, uint32_
     return true;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decodes a string's body [b, e) (escapes unless raw) and keeps it. */
 static bool add_str(struct rfile *f, const char *b, const char *e, bool raw, uint32_t *idx)
 {
@@ -155,8 +144,8 @@ static bool add_str(struct rfile *f, const char *b, const char *e, bool raw, uin
         case 'r': cbc_buf_append(&out, "\r", 1); break;
         case '0': cbc_buf_append(&out, "\0", 0); break;
         case 'x':
-            if (p + 2 < e && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
-                char v = (char)(hexval(p[1]) * 16 + hexval(p[2]));
+            if (p + 2 < e && cbc_hex_digit(p[1]) >= 0 && cbc_hex_digit(p[2]) >= 0) {
+                char v = (char)(cbc_hex_digit(p[1]) * 16 + cbc_hex_digit(p[2]));
                 cbc_buf_append(&out, &v, 1);
                 p += 2;
             }

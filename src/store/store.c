@@ -20,7 +20,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -422,20 +421,6 @@ enum cbc_status cbc_store_set_max_size(struct cbc_store *s, uint64_t max_size, s
  * each waiting for its timeout and warning again. */
 #define SKIP_FILE "remote-skip"
 
-static void remote_say(struct cbc_store *s, enum cbc_msg_kind kind, const char *fmt, ...)
-    CBC_PRINTF(3, 4);
-static void remote_say(struct cbc_store *s, enum cbc_msg_kind kind, const char *fmt, ...)
-{
-    if (!s->msg)
-        return;
-    char text[1200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    s->msg(s->msg_ctx, kind, text);
-}
-
 static void name_hash_hex(const struct cbc_store *s, char hex[CBC_HASH_HEX_LEN + 1])
 {
     const char *name = cbc_remote_config(s->remote)->name;
@@ -468,14 +453,14 @@ static bool remote_ready(struct cbc_store *s)
     bool skip = marked && strcmp(what, "no-writes") != 0;
     if (marked && !skip) {
         cbc_remote_stop_writes(s->remote);
-        remote_say(s, CBC_MSG_NOTE, "remote cache %s: read only: it refused writes less than "
+        cbc_say(s->msg, s->msg_ctx, CBC_MSG_NOTE, "remote cache %s: read only: it refused writes less than "
                                     "%u s ago (%s/%s)",
                    cbc_remote_config(s->remote)->name, cbc_remote_config(s->remote)->skip_s,
                    s->root, SKIP_FILE);
     }
     if (skip) {
         cbc_remote_disable(s->remote);
-        remote_say(s, CBC_MSG_NOTE, "remote cache %s skipped: it failed less than %u s ago "
+        cbc_say(s->msg, s->msg_ctx, CBC_MSG_NOTE, "remote cache %s skipped: it failed less than %u s ago "
                                     "(%s/%s)",
                    cbc_remote_config(s->remote)->name, cbc_remote_config(s->remote)->skip_s,
                    s->root, SKIP_FILE);
@@ -500,17 +485,17 @@ static void remote_failed(struct cbc_store *s, const struct cbc_err *e)
         return;
     s->remote_warned = true;
     if (!cbc_remote_usable(s->remote))
-        remote_say(s, CBC_MSG_WARNING, "%s; building without it (skipped by this process and, "
+        cbc_say(s->msg, s->msg_ctx, CBC_MSG_WARNING, "%s; building without it (skipped by this process and, "
                                        "for %u s, by the other builds using this cache)",
                    e->msg, cfg->skip_s);
     else
-        remote_say(s, CBC_MSG_WARNING, "%s (and, for %u s, by the other builds using this "
+        cbc_say(s->msg, s->msg_ctx, CBC_MSG_WARNING, "%s (and, for %u s, by the other builds using this "
                                        "cache)", e->msg, cfg->skip_s);
 }
 
 static void remote_bad_value(struct cbc_store *s, const char *why)
 {
-    remote_say(s, CBC_MSG_WARNING, "remote cache %s: ignored a bad entry (%s); compiling it here",
+    cbc_say(s->msg, s->msg_ctx, CBC_MSG_WARNING, "remote cache %s: ignored a bad entry (%s); compiling it here",
                cbc_remote_config(s->remote)->name, why);
 }
 
