@@ -410,12 +410,13 @@ static enum cbc_status server_failed(struct cbc_remote *r, struct cbc_err *err, 
 {
     r->failed = true;
     r->st.errors++;
+    /* the message first: detail may point into the context freed below */
+    cbc_err_set(err, CBC_E_CACHE, "remote cache %s: %s: %s", r->cfg.name, what,
+                detail && *detail ? detail : "no answer");
     if (r->c) {
         redisFree(r->c);
         r->c = NULL;
     }
-    cbc_err_set(err, CBC_E_CACHE, "remote cache %s: %s: %s", r->cfg.name, what,
-                detail && *detail ? detail : "no answer");
     return CBC_E_CACHE;
 }
 

@@ -43,6 +43,8 @@ cb 90
 note "no GPU here: the loader's error and its fix, exit 4"
 if [ -e /dev/nvidiactl ]; then
     note "a GPU is present: the GPU suite runs the program"
+elif [ -n "${CBC_SANITIZED:-}" ]; then
+    note "a sanitizer build: an uninstrumented Rust program cannot load the instrumented library"
 else
     expect_out 4 "fix: install the NVIDIA driver" "$bin"
 fi
