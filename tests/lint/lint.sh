@@ -121,6 +121,37 @@ touch "$T/s/build/build.ninja"
 expect_exit 0 "$CUBINCACHE" lint "$T/s"
 expect_exit 1 "$CUBINCACHE" lint -q "$T/s/build"   # named, it is linted
 
+note "hostile input: every corpus file cut short and bytes flipped lints without a crash (ASan in CI)"
+python3 - "$HERE/corpus" "$T/m" <<'PY'
+import os, random, sys
+src, dst = sys.argv[1], sys.argv[2]
+rnd = random.Random(15)
+files = [os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs
+         if f in ("build.rs", "CMakeLists.txt", "meson.build") or f.endswith((".rs", ".cmake"))]
+n = 0
+for path in sorted(files):
+    data = open(path, "rb").read()
+    name = os.path.basename(path)
+    for k in range(12):
+        if k < 6:
+            cut = data[:rnd.randrange(len(data) + 1)]  # cut short: open strings, comments, blocks
+        else:
+            b = bytearray(data)
+            for _ in range(rnd.randrange(1, 8)):
+                b[rnd.randrange(len(b))] = rnd.choice(b'"\'#{}()[]/*!r\n\\$|=,;:<>')
+            cut = bytes(b)
+        d = os.path.join(dst, "m%04d" % n)
+        os.makedirs(d)
+        open(os.path.join(d, name), "wb").write(cut)
+        n += 1
+print(n)
+PY
+for d in "$T"/m/m*; do
+    rc=0
+    timeout 10 "$CUBINCACHE" lint -q "$d" > /dev/null 2> "$T/m.err" || rc=$?
+    [ $rc -le 1 ] || fail "lint of a mangled $(ls "$d") exited $rc: $(cat "$T/m.err") (kept in $d)"
+done
+
 note "usage and unreadable input: exit 2, naming the problem"
 expect_out 2 "cannot read '$T/nope'" "$CUBINCACHE" lint "$T/nope"
 echo x > "$T/notes.txt"
