@@ -26,10 +26,11 @@ fi
 export CCACHE="$PWD/$peers/bin/ccache" SCCACHE="$PWD/$peers/bin/sccache"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-for b in bench_build_hit bench_build_cold bench_noop_ninja bench_check bench_lint bench_remote bench_launcher; do
+# BENCHES="bench_lint bench_remote" bench/run_cpu.sh: only those (their tables alone)
+for b in ${BENCHES:-bench_build_hit bench_build_cold bench_noop_ninja bench_check bench_lint bench_remote bench_launcher}; do
     CUBINCACHE="$PWD/$build/tools/cubincache" NVCC_REAL="${NVCC:-/usr/local/cuda/bin/nvcc}" \
         bash "bench/$b.sh" >> "$out"
 done
 machine="$(nproc) cores of $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r), $("$CCACHE" --version | head -1), $("$SCCACHE" --version), $(hyperfine --version), $("${NVCC:-/usr/local/cuda/bin/nvcc}" --version | tail -1)"
 python3 bench/report.py --commit "$(git rev-parse --short HEAD)" --machine "$machine" \
-    --command "bench/run_cpu.sh" "$out"
+    --command "${BENCHES:+BENCHES=\"$BENCHES\" }bench/run_cpu.sh" "$out"
