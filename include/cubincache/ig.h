@@ -97,6 +97,22 @@ struct cbc_mlp_owned {
  * CBC_E_NUMERIC for NaN or Inf, CBC_E_UNSUPPORTED for other dtypes). */
 CBC_API enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activations,
                                                  struct cbc_mlp_owned **out, struct cbc_err *err);
+/* As cbc_mlp_load_safetensors, for the state_dict() of any MLP of Linear and
+ * BatchNorm1d layers: modules are the names before the last '.' ("fc1",
+ * "net.0"); their order is `layers` ("fc1,bn1,fc2,fc3": every module once),
+ * else their trailing index when all have one (an nn.Sequential), else the
+ * order of their data in the file (safetensors keeps state_dict()'s). A
+ * BatchNorm1d (running_mean, running_var, optional weight and bias; eps
+ * 1e-5 or __metadata__ "batchnorm_eps") is folded, exactly in eval mode,
+ * into the Linear layer before it when nothing comes between (the usual
+ * Linear, BatchNorm, activation; in a numbered Sequential a gap in the
+ * indices is an activation between them), else into the Linear after it.
+ * A torch.save file (zip or pickle) is refused with what it is and the
+ * Python that writes safetensors instead. Since 0.2. */
+CBC_API enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *activations,
+                                                        const char *layers,
+                                                        struct cbc_mlp_owned **out,
+                                                        struct cbc_err *err);
 CBC_API void cbc_mlp_owned_free(struct cbc_mlp_owned *m);
 
 /* A dense float matrix. */
@@ -113,6 +129,9 @@ CBC_API enum cbc_status cbc_matrix_load(const char *path, struct cbc_matrix *out
 /* Writes a float32 .npy. */
 CBC_API enum cbc_status cbc_matrix_save_npy(const char *path, const struct cbc_matrix *m,
                                             struct cbc_err *err);
+/* Writes a float32 .npy of 1 to 4 dimensions (row-major). Since 0.2. */
+CBC_API enum cbc_status cbc_tensor_save_npy(const char *path, const float *data,
+                                            const size_t *dims, int ndim, struct cbc_err *err);
 CBC_API void cbc_matrix_release(struct cbc_matrix *m);
 
 /* ---- a request and its results ------------------------------------------ */
@@ -186,6 +205,66 @@ typedef enum cbc_status (*cbc_ig_host_grad)(void *ctx, const double *x, size_t F
 CBC_API enum cbc_status cbc_ig_cpu_fn(cbc_ig_host_fn f, cbc_ig_host_grad grad, void *ctx, size_t F,
                                       const struct cbc_ig_request *r, struct cbc_ig_output *out,
                                       struct cbc_err *err);
+
+/* ---- explanations: targets per input, NoiseTunnel, several baselines ------ */
+
+enum cbc_ig_noise {
+    CBC_IG_NOISE_NONE = 0,
+    CBC_IG_SMOOTHGRAD = 1,    /* the mean of the attributions of the noisy copies */
+    CBC_IG_SMOOTHGRAD_SQ = 2, /* the mean of their squares */
+    CBC_IG_VARGRAD = 3        /* their variance */
+};
+/* "smoothgrad", "smoothgrad_sq", "vargrad" (Captum's nt_type), "none". Since 0.2. */
+CBC_API bool cbc_ig_noise_parse(const char *name, enum cbc_ig_noise *out);
+CBC_API const char *cbc_ig_noise_name(enum cbc_ig_noise n);
+
+/* What to explain beyond a request: zero-initialised, it adds nothing. */
+struct cbc_ig_plan {
+    const int *targets;  /* [n][n_targets]: the outputs explained for each input;
+                            NULL: the request's target for every input */
+    size_t n_targets;    /* targets per input (0 counts as 1) */
+    enum cbc_ig_noise noise;
+    int samples;         /* noisy copies of each input (Captum's nt_samples) */
+    double stdev;        /* of the Gaussian noise added to every feature (Captum's stdevs) */
+    bool stdev_relative; /* the noise's stdev is stdev times (max - min) of each input */
+    uint64_t seed;       /* the noise generator's seed: a run is reproducible */
+    const float *baselines; /* [n_baselines][F]: IG of each input averaged over every one of
+                               them (expected gradients; Captum's multiple baselines); NULL:
+                               the request's baseline */
+    size_t n_baselines;
+};
+
+/* An IG engine: cbc_ig_engine_cpu (ctx: const struct cbc_mlp *) or
+ * cbc_ig_engine_gpu (ctx: struct cbc_ig_gpu_model *). */
+typedef enum cbc_status (*cbc_ig_engine_fn)(void *ctx, const struct cbc_ig_request *r,
+                                            struct cbc_ig_output *out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_ig_engine_cpu(void *mlp, const struct cbc_ig_request *r,
+                                          struct cbc_ig_output *out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_ig_engine_gpu(void *model, const struct cbc_ig_request *r,
+                                          struct cbc_ig_output *out, struct cbc_err *err);
+
+/* IG of a request under a plan. Each input is expanded into its noisy
+ * copies times its baselines, the rows are grouped by target (one engine
+ * call per distinct target: on the GPU, all noisy copies and baselines of
+ * the inputs sharing a target are one batch), and reduced: the mean over
+ * baselines, then the noise's statistic over samples. out has T =
+ * max(n_targets, 1) rows per input, input-major: attr [n][T][F]; f_x,
+ * f_base, sum, delta [n][T] are means over samples and baselines (sum is
+ * that of the reduced attributions for smoothgrad_sq and vargrad);
+ * base_delta (may be NULL) [n][T][n_baselines] gets each baseline's delta,
+ * averaged over samples. Host arrays only. Targets must be outputs of the
+ * model (cbc_ig_check_targets). Since 0.2. */
+CBC_API enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
+                                       const struct cbc_ig_request *r,
+                                       const struct cbc_ig_plan *p, struct cbc_ig_output *out,
+                                       double *base_delta, struct cbc_err *err);
+/* CBC_E_USAGE naming the first of targets[0..n) that is not in [0, outputs). */
+CBC_API enum cbc_status cbc_ig_check_targets(const int *targets, size_t n, int outputs,
+                                             struct cbc_err *err);
+/* The model's outputs for n inputs, in double: out [n][outputs] (for
+ * explaining each input's predicted class). Since 0.2. */
+CBC_API enum cbc_status cbc_mlp_forward(const struct cbc_mlp *m, const float *x, size_t n,
+                                        double *out, struct cbc_err *err);
 
 /* ---- GPU ------------------------------------------------------------------ */
 

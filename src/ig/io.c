@@ -143,32 +143,6 @@ static enum cbc_status tensor_info(const char *path, const cJSON *j, uint64_t da
     return CBC_OK;
 }
 
-/* "<prefix><index>.<kind>" -> index, with the prefix checked for agreement. */
-static long layer_index(const char *name, const char *kind, char *prefix, size_t plen)
-{
-    size_t n = strlen(name), k = strlen(kind);
-    if (n < k + 2 || strcmp(name + n - k, kind) != 0 || name[n - k - 1] != '.')
-        return -1;
-    size_t end = n - k - 1, start = end;
-    while (start > 0 && isdigit((unsigned char)name[start - 1]))
-        start--;
-    if (start == end || (start > 0 && name[start - 1] != '.') || end - start > 6)
-        return -1;
-    if (prefix) {
-        if (start >= plen)
-            return -1;
-        memcpy(prefix, name, start);
-        prefix[start] = '\0';
-    }
-    return strtol(name + start, NULL, 10);
-}
-
-static int cmp_layer(const void *a, const void *b)
-{
-    long x = *(const long *)a, y = *(const long *)b; /* each starts with its index */
-    return x < y ? -1 : x > y;
-}
-
 static enum cbc_status read_tensor(const char *path, const struct tensor *t, const uint8_t *data,
                                    float *dst, struct cbc_err *err)
 {
@@ -198,8 +172,90 @@ void cbc_mlp_owned_free(struct cbc_mlp_owned *m)
     free(m);
 }
 
+/* ---- models: modules of a state_dict ------------------------------------- */
+
+/* One module of the file: the tensors sharing a name before their last '.'
+ * ("fc1" of "fc1.weight", "net.3" of "net.3.bias"). */
+struct module {
+    char name[200];
+    const cJSON *weight, *bias, *mean, *var;
+    bool other;         /* a parameter this loader does not know */
+    const char *other_name;
+    uint64_t first;     /* where its data starts: the storage order */
+    long index;         /* its trailing number, or -1 */
+    enum { M_LINEAR, M_BATCHNORM, M_LAYERNORM, M_UNKNOWN } kind;
+    struct tensor tw, tb, tm, tv;
+};
+
+static long trailing_index(const char *name, char *prefix, size_t plen)
+{
+    size_t n = strlen(name), start = n;
+    while (start > 0 && isdigit((unsigned char)name[start - 1]))
+        start--;
+    if (start == n || n - start > 6 || (start > 0 && name[start - 1] != '.') || start >= plen)
+        return -1;
+    memcpy(prefix, name, start);
+    prefix[start] = '\0';
+    return strtol(name + start, NULL, 10);
+}
+
+static int cmp_first(const void *a, const void *b)
+{
+    const struct module *x = a, *y = b;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static int cmp_index(const void *a, const void *b)
+{
+    const struct module *x = a, *y = b;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* A torch.save file is a zip (PyTorch 1.6+) or a pickle: say so, and how
+ * to write safetensors instead. */
+static enum cbc_status not_safetensors(const char *path, const uint8_t *file, size_t len,
+                                       struct cbc_err *err)
+{
+    const char *what = NULL;
+    if (len >= 4 && !memcmp(file, "PK\x03\x04", 4))
+        what = "a PyTorch checkpoint (torch.save's zip format)";
+    else if (len >= 2 && file[0] == 0x80 && file[1] >= 2 && file[1] <= 5)
+        what = "a Python pickle (torch.save's legacy format)";
+    if (!what)
+        return CBC_OK;
+    ig_err_set(err, CBC_E_FORMAT, "'%s' is %s, not safetensors: igrun does not run pickles", path,
+               what);
+    ig_err_hint(err, "write safetensors instead: from safetensors.torch import save_file; "
+                     "save_file(model.state_dict(), 'model.safetensors', "
+                     "metadata={'activations': 'relu,relu,identity'})");
+    return CBC_E_FORMAT;
+}
+
+static enum cbc_status read_vec(const char *path, const struct tensor *t, const uint8_t *data,
+                                int64_t n, double *dst, struct cbc_err *err)
+{
+    if (t->ndim != 1 || t->shape[0] != n)
+        return ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must have shape [%lld]", path,
+                          t->name, (long long)n);
+    float *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!tmp)
+        return ig_err_oom(err);
+    enum cbc_status st = read_tensor(path, t, data, tmp, err);
+    for (int64_t i = 0; st == CBC_OK && i < n; i++)
+        dst[i] = tmp[i];
+    free(tmp);
+    return st;
+}
+
 enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activations,
                                          struct cbc_mlp_owned **out, struct cbc_err *err)
+{
+    return cbc_mlp_load_safetensors_layers(path, activations, NULL, out, err);
+}
+
+enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *activations,
+                                                const char *layers, struct cbc_mlp_owned **out,
+                                                struct cbc_err *err)
 {
     uint8_t *file;
     size_t len;
@@ -208,13 +264,11 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
         return st;
     cJSON *root = NULL;
     struct cbc_mlp_owned *m = NULL;
-    struct layer_ref {
-        long idx;
-        const cJSON *w; /* the weight's own header entry, never looked up again by a made name */
-    } idx[64];
-    size_t nl = 0;
-    char prefix[256] = "", p2[256];
-    size_t n_bias = 0;
+    struct module *mods = NULL, *order[128];
+    size_t nm = 0, no = 0, nl = 0;
+    double *scale = NULL, *shift = NULL;
+    if ((st = not_safetensors(path, file, len, err)) != CBC_OK)
+        goto out;
     if (len < 8) {
         st = ig_err_set(err, CBC_E_FORMAT, "'%s': %zu bytes; a safetensors file starts with an "
                          "8-byte header length", path, len);
@@ -240,50 +294,179 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
     }
     const uint8_t *data = file + 8 + hlen;
     uint64_t data_len = len - 8 - hlen;
-    /* the layers: every "<i>.weight", in index order */
+    int n_entries = cJSON_GetArraySize(root);
+    mods = calloc(n_entries > 0 ? (size_t)n_entries : 1, sizeof *mods);
+    if (!mods) {
+        st = ig_err_oom(err);
+        goto out;
+    }
+    /* the modules: tensors grouped by the name before their last '.' */
     const cJSON *j;
     cJSON_ArrayForEach(j, root)
     {
         if (!strcmp(j->string, "__metadata__"))
             continue;
-        long i = layer_index(j->string, "weight", nl ? p2 : prefix, sizeof prefix);
-        if (i < 0) {
-            n_bias++;
-            if (layer_index(j->string, "bias", NULL, 0) < 0) {
-                st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' is not '<i>.weight' or "
-                                 "'<i>.bias' of a Linear layer", path, j->string);
-                goto out;
-            }
-            continue;
-        }
-        if (nl && strcmp(prefix, p2) != 0) {
-            st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' have different "
-                             "prefixes", path, idx[0].w->string, j->string);
+        const char *dot = strrchr(j->string, '.');
+        const char *param = dot ? dot + 1 : j->string;
+        size_t ml = dot ? (size_t)(dot - j->string) : 0;
+        if (ml >= sizeof mods[0].name) {
+            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor name '%.60s...' is too long",
+                            path, j->string);
             goto out;
         }
-        for (size_t k = 0; k < nl; k++)
-            if (idx[k].idx == i) {
-                st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' are both layer "
-                                 "%ld", path, idx[k].w->string, j->string, i);
-                goto out;
-            }
-        if (nl == IG_ARRAY_LEN(idx)) {
-            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,
-                             IG_ARRAY_LEN(idx));
-            goto out;
+        struct module *md = NULL;
+        for (size_t k = 0; k < nm; k++)
+            if (strlen(mods[k].name) == ml && !strncmp(mods[k].name, j->string, ml))
+                md = &mods[k];
+        if (!md) {
+            md = &mods[nm++];
+            memcpy(md->name, j->string, ml);
+            md->name[ml] = '\0';
+            md->first = UINT64_MAX;
         }
-        idx[nl++] = (struct layer_ref){i, j};
+        const cJSON **slot = !strcmp(param, "weight")         ? &md->weight
+                             : !strcmp(param, "bias")         ? &md->bias
+                             : !strcmp(param, "running_mean") ? &md->mean
+                             : !strcmp(param, "running_var")  ? &md->var
+                                                              : NULL;
+        if (slot)
+            *slot = j;
+        else if (strcmp(param, "num_batches_tracked") != 0)
+            md->other = true, md->other_name = j->string;
+        const cJSON *of = cJSON_GetObjectItemCaseSensitive(j, "data_offsets");
+        const cJSON *b0 = cJSON_IsArray(of) ? cJSON_GetArrayItem(of, 0) : NULL;
+        if (cJSON_IsNumber(b0) && b0->valuedouble >= 0 && (uint64_t)b0->valuedouble < md->first)
+            md->first = (uint64_t)b0->valuedouble;
     }
+    /* what each module is */
+    for (size_t k = 0; k < nm; k++) {
+        struct module *md = &mods[k];
+        if (md->other) {
+            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' belongs to no layer igrun "
+                            "runs (Linear, BatchNorm1d)", path, md->other_name);
+            goto out;
+        }
+        if (md->mean || md->var) {
+            if (!md->mean || !md->var) {
+                st = ig_err_set(err, CBC_E_FORMAT, "'%s': BatchNorm '%s' has running_%s but no "
+                                "running_%s", path, md->name, md->mean ? "mean" : "var",
+                                md->mean ? "var" : "mean");
+                goto out;
+            }
+            md->kind = M_BATCHNORM;
+        } else if (md->weight) {
+            const cJSON *sh = cJSON_GetObjectItemCaseSensitive(md->weight, "shape");
+            md->kind = cJSON_GetArraySize(sh) == 2 ? M_LINEAR : M_LAYERNORM;
+        } else {
+            st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' has no '%s.weight' beside it",
+                            path, md->bias ? md->bias->string : md->name, md->name);
+            goto out;
+        }
+        if (md->kind == M_LAYERNORM) {
+            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': '%s' looks like a LayerNorm (a 1-D "
+                            "weight without running statistics); igrun runs Linear and "
+                            "BatchNorm1d layers", path, md->weight->string);
+            goto out;
+        }
+        char pre[200];
+        md->index = trailing_index(md->name, pre, sizeof pre);
+    }
+    /* their order: --layers, else the Sequential's indices, else storage */
+    if (layers) {
+        char buf[2048];
+        snprintf(buf, sizeof buf, "%s", layers);
+        for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok;
+             tok = strtok_r(NULL, ", ", &save)) {
+            struct module *md = NULL;
+            for (size_t k = 0; k < nm; k++)
+                if (!strcmp(mods[k].name, tok))
+                    md = &mods[k];
+            if (!md) {
+                st = ig_err_set(err, CBC_E_USAGE, "--layers: '%s' is not a layer of '%s'", tok,
+                                path);
+                ig_err_hint(err, "its layers are the names before '.weight'");
+                goto out;
+            }
+            for (size_t k = 0; k < no; k++)
+                if (order[k] == md) {
+                    st = ig_err_set(err, CBC_E_USAGE, "--layers names '%s' twice", tok);
+                    goto out;
+                }
+            if (no == IG_ARRAY_LEN(order)) {
+                st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,
+                                IG_ARRAY_LEN(order));
+                goto out;
+            }
+            order[no++] = md;
+        }
+        for (size_t k = 0; k < nm; k++) {
+            bool listed = false;
+            for (size_t q = 0; q < no; q++)
+                listed |= order[q] == &mods[k];
+            if (!listed) {
+                st = ig_err_set(err, CBC_E_USAGE, "--layers does not name '%s', a layer of '%s'",
+                                mods[k].name, path);
+                goto out;
+            }
+        }
+    } else {
+        bool numbered = nm > 0;
+        char p0[200] = "", pk[200];
+        for (size_t k = 0; k < nm; k++) {
+            if (mods[k].index < 0 || trailing_index(mods[k].name, pk, sizeof pk) < 0) {
+                numbered = false;
+                break;
+            }
+            if (k == 0)
+                strcpy(p0, pk);
+            else if (strcmp(p0, pk) != 0) {
+                st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' have different "
+                                 "prefixes", path, mods[0].weight->string, mods[k].weight->string);
+                goto out;
+            }
+        }
+        qsort(mods, nm, sizeof *mods, numbered ? cmp_index : cmp_first);
+        for (size_t k = 0; numbered && k + 1 < nm; k++)
+            if (mods[k].index == mods[k + 1].index) {
+                st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' are both layer "
+                                 "%ld", path, mods[k].weight->string, mods[k + 1].weight->string,
+                                 mods[k].index);
+                goto out;
+            }
+        if (nm > IG_ARRAY_LEN(order)) {
+            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,
+                            IG_ARRAY_LEN(order));
+            goto out;
+        }
+        for (size_t k = 0; k < nm; k++)
+            order[no++] = &mods[k];
+        if (!numbered)
+            for (size_t k = 0; k < nm; k++)
+                mods[k].index = -1;
+    }
+    for (size_t k = 0; k < no; k++)
+        nl += order[k]->kind == M_LINEAR;
     if (!nl) {
-        st = ig_err_set(err, CBC_E_NOT_FOUND, "'%s': no '<i>.weight' tensor: not an nn.Sequential "
-                         "of Linear layers", path);
+        st = ig_err_set(err, CBC_E_NOT_FOUND, "'%s': no Linear layer (a 2-D '<name>.weight' "
+                         "tensor): not an MLP's state_dict", path);
         goto out;
     }
-    qsort(idx, nl, sizeof *idx, cmp_layer);
-    /* activations */
+    /* activations: one per Linear layer */
     const char *acts = activations;
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
     const cJSON *ma = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "activations") : NULL;
+    const cJSON *me = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "batchnorm_eps") : NULL;
+    double eps = 1e-5; /* torch.nn.BatchNorm1d's default */
+    if (cJSON_IsString(me)) {
+        char *e2;
+        double v = strtod(me->valuestring, &e2);
+        if (*e2 || !(v > 0 && v < 1)) {
+            st = ig_err_set(err, CBC_E_FORMAT, "'%s': __metadata__ batchnorm_eps '%s' is not a "
+                            "number in (0, 1)", path, me->valuestring);
+            goto out;
+        }
+        eps = v;
+    }
     if (!acts && cJSON_IsString(ma))
         acts = ma->valuestring;
     if (!acts) {
@@ -298,7 +481,8 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
         goto out;
     }
     size_t na = 0;
-    for (char *tok = strtok(m->activations, ", "); tok; tok = strtok(NULL, ", ")) {
+    for (char *save = NULL, *tok = strtok_r(m->activations, ", ", &save); tok;
+         tok = strtok_r(NULL, ", ", &save)) {
         if (na == nl) {
             st = ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations given for %zu Linear layers "
                              "('%s')", path, na + 1, nl, acts);
@@ -306,7 +490,8 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
         }
         if (!cbc_act_parse(tok, &m->layers[na].act)) {
             st = ig_err_set(err, CBC_E_USAGE, "'%s': unknown activation '%s'", path, tok);
-            ig_err_hint(err, "use identity, relu, tanh, sigmoid or gelu");
+            ig_err_hint(err, "use identity, relu, tanh, sigmoid or gelu (PyTorch's spellings "
+                             "too: Identity, ReLU, Tanh, nn.Sigmoid, GELU)");
             goto out;
         }
         na++;
@@ -318,58 +503,62 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
     }
     free(m->activations);
     m->activations = ig_strdup(acts);
-    /* shapes, then the data */
-    struct tensor tw[64], tb[64];
-    bool has_b[64] = {false};
+    /* shapes */
     size_t total = 0;
-    for (size_t l = 0; l < nl; l++) {
-        char name[300];
-        const char *wname = idx[l].w->string;
-        st = tensor_info(path, idx[l].w, data_len, &tw[l], err);
-        if (st != CBC_OK)
-            goto out;
-        if (tw[l].ndim != 2) {
-            st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must be 2-D [out][in]", path,
-                             wname);
-            goto out;
-        }
-        /* its bias: the same name with "bias" for "weight" */
-        snprintf(name, sizeof name, "%.*sbias", (int)(strlen(wname) - 6), wname);
-        const cJSON *bj = cJSON_GetObjectItemCaseSensitive(root, name);
-        if (bj) {
-            st = tensor_info(path, bj, data_len, &tb[l], err);
-            if (st != CBC_OK)
+    const struct tensor *all[256];
+    size_t n_all = 0;
+    const struct module *prev_lin = NULL;
+    for (size_t k = 0; k < no; k++) {
+        struct module *md = order[k];
+        if (md->kind == M_LINEAR) {
+            if ((st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK)
                 goto out;
-            if (tb[l].ndim != 1 || tb[l].shape[0] != tw[l].shape[0]) {
-                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must have shape [%lld]", path,
-                                 name, (long long)tw[l].shape[0]);
+            if (md->tw.shape[0] < 1 || md->tw.shape[1] < 1) {
+                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' is empty", path, md->tw.name);
                 goto out;
             }
-            has_b[l] = true;
+            if (md->bias) {
+                if ((st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK)
+                    goto out;
+                if (md->tb.ndim != 1 || md->tb.shape[0] != md->tw.shape[0]) {
+                    st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must have shape [%lld]",
+                                     path, md->tb.name, (long long)md->tw.shape[0]);
+                    goto out;
+                }
+                all[n_all++] = &md->tb;
+            }
+            if (prev_lin && md->tw.shape[1] != prev_lin->tw.shape[0]) {
+                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' takes %lld inputs but '%s' "
+                                 "gives %lld outputs", path, md->tw.name,
+                                 (long long)md->tw.shape[1], prev_lin->tw.name,
+                                 (long long)prev_lin->tw.shape[0]);
+                goto out;
+            }
+            all[n_all++] = &md->tw;
+            total += (size_t)(md->tw.shape[0] * md->tw.shape[1]) + (size_t)md->tw.shape[0];
+            prev_lin = md;
+        } else {
+            if ((st = tensor_info(path, md->mean, data_len, &md->tm, err)) != CBC_OK ||
+                (st = tensor_info(path, md->var, data_len, &md->tv, err)) != CBC_OK ||
+                (md->weight && (st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK) ||
+                (md->bias && (st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK))
+                goto out;
+            all[n_all++] = &md->tm;
+            all[n_all++] = &md->tv;
+            if (md->weight)
+                all[n_all++] = &md->tw;
+            if (md->bias)
+                all[n_all++] = &md->tb;
         }
-        if (l > 0 && tw[l].shape[1] != tw[l - 1].shape[0]) {
-            st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' takes %lld inputs but '%s' gives "
-                             "%lld outputs", path, tw[l].name, (long long)tw[l].shape[1],
-                             tw[l - 1].name, (long long)tw[l - 1].shape[0]);
+        if (n_all > IG_ARRAY_LEN(all) - 4) {
+            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': too many tensors", path);
             goto out;
         }
-        if (tw[l].shape[0] < 1 || tw[l].shape[1] < 1) {
-            st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' is empty", path, tw[l].name);
-            goto out;
-        }
-        total += (size_t)(tw[l].shape[0] * tw[l].shape[1]) + (has_b[l] ? (size_t)tw[l].shape[0] : 0);
     }
     /* the data of two tensors never overlaps (safetensors' own rule): a
      * header that says otherwise lies about at least one of them */
-    const struct tensor *all[128];
-    size_t na2 = 0;
-    for (size_t l = 0; l < nl; l++) {
-        all[na2++] = &tw[l];
-        if (has_b[l])
-            all[na2++] = &tb[l];
-    }
-    for (size_t i = 0; i < na2; i++)
-        for (size_t k = i + 1; k < na2; k++)
+    for (size_t i = 0; i < n_all; i++)
+        for (size_t k = i + 1; k < n_all; k++)
             if (all[i]->end > all[i]->begin && all[k]->end > all[k]->begin &&
                 all[i]->begin < all[k]->end && all[k]->begin < all[i]->end) {
                 st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' (bytes %llu to %llu) and "
@@ -379,41 +568,119 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
                                  (unsigned long long)all[k]->begin, (unsigned long long)all[k]->end);
                 goto out;
             }
-    size_t used = 0;
-    for (size_t l = 0; l < nl; l++)
-        used += has_b[l];
-    if (used != n_bias) {
-        st = ig_err_set(err, CBC_E_FORMAT, "'%s': %zu bias tensor%s belong%s to no '<i>.weight' "
-                         "of the same name", path, n_bias - used, n_bias - used == 1 ? "" : "s",
-                         n_bias - used == 1 ? "s" : "");
-        goto out;
-    }
     m->storage = malloc(sizeof(float) * (total ? total : 1));
     if (!m->storage) {
         st = ig_err_oom(err);
         goto out;
     }
+    /* the Linear layers, then each BatchNorm folded into its neighbour:
+     * the Linear before it when nothing comes between (Linear, BatchNorm,
+     * activation: the usual order; in a numbered Sequential, a gap in the
+     * indices is an activation), else the Linear after it */
     float *p = m->storage;
-    for (size_t l = 0; l < nl; l++) {
-        struct cbc_mlp_layer *L = &m->layers[l];
-        L->out = (int)tw[l].shape[0];
-        L->in = (int)tw[l].shape[1];
-        if ((st = read_tensor(path, &tw[l], data, p, err)) != CBC_OK)
+    size_t li = 0;
+    for (size_t k = 0; k < no; k++) {
+        struct module *md = order[k];
+        if (md->kind != M_LINEAR)
+            continue;
+        struct cbc_mlp_layer *L = &m->layers[li++];
+        L->out = (int)md->tw.shape[0];
+        L->in = (int)md->tw.shape[1];
+        if ((st = read_tensor(path, &md->tw, data, p, err)) != CBC_OK)
             goto out;
         L->w = p;
         p += (size_t)L->in * (size_t)L->out;
-        if (has_b[l]) {
-            if ((st = read_tensor(path, &tb[l], data, p, err)) != CBC_OK)
-                goto out;
-            L->b = p;
-            p += (size_t)L->out;
+        if (md->bias && (st = read_tensor(path, &md->tb, data, p, err)) != CBC_OK)
+            goto out;
+        if (!md->bias)
+            memset(p, 0, (size_t)L->out * sizeof *p);
+        L->b = p;
+        p += (size_t)L->out;
+    }
+    li = 0;
+    for (size_t k = 0; k < no; k++) {
+        struct module *md = order[k];
+        if (md->kind == M_LINEAR) {
+            li++;
+            continue;
+        }
+        bool after_prev = li > 0 && k > 0 && order[k - 1]->kind == M_LINEAR &&
+                          (order[k - 1]->index < 0 || md->index == order[k - 1]->index + 1);
+        if (!after_prev && li >= nl) {
+            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': BatchNorm '%s' follows an activation "
+                            "after the last Linear layer: it cannot be folded into one", path,
+                            md->name);
+            goto out;
+        }
+        struct cbc_mlp_layer *L = (struct cbc_mlp_layer *)&m->layers[after_prev ? li - 1 : li];
+        int64_t nf = after_prev ? L->out : L->in;
+        free(scale), free(shift);
+        scale = malloc((size_t)nf * sizeof *scale);
+        shift = malloc((size_t)nf * sizeof *shift);
+        double *g = malloc((size_t)nf * sizeof *g), *bb = malloc((size_t)nf * sizeof *bb);
+        if (!scale || !shift || !g || !bb) {
+            free(g), free(bb);
+            st = ig_err_oom(err);
+            goto out;
+        }
+        st = read_vec(path, &md->tm, data, nf, shift, err); /* the mean, for now */
+        if (st == CBC_OK)
+            st = read_vec(path, &md->tv, data, nf, scale, err); /* the variance */
+        for (int64_t i = 0; st == CBC_OK && i < nf; i++)
+            g[i] = 1, bb[i] = 0;
+        if (st == CBC_OK && md->weight)
+            st = read_vec(path, &md->tw, data, nf, g, err);
+        if (st == CBC_OK && md->bias)
+            st = read_vec(path, &md->tb, data, nf, bb, err);
+        for (int64_t i = 0; st == CBC_OK && i < nf; i++) {
+            if (!(scale[i] >= 0)) {
+                st = ig_err_set(err, CBC_E_NUMERIC, "'%s': tensor '%s' [%lld] is %g: a variance "
+                                "is never negative", path, md->tv.name, (long long)i, scale[i]);
+                break;
+            }
+            double sc = g[i] / sqrt(scale[i] + eps);
+            shift[i] = bb[i] - sc * shift[i];
+            scale[i] = sc;
+        }
+        free(g), free(bb);
+        if (st != CBC_OK) {
+            if (st == CBC_E_SHAPE)
+                ig_err_set(err, CBC_E_SHAPE, "'%s': BatchNorm '%s' has %lld features where the "
+                           "Linear layer %s it (%s) has %lld", path, md->name,
+                           (long long)md->tm.shape[0], after_prev ? "before" : "after",
+                           after_prev ? "its outputs" : "its inputs", (long long)nf);
+            goto out;
+        }
+        float *w = (float *)L->w, *bias = (float *)L->b;
+        if (after_prev) { /* y = s (W x + b) + t */
+            for (int o = 0; o < L->out; o++) {
+                for (int i = 0; i < L->in; i++)
+                    w[(size_t)o * (size_t)L->in + (size_t)i] =
+                        (float)(scale[o] * w[(size_t)o * (size_t)L->in + (size_t)i]);
+                bias[o] = (float)(scale[o] * bias[o] + shift[o]);
+            }
+        } else { /* W (s a + t) + b = (W diag s) a + (W t + b) */
+            for (int o = 0; o < L->out; o++) {
+                double acc = bias[o];
+                for (int i = 0; i < L->in; i++) {
+                    float *wi = &w[(size_t)o * (size_t)L->in + (size_t)i];
+                    acc += (double)*wi * shift[i];
+                    *wi = (float)(*wi * scale[i]);
+                }
+                bias[o] = (float)acc;
+            }
         }
     }
     m->mlp.n_layers = (int)nl;
     m->mlp.layers = m->layers;
+    if ((st = cbc_mlp_validate(&m->mlp, err)) != CBC_OK)
+        goto out;
 out:
     cJSON_Delete(root);
     free(file);
+    free(mods);
+    free(scale);
+    free(shift);
     if (st != CBC_OK) {
         cbc_mlp_owned_free(m);
         return st;
@@ -659,11 +926,31 @@ enum cbc_status cbc_matrix_load(const char *path, struct cbc_matrix *out, struct
 
 enum cbc_status cbc_matrix_save_npy(const char *path, const struct cbc_matrix *m, struct cbc_err *err)
 {
-    char head[128];
-    int hl = snprintf(head, sizeof head, "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %zu), }",
-                      m->rows, m->cols);
+    size_t dims[2] = {m->rows, m->cols};
+    return cbc_tensor_save_npy(path, m->data, dims, 2, err);
+}
+
+enum cbc_status cbc_tensor_save_npy(const char *path, const float *data, const size_t *dims,
+                                    int ndim, struct cbc_err *err)
+{
+    if (ndim < 1 || ndim > 4)
+        return ig_err_set(err, CBC_E_USAGE, "'%s': a %d-D array; 1 to 4 dimensions are written",
+                          path, ndim);
+    char shape[128] = "";
+    size_t n = 1, o = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (dims[d] && n > SIZE_MAX / dims[d])
+            return ig_err_oom(err);
+        n *= dims[d];
+        o += (size_t)snprintf(shape + o, sizeof shape - o, "%zu, ", dims[d]);
+    }
+    if (ndim > 1)
+        shape[o - 1] = '\0'; /* (a, b) not (a, b, ) */
+    char head[200];
+    int hl = snprintf(head, sizeof head, "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }",
+                      shape);
     int total = 10 + hl + 1, pad = (64 - total % 64) % 64;
-    size_t n = m->rows * m->cols, hdr = (size_t)(total + pad);
+    size_t hdr = (size_t)(total + pad);
     if (n > (SIZE_MAX - hdr) / 4)
         return ig_err_oom(err);
     uint8_t *b = malloc(hdr + 4 * n), *p = b;
@@ -678,7 +965,7 @@ enum cbc_status cbc_matrix_save_npy(const char *path, const struct cbc_matrix *m
     p += hdr;
     for (size_t i = 0; i < n; i++, p += 4) { /* little-endian, as '<f4' says */
         uint32_t u;
-        memcpy(&u, &m->data[i], 4);
+        memcpy(&u, &data[i], 4);
         ig_wr32(p, u);
     }
     enum cbc_status st = ig_file_write_atomic(path, b, hdr + 4 * n, 0644, err);

@@ -8,17 +8,26 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const act_names[] = {"identity", "relu", "tanh", "sigmoid", "gelu"};
 
 bool cbc_act_parse(const char *name, enum cbc_act *out)
 {
+    /* igrun's spellings and PyTorch's: "relu", "ReLU", "nn.ReLU", "torch.nn.ReLU()" */
+    if (!strncmp(name, "torch.", 6))
+        name += 6;
+    if (!strncmp(name, "nn.", 3))
+        name += 3;
+    size_t n = strlen(name);
+    if (n >= 2 && !strcmp(name + n - 2, "()"))
+        n -= 2;
     for (size_t i = 0; i < IG_ARRAY_LEN(act_names); i++)
-        if (!strcmp(name, act_names[i])) {
+        if (strlen(act_names[i]) == n && !strncasecmp(name, act_names[i], n)) {
             *out = (enum cbc_act)i;
             return true;
         }
-    if (!strcmp(name, "linear") || !strcmp(name, "none")) {
+    if ((n == 6 && !strncasecmp(name, "linear", 6)) || (n == 4 && !strncasecmp(name, "none", 4))) {
         *out = CBC_ACT_IDENTITY;
         return true;
     }

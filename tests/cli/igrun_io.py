@@ -107,9 +107,11 @@ for name, (mfile, wq) in models.items():
         elif fmt == "csv":
             rows = open(out).read().strip().split("\n")
             head = rows[0].split(",")
-            if head[:5] != ["input", "f_x", "f_baseline", "sum", "delta"]:
+            if head[:6] != ["input", "target", "f_x", "f_baseline", "sum", "delta"]:
                 fail("csv header: %s" % rows[0])
-            got = np.array([[float(v) for v in r.split(",")[5:]] for r in rows[1:]], dtype=np.float32)
+            if any(r.split(",")[1] != "0" for r in rows[1:]):
+                fail("csv: the target column is not the one explained")
+            got = np.array([[float(v) for v in r.split(",")[6:]] for r in rows[1:]], dtype=np.float32)
         else:
             doc = json.load(open(out))
             got = np.array([i["attributions"] for i in doc["inputs"]], dtype=np.float32)
@@ -185,7 +187,7 @@ expect(2, ["overlap"], "--model",
 expect(2, ["has dtype 'F8_E4M3'"], "--model",
        st_file("dtype.safetensors", {"0.weight": {"dtype": "F8_E4M3", "shape": [1, F], "data_offsets": [0, F]},
                                      "__metadata__": {"activations": "identity"}}, data), "--input", path("x.npy"))
-expect(2, ["no '<i>.weight' tensor"], "--model",
+expect(2, ["tensor '0.bias' has no '0.weight' beside it"], "--model",
        st_file("missing.safetensors", {"0.bias": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
                                        "__metadata__": {"activations": "identity"}}, data[:4]), "--input", path("x.npy"))
 save_file({"0.weight": np.ones((4, F), np.float32), "2.weight": np.ones((1, 5), np.float32)},

@@ -41,7 +41,16 @@ static const char usage[] =
     "  --steps N            quadrature points (default 50)\n"
     "  --method M           gausslegendre (default), riemann_left, riemann_right,\n"
     "                       riemann_middle, riemann_trapezoid\n"
-    "  --target K           the output explained (default 0)\n"
+    "  --target T           the output explained: K (every input), pred (each input's\n"
+    "                       largest output), K1,K2,... (each, a target axis in the\n"
+    "                       outputs) or FILE.npy|.csv (one or more per input); needed\n"
+    "                       when the model has more than one output\n"
+    "  --baselines B.npy    [K][F]: IG averaged over the K baselines (expected gradients)\n"
+    "  --noise N            NoiseTunnel: smoothgrad, smoothgrad_sq or vargrad\n"
+    "  --samples N          noisy copies per input (default 5)\n"
+    "  --stdev S            the noise's standard deviation (default 1.0); S% is S/100 of\n"
+    "                       each input's range (max - min)\n"
+    "  --seed N             the noise generator's seed (default 0)\n"
     "  --device D           auto (default: the GPU, else the CPU, saying why), cuda, cpu\n"
     "  --gradient G         auto (default: analytic), analytic, fd; naive is a\n"
     "                       per-feature loop, a benchmark baseline\n"
@@ -52,7 +61,7 @@ static const char usage[] =
     "  --tolerance T        exit 3 when any |delta| exceeds T\n"
     "  --mem-budget SIZE    GPU scratch memory (default: a quarter of what is free)\n"
     "  --demo               the small model and input shipped with cubincache\n"
-    "  -q / -v              fewer / more messages\n";
+    "  -q / -v              only errors and the summary / more messages\n";
 
 static char *demo_file(const char *name)
 {
@@ -83,27 +92,47 @@ static void xml_escape(const char *s, char *out, size_t len)
     out[o] = '\0';
 }
 
+struct shape {
+    size_t n, T, F, K;  /* inputs, targets per input, features, baselines (0: one) */
+    const int *targets; /* [n][T] */
+    const double *base_delta; /* [n][T][K] or NULL */
+};
+
 static enum cbc_status write_json(const char *path, const char *model, const struct cbc_ig_request *r,
-                                  const char *device, const struct cbc_ig_output *o, size_t F,
+                                  const struct cbc_ig_plan *p, const char *device,
+                                  const struct cbc_ig_output *o, const struct shape *sh,
                                   struct cbc_err *err)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", model);
     cJSON_AddStringToObject(root, "method", cbc_ig_method_name(r->method));
     cJSON_AddNumberToObject(root, "steps", r->steps);
-    cJSON_AddNumberToObject(root, "target", r->target);
     cJSON_AddStringToObject(root, "device", device);
+    cJSON_AddStringToObject(root, "noise", cbc_ig_noise_name(p->noise));
+    if (p->noise != CBC_IG_NOISE_NONE) {
+        cJSON_AddNumberToObject(root, "samples", p->samples);
+        cJSON_AddNumberToObject(root, "stdev", p->stdev);
+        cJSON_AddBoolToObject(root, "stdev_relative", p->stdev_relative);
+        cJSON_AddNumberToObject(root, "seed", (double)p->seed);
+    }
+    cJSON_AddNumberToObject(root, "baselines", sh->K ? (double)sh->K : 1);
     cJSON *ins = cJSON_AddArrayToObject(root, "inputs");
-    for (size_t b = 0; b < r->n; b++) {
+    for (size_t q = 0; q < sh->n * sh->T; q++) {
         cJSON *in = cJSON_CreateObject();
-        cJSON_AddNumberToObject(in, "index", (double)b);
-        cJSON_AddNumberToObject(in, "f_x", o->f_x[b]);
-        cJSON_AddNumberToObject(in, "f_baseline", o->f_base[b]);
-        cJSON_AddNumberToObject(in, "sum", o->sum[b]);
-        cJSON_AddNumberToObject(in, "delta", o->delta[b]);
+        cJSON_AddNumberToObject(in, "index", (double)(q / sh->T));
+        cJSON_AddNumberToObject(in, "target", sh->targets[q]);
+        cJSON_AddNumberToObject(in, "f_x", o->f_x[q]);
+        cJSON_AddNumberToObject(in, "f_baseline", o->f_base[q]);
+        cJSON_AddNumberToObject(in, "sum", o->sum[q]);
+        cJSON_AddNumberToObject(in, "delta", o->delta[q]);
+        if (sh->base_delta) {
+            cJSON *bd = cJSON_AddArrayToObject(in, "baseline_deltas");
+            for (size_t k = 0; k < sh->K; k++)
+                cJSON_AddItemToArray(bd, cJSON_CreateNumber(sh->base_delta[q * sh->K + k]));
+        }
         cJSON *a = cJSON_AddArrayToObject(in, "attributions");
-        for (size_t i = 0; i < F; i++)
-            cJSON_AddItemToArray(a, cJSON_CreateNumber(o->attr[b * F + i]));
+        for (size_t i = 0; i < sh->F; i++)
+            cJSON_AddItemToArray(a, cJSON_CreateNumber(o->attr[q * sh->F + i]));
         cJSON_AddItemToArray(ins, in);
     }
     char *text = cJSON_PrintUnformatted(root);
@@ -115,19 +144,19 @@ static enum cbc_status write_json(const char *path, const char *model, const str
     return st;
 }
 
-static enum cbc_status write_csv(const char *path, const struct cbc_ig_output *o, size_t n, size_t F,
-                                 struct cbc_err *err)
+static enum cbc_status write_csv(const char *path, const struct cbc_ig_output *o,
+                                 const struct shape *sh, struct cbc_err *err)
 {
     struct cbc_buf b = {0};
-    cbc_buf_puts(&b, "input,f_x,f_baseline,sum,delta");
-    for (size_t i = 0; i < F; i++)
+    cbc_buf_puts(&b, "input,target,f_x,f_baseline,sum,delta");
+    for (size_t i = 0; i < sh->F; i++)
         cbc_buf_printf(&b, ",a%zu", i);
     cbc_buf_puts(&b, "\n");
-    for (size_t r = 0; r < n; r++) {
-        cbc_buf_printf(&b, "%zu,%.9g,%.9g,%.9g,%.9g", r, o->f_x[r], o->f_base[r], o->sum[r],
-                       o->delta[r]);
-        for (size_t i = 0; i < F; i++)
-            cbc_buf_printf(&b, ",%.9g", o->attr[r * F + i]);
+    for (size_t q = 0; q < sh->n * sh->T; q++) {
+        cbc_buf_printf(&b, "%zu,%d,%.9g,%.9g,%.9g,%.9g", q / sh->T, sh->targets[q], o->f_x[q],
+                       o->f_base[q], o->sum[q], o->delta[q]);
+        for (size_t i = 0; i < sh->F; i++)
+            cbc_buf_printf(&b, ",%.9g", o->attr[q * sh->F + i]);
         cbc_buf_puts(&b, "\n");
     }
     enum cbc_status st = b.oom ? cbc_err_oom(err) : cbc_file_write_atomic(path, b.p, b.len, 0644, err);
@@ -155,13 +184,121 @@ static bool ends_with(const char *s, const char *suf)
     return a >= b && !strcmp(s + a - b, suf);
 }
 
+/* --target: "pred", "K", "K1,K2,..." or a file. */
+struct target_spec {
+    const char *arg; /* NULL: none given */
+    bool pred;
+    int list[64];
+    size_t n_list;
+    const char *file;
+};
+
+static bool parse_target(const char *s, struct target_spec *t)
+{
+    t->arg = s;
+    if (!strcmp(s, "pred")) {
+        t->pred = true;
+        return true;
+    }
+    if (ends_with(s, ".npy") || ends_with(s, ".csv")) {
+        t->file = s;
+        return true;
+    }
+    char buf[512];
+    if (strlen(s) >= sizeof buf)
+        return false;
+    strcpy(buf, s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long long v;
+        if (t->n_list == 64 || !parse_int(tok, 0, INT_MAX, &v))
+            return false;
+        t->list[t->n_list++] = (int)v;
+    }
+    return t->n_list > 0;
+}
+
+/* The targets of every input, [n][T], as the spec says. */
+static enum cbc_status resolve_targets(const struct target_spec *ts, const struct cbc_mlp *m,
+                                       const struct cbc_matrix *X, int **out, size_t *T,
+                                       struct cbc_err *err)
+{
+    int outs = m->layers[m->n_layers - 1].out;
+    size_t n = X->rows;
+    *out = NULL;
+    *T = 1;
+    if (!ts->arg && outs > 1) {
+        enum cbc_status st = cbc_err_set(err, CBC_E_USAGE, "the model has %d outputs: say which "
+                                         "to explain with --target", outs);
+        cbc_err_hint(err, "--target K (0 to %d) for every input, --target pred for each "
+                          "input's largest output, --target 0,1,... for several, or "
+                          "--target FILE.npy with one per input", outs - 1);
+        return st;
+    }
+    struct cbc_matrix tf = {0};
+    enum cbc_status st = CBC_OK;
+    if (ts->file) {
+        st = cbc_matrix_load(ts->file, &tf, err);
+        if (st == CBC_OK && tf.rows != n)
+            st = cbc_err_set(err, CBC_E_SHAPE, "--target '%s' has %zu rows for %zu inputs",
+                             ts->file, tf.rows, n);
+        if (st == CBC_OK)
+            *T = tf.cols;
+    } else if (ts->n_list) {
+        *T = ts->n_list;
+    }
+    size_t nt = n * *T;
+    int *t = st == CBC_OK ? calloc(nt > 0 ? nt : 1, sizeof *t) : NULL;
+    if (st == CBC_OK && !t)
+        st = cbc_err_oom(err);
+    double *y = NULL;
+    if (st == CBC_OK && ts->pred) {
+        size_t ny = n * (size_t)outs;
+        y = malloc((ny > 0 ? ny : 1) * sizeof *y);
+        st = y ? cbc_mlp_forward(m, X->data, n, y, err) : cbc_err_oom(err);
+    }
+    for (size_t b = 0; st == CBC_OK && b < n; b++) {
+        for (size_t j = 0; j < *T; j++) {
+            size_t q = b * *T + j;
+            if (ts->pred) {
+                int best = 0;
+                for (int o = 1; o < outs; o++)
+                    if (y[b * (size_t)outs + (size_t)o] > y[b * (size_t)outs + (size_t)best])
+                        best = o;
+                t[q] = best;
+            } else if (ts->file) {
+                float v = tf.data[q];
+                if (!(v >= 0 && v < (float)outs && v == floorf(v))) {
+                    st = cbc_err_set(err, CBC_E_USAGE, "--target '%s', input %zu: %g is not an "
+                                     "output of the model (0 to %d)", ts->file, b, (double)v,
+                                     outs - 1);
+                    break;
+                }
+                t[q] = (int)v;
+            } else {
+                t[q] = ts->n_list ? ts->list[j] : 0;
+            }
+        }
+    }
+    if (st == CBC_OK && !ts->file)
+        st = cbc_ig_check_targets(t, n * *T, outs, err);
+    free(y);
+    cbc_matrix_release(&tf);
+    if (st != CBC_OK) {
+        free(t);
+        return st;
+    }
+    *out = t;
+    return CBC_OK;
+}
+
 int main(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "igrun");
     enum {
         O_MODEL = 256, O_INPUT, O_BASE, O_STEPS, O_METHOD, O_TARGET, O_DEVICE, O_GRAD, O_OUT, O_PLOT,
-        O_TOL, O_DEMO, O_ACTS, O_IMAGE, O_BUDGET, O_HELP
+        O_TOL, O_DEMO, O_ACTS, O_IMAGE, O_BUDGET, O_BASES, O_NOISE, O_SAMPLES, O_STDEV, O_SEED,
+        O_LAYERS, O_HELP
     };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},   {"input", required_argument, NULL, O_INPUT},
@@ -172,15 +309,21 @@ int main(int argc, char **argv)
         {"tolerance", required_argument, NULL, O_TOL}, {"demo", no_argument, NULL, O_DEMO},
         {"activations", required_argument, NULL, O_ACTS},
         {"image", required_argument, NULL, O_IMAGE},   {"mem-budget", required_argument, NULL, O_BUDGET},
+        {"baselines", required_argument, NULL, O_BASES}, {"noise", required_argument, NULL, O_NOISE},
+        {"samples", required_argument, NULL, O_SAMPLES}, {"stdev", required_argument, NULL, O_STDEV},
+        {"seed", required_argument, NULL, O_SEED},     {"layers", required_argument, NULL, O_LAYERS},
         {"quiet", no_argument, NULL, 'q'},             {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, O_HELP},           {NULL, 0, NULL, 0},
     };
     const char *model = NULL, *input = NULL, *baseline = "zeros", *device = "auto",
-               *gradient = "auto", *outp = NULL, *plot = NULL, *acts = NULL, *image = NULL;
+               *gradient = "auto", *outp = NULL, *plot = NULL, *acts = NULL, *image = NULL,
+               *bases = NULL, *layers = NULL;
     double tol = -1;
     bool demo = false;
     struct cbc_ig_request req;
     cbc_ig_request_defaults(&req);
+    struct cbc_ig_plan plan = {.samples = 5, .stdev = 1.0};
+    struct target_spec ts = {0};
     opterr = 0;
     int c;
     char *end;
@@ -200,14 +343,13 @@ int main(int argc, char **argv)
             if (!cbc_ig_method_parse(optarg, &req.method))
                 return tool_usage_error(&t, usage, "--method '%s' is unknown", optarg);
             break;
-        case O_TARGET: {
-            long long v;
-            if (!parse_int(optarg, 0, INT_MAX, &v))
-                return tool_usage_error(&t, usage, "--target '%s': expected an output index",
+        case O_TARGET:
+            memset(&ts, 0, sizeof ts);
+            if (!parse_target(optarg, &ts))
+                return tool_usage_error(&t, usage, "--target '%s': expected an output index, "
+                                        "pred, a list such as 1,3,8, or a .npy or .csv file",
                                         optarg);
-            req.target = (int)v;
             break;
-        }
         case O_DEVICE: device = optarg; break;
         case O_GRAD: gradient = optarg; break;
         case O_OUT: outp = optarg; break;
@@ -229,6 +371,38 @@ int main(int argc, char **argv)
             req.mem_budget = (size_t)v;
             break;
         }
+        case O_BASES: bases = optarg; break;
+        case O_LAYERS: layers = optarg; break;
+        case O_NOISE:
+            if (!cbc_ig_noise_parse(optarg, &plan.noise))
+                return tool_usage_error(&t, usage, "--noise '%s': expected smoothgrad, "
+                                        "smoothgrad_sq or vargrad", optarg);
+            break;
+        case O_SAMPLES: {
+            long long v;
+            if (!parse_int(optarg, 1, 100000, &v))
+                return tool_usage_error(&t, usage, "--samples '%s': expected 1 to 100000", optarg);
+            plan.samples = (int)v;
+            break;
+        }
+        case O_STDEV: {
+            errno = 0;
+            double v = strtod(optarg, &end);
+            bool pct = *end == '%' && end[1] == '\0';
+            if ((*end && !pct) || end == optarg || errno || !isfinite(v) || !(v >= 0))
+                return tool_usage_error(&t, usage, "--stdev '%s': expected a number >= 0, or a "
+                                        "percentage of each input's range such as 10%%", optarg);
+            plan.stdev = pct ? v / 100 : v;
+            plan.stdev_relative = pct;
+            break;
+        }
+        case O_SEED: {
+            long long v;
+            if (!parse_int(optarg, 0, LLONG_MAX, &v))
+                return tool_usage_error(&t, usage, "--seed '%s': expected a number >= 0", optarg);
+            plan.seed = (uint64_t)v;
+            break;
+        }
         case 'q': t.verbosity = -1; break;
         case 'v': t.verbosity = 1; break;
         case O_HELP: fputs(usage, stdout); return EXIT_OK;
@@ -248,6 +422,8 @@ int main(int argc, char **argv)
         req.gradient = CBC_IG_PER_FEATURE;
     else
         return tool_usage_error(&t, usage, "--gradient '%s': expected auto, analytic or fd", gradient);
+    if (bases && strcmp(baseline, "zeros") != 0)
+        return tool_usage_error(&t, usage, "--baseline and --baselines both given: use one");
     int ih = 0, iw = 0;
     if (image && (sscanf(image, "%dx%d", &ih, &iw) != 2 || ih < 1 || iw < 1))
         return tool_usage_error(&t, usage, "--image '%s': expected HxW such as 28x28", image);
@@ -275,26 +451,26 @@ int main(int argc, char **argv)
     int rc = EXIT_OK;
     struct cbc_err err = {0};
     struct cbc_mlp_owned *m = NULL;
-    struct cbc_matrix X = {0}, Bm = {0};
+    struct cbc_matrix X = {0}, Bm = {0}, Bk = {0};
     struct cbc_ig_gpu *gpu = NULL;
     struct cbc_ig_gpu_model *gm = NULL;
     float *attr = NULL;
-    double *vals = NULL;
-    enum cbc_status st = cbc_mlp_load_safetensors(model, acts, &m, &err);
+    double *vals = NULL, *bdelta = NULL;
+    int *targets = NULL;
+    size_t T = 1;
+    enum cbc_status st = cbc_mlp_load_safetensors_layers(model, acts, layers, &m, &err);
     if (st == CBC_OK)
         st = cbc_matrix_load(input, &X, &err);
-    size_t F = 0, outs = 0;
+    size_t F = 0;
     if (st == CBC_OK) {
         F = (size_t)m->mlp.layers[0].in;
-        outs = (size_t)m->mlp.layers[m->mlp.n_layers - 1].out;
         if (X.cols != F)
             st = cbc_err_set(&err, CBC_E_SHAPE, "'%s' has %zu features per input but the model "
                              "'%s' takes %zu", input, X.cols, model, F);
-        else if ((size_t)req.target >= outs)
-            st = cbc_err_set(&err, CBC_E_USAGE, "--target %d: the model has outputs 0 to %zu",
-                             req.target, outs - 1);
     }
-    if (st == CBC_OK) {
+    if (st == CBC_OK)
+        st = resolve_targets(&ts, &m->mlp, &X, &targets, &T, &err);
+    if (st == CBC_OK && !bases) {
         char *e2;
         double v = strtod(baseline, &e2);
         if (!strcmp(baseline, "zeros")) {
@@ -304,20 +480,42 @@ int main(int argc, char **argv)
         } else if ((st = cbc_matrix_load(baseline, &Bm, &err)) == CBC_OK) {
             if (Bm.cols != F || (Bm.rows != 1 && Bm.rows != X.rows))
                 st = cbc_err_set(&err, CBC_E_SHAPE, "baseline '%s' is %zux%zu; expected 1x%zu or "
-                                 "%zux%zu", baseline, Bm.rows, Bm.cols, F, X.rows, F);
+                                 "%zux%zu (several baselines per input: --baselines)", baseline,
+                                 Bm.rows, Bm.cols, F, X.rows, F);
             else
                 req.baseline = (struct cbc_ig_baseline){
                     Bm.rows == 1 ? CBC_IG_BASELINE_SHARED : CBC_IG_BASELINE_PER_INPUT, 0, Bm.data};
         }
+    } else if (st == CBC_OK) {
+        st = cbc_matrix_load(bases, &Bk, &err);
+        if (st == CBC_OK && Bk.cols != F)
+            st = cbc_err_set(&err, CBC_E_SHAPE, "--baselines '%s' is %zux%zu; expected K x %zu",
+                             bases, Bk.rows, Bk.cols, F);
+        plan.baselines = Bk.data;
+        plan.n_baselines = Bk.rows;
+        /* checked like a shared baseline, one row at a time */
+        for (size_t k = 0; st == CBC_OK && k < Bk.rows; k++) {
+            struct cbc_ig_request one = req;
+            one.x = Bk.data + k * F;
+            one.n = 1;
+            st = cbc_ig_validate_request(&one, F, &err);
+            if (st != CBC_OK)
+                cbc_err_prefix(&err, "--baselines '%s', row %zu", bases, k);
+        }
     }
     req.x = X.data;
     req.n = X.rows;
+    plan.targets = targets;
+    plan.n_targets = T;
+    size_t K = plan.baselines ? plan.n_baselines : 0;
     if (st == CBC_OK)
         st = cbc_ig_validate_request(&req, F, &err);
     if (st == CBC_OK) {
-        attr = calloc(X.rows * F, sizeof *attr);
-        vals = calloc(4 * X.rows, sizeof *vals);
-        if (!attr || !vals)
+        size_t na = X.rows * T * F, nv = 4 * X.rows * T;
+        attr = calloc(na > 0 ? na : 1, sizeof *attr);
+        vals = calloc(nv > 0 ? nv : 1, sizeof *vals);
+        bdelta = K ? calloc(X.rows * T * K, sizeof *bdelta) : NULL;
+        if (!attr || !vals || (K && !bdelta))
             st = cbc_err_oom(&err);
     }
     if (st != CBC_OK) {
@@ -358,67 +556,105 @@ int main(int argc, char **argv)
     off += (size_t)snprintf(arch + off, sizeof arch - off, "%d", m->mlp.layers[0].in);
     for (int l = 0; l < m->mlp.n_layers && off < sizeof arch; l++)
         off += (size_t)snprintf(arch + off, sizeof arch - off, "-%d", m->mlp.layers[l].out);
+    char what[160];
+    if (ts.pred)
+        snprintf(what, sizeof what, "each input's predicted output");
+    else if (ts.file)
+        snprintf(what, sizeof what, "targets from %s", ts.file);
+    else if (T > 1)
+        snprintf(what, sizeof what, "%zu targets", T);
+    else
+        snprintf(what, sizeof what, "target %d", targets[0]);
+    char extra[200] = "";
+    if (plan.noise != CBC_IG_NOISE_NONE)
+        snprintf(extra, sizeof extra, ", %s of %d samples, stdev %g%s", cbc_ig_noise_name(plan.noise),
+                 plan.samples, plan.stdev_relative ? plan.stdev * 100 : plan.stdev,
+                 plan.stdev_relative ? "% of each input's range" : "");
+    if (K)
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", averaged over %zu baselines",
+                 K);
     if (t.verbosity >= 0)
-        fprintf(stderr, "igrun: %s (%s; %s), %zu input%s, %s %d steps, target %d, %s gradients, on %s\n",
+        fprintf(stderr, "igrun: %s (%s; %s), %zu input%s, %s %d steps, %s%s, %s gradients, on %s\n",
                 model, arch, m->activations, X.rows, X.rows == 1 ? "" : "s",
-                cbc_ig_method_name(req.method), req.steps, req.target,
+                cbc_ig_method_name(req.method), req.steps, what, extra,
                 req.gradient == CBC_IG_ANALYTIC ? "analytic" : req.gradient == CBC_IG_FD ? "finite-difference" : "naive",
                 where);
-    struct cbc_ig_output o = {attr, vals, vals + X.rows, vals + 2 * X.rows, vals + 3 * X.rows};
+    size_t NQ = X.rows * T;
+    struct cbc_ig_output o = {attr, vals, vals + NQ, vals + 2 * NQ, vals + 3 * NQ};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    st = gpu ? cbc_ig_gpu_mlp(gm, &req, &o, &err) : cbc_ig_cpu_mlp(&m->mlp, &req, &o, &err);
+    st = gpu ? cbc_ig_explain(cbc_ig_engine_gpu, gm, F, &req, &plan, &o, bdelta, &err)
+             : cbc_ig_explain(cbc_ig_engine_cpu, &m->mlp, F, &req, &plan, &o, bdelta, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st != CBC_OK) {
         tool_error(&t, &err);
         rc = tool_exit_code(st);
         goto out;
     }
-    tool_note(&t, "%.3f ms", (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    tool_note(&t, "%.3f ms", ms);
     bool over = false;
-    for (size_t b = 0; b < X.rows; b++) {
-        bool bad = tol >= 0 && fabs(o.delta[b]) > tol;
+    double worst = 0, mean_abs = 0;
+    size_t n_over = 0;
+    for (size_t q = 0; q < NQ; q++) {
+        size_t b = q / T;
+        bool bad = tol >= 0 && fabs(o.delta[q]) > tol;
         over |= bad;
-        printf("input %zu: F(x) = %.6g, F(baseline) = %.6g, sum(attributions) = %.6g, delta = %.3g%s\n",
-               b, o.f_x[b], o.f_base[b], o.sum[b], o.delta[b], bad ? "  EXCEEDS --tolerance" : "");
-        if (X.rows <= 8 && t.verbosity >= 0) {
+        n_over += bad;
+        worst = fabs(o.delta[q]) > worst ? fabs(o.delta[q]) : worst;
+        mean_abs += fabs(o.delta[q]) / (double)NQ;
+        if (t.verbosity < 0)
+            continue;
+        printf("input %zu, target %d: F(x) = %.6g, F(baseline) = %.6g, sum(attributions) = %.6g, "
+               "delta = %.3g%s\n",
+               b, targets[q], o.f_x[q], o.f_base[q], o.sum[q], o.delta[q],
+               bad ? "  EXCEEDS --tolerance" : "");
+        if (NQ <= 8) {
             /* the five largest attributions by magnitude */
+            const float *a = attr + q * F;
             size_t top[5] = {0};
             int k = 0;
             for (int j = 0; j < 5 && (size_t)j < F; j++) {
                 size_t best = SIZE_MAX;
                 for (size_t i = 0; i < F; i++) {
                     bool used = false;
-                    for (int q = 0; q < k; q++)
-                        used |= top[q] == i;
-                    if (!used && (best == SIZE_MAX || fabsf(attr[b * F + i]) > fabsf(attr[b * F + best])))
+                    for (int z = 0; z < k; z++)
+                        used |= top[z] == i;
+                    if (!used && (best == SIZE_MAX || fabsf(a[i]) > fabsf(a[best])))
                         best = i;
                 }
                 top[k++] = best;
             }
             printf("  largest:");
             for (int j = 0; j < k; j++)
-                printf(" [%zu] %+.4g", top[j], attr[b * F + top[j]]);
+                printf(" [%zu] %+.4g", top[j], a[top[j]]);
             printf("\n");
         }
     }
+    /* the summary: always, -q included */
+    printf("igrun: %zu input%s x %zu target%s: max |delta| %.3g, mean |delta| %.3g%s, %.3f ms on %s\n",
+           X.rows, X.rows == 1 ? "" : "s", T, T == 1 ? "" : "s", worst, mean_abs,
+           tol >= 0 ? (n_over ? ", some over --tolerance" : ", all within --tolerance") : "", ms,
+           gpu ? "the GPU" : "the CPU");
+    struct shape sh = {X.rows, T, F, K, targets, bdelta};
     if (outp) {
-        struct cbc_matrix A = {attr, X.rows, F};
-        st = ends_with(outp, ".json") ? write_json(outp, model, &req, where, &o, F, &err)
-             : ends_with(outp, ".csv") ? write_csv(outp, &o, X.rows, F, &err)
-             : ends_with(outp, ".npy") ? cbc_matrix_save_npy(outp, &A, &err)
-                                       : cbc_err_set(&err, CBC_E_USAGE, "--out '%s': expected .json, "
-                                                     ".csv or .npy", outp);
+        size_t dims[3] = {X.rows, T, F};
+        st = ends_with(outp, ".json") ? write_json(outp, model, &req, &plan, where, &o, &sh, &err)
+             : ends_with(outp, ".csv") ? write_csv(outp, &o, &sh, &err)
+             : ends_with(outp, ".npy")
+                 ? (T == 1 ? cbc_tensor_save_npy(outp, attr, (size_t[]){X.rows, F}, 2, &err)
+                           : cbc_tensor_save_npy(outp, attr, dims, 3, &err))
+                 : cbc_err_set(&err, CBC_E_USAGE, "--out '%s': expected .json, .csv or .npy", outp);
     }
     if (st == CBC_OK && plot) {
         if (!image) {
-            int s = (int)lround(sqrt((double)F));
-            if (s >= 4 && (size_t)s * (size_t)s == F)
-                ih = iw = s;
+            int sq = (int)lround(sqrt((double)F));
+            if (sq >= 4 && (size_t)sq * (size_t)sq == F)
+                ih = iw = sq;
         }
         char title[512], esc[600];
-        snprintf(title, sizeof title, "%s, input 0 of %zu: F(x) = %.4g, F(baseline) = %.4g, delta = %.2g",
-                 cbc_path_base(model), X.rows, o.f_x[0], o.f_base[0], o.delta[0]);
+        snprintf(title, sizeof title, "%s, input 0 of %zu, target %d: F(x) = %.4g, F(baseline) = %.4g, delta = %.2g",
+                 cbc_path_base(model), X.rows, targets[0], o.f_x[0], o.f_base[0], o.delta[0]);
         xml_escape(title, esc, sizeof esc);
         st = igrun_plot_svg(plot, X.data, attr, F, ih, iw, esc, &err);
     }
@@ -435,8 +671,11 @@ out:
     cbc_mlp_owned_free(m);
     cbc_matrix_release(&X);
     cbc_matrix_release(&Bm);
+    cbc_matrix_release(&Bk);
     free(attr);
     free(vals);
+    free(bdelta);
+    free(targets);
     free(dm);
     free(di);
     return rc;
