@@ -579,10 +579,12 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
      * indices is an activation), else the Linear after it */
     float *p = m->storage;
     size_t li = 0;
+    const struct module *lin_of[IG_ARRAY_LEN(order)];
     for (size_t k = 0; k < no; k++) {
         struct module *md = order[k];
         if (md->kind != M_LINEAR)
             continue;
+        lin_of[li] = md;
         struct cbc_mlp_layer *L = &m->layers[li++];
         L->out = (int)md->tw.shape[0];
         L->in = (int)md->tw.shape[1];
@@ -645,10 +647,12 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         free(g), free(bb);
         if (st != CBC_OK) {
             if (st == CBC_E_SHAPE)
-                ig_err_set(err, CBC_E_SHAPE, "'%s': BatchNorm '%s' has %lld features where the "
-                           "Linear layer %s it (%s) has %lld", path, md->name,
-                           (long long)md->tm.shape[0], after_prev ? "before" : "after",
-                           after_prev ? "its outputs" : "its inputs", (long long)nf);
+                ig_err_set(err, CBC_E_SHAPE, "'%s': BatchNorm '%s' (tensor '%s') has %lld "
+                           "features where '%s', the Linear layer %s it, has %lld %s", path,
+                           md->name, md->tm.name, (long long)md->tm.shape[0],
+                           lin_of[after_prev ? li - 1 : li]->tw.name,
+                           after_prev ? "before" : "after", (long long)nf,
+                           after_prev ? "outputs" : "inputs");
             goto out;
         }
         float *w = (float *)L->w, *bias = (float *)L->b;

@@ -1,0 +1,348 @@
+/* test_ig_explain.c: what a Captum user asks beyond one target, against
+ * closed forms on the CPU reference: per-input and several targets of a
+ * linear model with 3 outputs; SmoothGrad, its square and VarGrad of a
+ * linear model (the noise's mean and variance); several baselines averaged;
+ * and the models people save: BatchNorm1d folded equal to the unfolded
+ * network (before and after the activation), named layers in storage order
+ * or --layers, PyTorch's activation spellings, a torch.save file refused
+ * with the fix. The GPU engine is compared with these in tests/gpu. */
+#include <cubincache/ig.h>
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A linear model F(x) = W x + b, 3 outputs of 4 features. */
+static const float W3[3][4] = {{1, -2, 0.5f, 3}, {-1, 0.25f, 2, 0}, {0.5f, 0.5f, -1.5f, 1}};
+static const float B3[3] = {0.1f, -0.2f, 0.3f};
+
+static struct cbc_mlp linear3(struct cbc_mlp_layer *L)
+{
+    *L = (struct cbc_mlp_layer){4, 3, &W3[0][0], B3, CBC_ACT_IDENTITY};
+    return (struct cbc_mlp){1, L};
+}
+
+static const float X4[3][4] = {{1, 2, 3, 4}, {-1, 0.5f, 2, -3}, {0.2f, -0.4f, 0.6f, 1}};
+
+Test(explain, per_input_and_several_targets_of_a_linear_model_are_w_times_x_minus_baseline)
+{
+    struct cbc_mlp_layer L;
+    struct cbc_mlp m = linear3(&L);
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = &X4[0][0];
+    r.n = 3;
+    r.steps = 8;
+    int t1[3] = {2, 0, 1}; /* one per input */
+    int t2[6] = {0, 2, 1, 1, 2, 0}; /* two per input */
+    for (int pass = 0; pass < 2; pass++) {
+        size_t T = pass ? 2 : 1;
+        const int *tg = pass ? t2 : t1;
+        struct cbc_ig_plan p = {.targets = tg, .n_targets = T};
+        float attr[3 * 2 * 4];
+        double v[4 * 6];
+        struct cbc_ig_output o = {attr, v, v + 3 * T, v + 6 * T, v + 9 * T};
+        struct cbc_err e = {0};
+        cr_assert_eq(cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p, &o, NULL, &e), CBC_OK,
+                     "%s", e.msg);
+        for (size_t b = 0; b < 3; b++)
+            for (size_t j = 0; j < T; j++) {
+                int t = tg[b * T + j];
+                double fx = B3[t];
+                for (int i = 0; i < 4; i++) {
+                    cr_assert_float_eq(attr[(b * T + j) * 4 + i], W3[t][i] * X4[b][i], 1e-6,
+                                       "input %zu target %d feature %d", b, t, i);
+                    fx += W3[t][i] * X4[b][i];
+                }
+                cr_assert_float_eq(o.f_x[b * T + j], fx, 1e-5);
+                cr_assert_float_eq(o.f_base[b * T + j], B3[t], 1e-6);
+                cr_assert(fabs(o.delta[b * T + j]) < 1e-5);
+            }
+    }
+    int bad[3] = {0, 3, 1};
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_ig_check_targets(bad, 3, 3, &e), CBC_E_USAGE);
+    cr_assert(strstr(e.msg, "target 3 (entry 1)") && strstr(e.msg, "outputs 0 to 2"), "%s", e.msg);
+}
+
+Test(explain, smoothgrad_of_a_linear_model_is_ig_at_the_mean_input_and_vargrad_the_noise_variance)
+{
+    struct cbc_mlp_layer L;
+    struct cbc_mlp m = linear3(&L);
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = &X4[0][0];
+    r.n = 1;
+    r.steps = 4;
+    r.target = 0;
+    float plain[4], sg[4], sq[4], vg[4];
+    double v[4];
+    struct cbc_err e = {0};
+    struct cbc_ig_output o = {plain, v, v + 1, v + 2, v + 3};
+    struct cbc_ig_plan none = {0};
+    cr_assert_eq(cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &none, &o, NULL, &e), CBC_OK);
+    /* no noise at all: SmoothGrad is IG exactly */
+    struct cbc_ig_plan p0 = {.noise = CBC_IG_SMOOTHGRAD, .samples = 7, .stdev = 0};
+    o.attr = sg;
+    cr_assert_eq(cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p0, &o, NULL, &e), CBC_OK);
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(sg[i], plain[i], 1e-7);
+    /* N samples of sigma: the mean is within 5 sigma / sqrt(N) of IG, the
+     * variance (VarGrad) within 10% of w^2 sigma^2, and SmoothGrad squared is
+     * mean^2 + variance */
+    const int N = 4000;
+    const double sigma = 0.3;
+    struct cbc_ig_plan p = {.noise = CBC_IG_SMOOTHGRAD, .samples = N, .stdev = sigma, .seed = 7};
+    o.attr = sg;
+    cr_assert_eq(cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p, &o, NULL, &e), CBC_OK);
+    p.noise = CBC_IG_SMOOTHGRAD_SQ;
+    o.attr = sq;
+    cr_assert_eq(cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p, &o, NULL, &e), CBC_OK);
+    p.noise = CBC_IG_VARGRAD;
+    o.attr = vg;
+    cr_assert_eq(cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p, &o, NULL, &e), CBC_OK);
+    for (int i = 0; i < 4; i++) {
+        double w = W3[0][i];
+        cr_assert(fabs(sg[i] - plain[i]) <= 5 * fabs(w) * sigma / sqrt(N) + 1e-7,
+                  "feature %d: smoothgrad %g, ig %g", i, sg[i], plain[i]);
+        cr_assert(fabs(vg[i] - w * w * sigma * sigma) <= 0.1 * w * w * sigma * sigma + 1e-9,
+                  "feature %d: vargrad %g, expected %g", i, vg[i], w * w * sigma * sigma);
+        cr_assert_float_eq(sq[i], (double)sg[i] * sg[i] + vg[i], 1e-4 * (fabs(sq[i]) + 1e-6));
+    }
+    /* the seed makes a run reproducible, and another seed gives other noise */
+    float again[4], other[4];
+    p.noise = CBC_IG_SMOOTHGRAD;
+    p.samples = 3;
+    o.attr = again;
+    cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p, &o, NULL, &e);
+    float first[4];
+    o.attr = first;
+    cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p, &o, NULL, &e);
+    p.seed = 8;
+    o.attr = other;
+    cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p, &o, NULL, &e);
+    cr_assert_arr_eq(again, first, sizeof first);
+    cr_assert(memcmp(again, other, sizeof other) != 0);
+    /* relative stdev: sigma times each input's range (max - min = 3 here) */
+    p = (struct cbc_ig_plan){.noise = CBC_IG_VARGRAD, .samples = N, .stdev = 0.1,
+                             .stdev_relative = true, .seed = 3};
+    o.attr = vg;
+    cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p, &o, NULL, &e);
+    double s2 = 0.3 * 0.3; /* 0.1 x (4 - 1) */
+    cr_assert(fabs(vg[3] - 9 * s2) <= 0.1 * 9 * s2, "relative stdev: vargrad %g", vg[3]);
+}
+
+Test(explain, several_baselines_average_to_ig_from_their_mean_with_each_delta)
+{
+    struct cbc_mlp_layer L;
+    struct cbc_mlp m = linear3(&L);
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = &X4[0][0];
+    r.n = 2;
+    r.steps = 4;
+    r.target = 1;
+    static const float bases[3][4] = {{0, 0, 0, 0}, {1, 1, 1, 1}, {-2, 0.5f, 0, 1}};
+    struct cbc_ig_plan p = {.baselines = &bases[0][0], .n_baselines = 3};
+    float attr[2 * 4];
+    double v[8], bd[2 * 3];
+    struct cbc_ig_output o = {attr, v, v + 2, v + 4, v + 6};
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p, &o, bd, &e), CBC_OK, "%s",
+                 e.msg);
+    for (int b = 0; b < 2; b++) {
+        double fb = 0;
+        for (int k = 0; k < 3; k++) {
+            double f = B3[1];
+            for (int i = 0; i < 4; i++)
+                f += W3[1][i] * bases[k][i];
+            fb += f / 3;
+            cr_assert(fabs(bd[b * 3 + k]) < 1e-5, "input %d baseline %d delta %g", b, k,
+                      bd[b * 3 + k]);
+        }
+        cr_assert_float_eq(o.f_base[b], fb, 1e-5);
+        for (int i = 0; i < 4; i++) {
+            double mean_b = (bases[0][i] + bases[1][i] + bases[2][i]) / 3;
+            cr_assert_float_eq(attr[b * 4 + i], W3[1][i] * (X4[b][i] - mean_b), 1e-5);
+        }
+    }
+}
+
+/* ---- the models people save -------------------------------------------- */
+
+struct st_tensor {
+    const char *name;
+    int ndim;
+    int shape[2];
+    const float *data;
+};
+
+/* Writes a safetensors file of F32 tensors in the order given. */
+static void st_write(const char *path, const struct st_tensor *t, size_t n, const char *meta)
+{
+    char hdr[8192];
+    size_t o = 0, off = 0;
+    o += (size_t)snprintf(hdr + o, sizeof hdr - o, "{");
+    for (size_t i = 0; i < n; i++) {
+        size_t count = (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1);
+        if (t[i].ndim == 2)
+            o += (size_t)snprintf(hdr + o, sizeof hdr - o,
+                                  "\"%s\":{\"dtype\":\"F32\",\"shape\":[%d,%d],\"data_offsets\":[%zu,%zu]},",
+                                  t[i].name, t[i].shape[0], t[i].shape[1], off, off + 4 * count);
+        else
+            o += (size_t)snprintf(hdr + o, sizeof hdr - o,
+                                  "\"%s\":{\"dtype\":\"F32\",\"shape\":[%d],\"data_offsets\":[%zu,%zu]},",
+                                  t[i].name, t[i].shape[0], off, off + 4 * count);
+        off += 4 * count;
+    }
+    o += (size_t)snprintf(hdr + o, sizeof hdr - o, "\"__metadata__\":{%s}}", meta);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    uint64_t hl = o;
+    fwrite(&hl, 8, 1, f);
+    fwrite(hdr, 1, o, f);
+    for (size_t i = 0; i < n; i++)
+        fwrite(t[i].data, 4,
+               (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1), f);
+    fclose(f);
+}
+
+static const float W1[3][2] = {{1, -1}, {0.5f, 2}, {-1.5f, 0.25f}}, B1[3] = {0.1f, 0, -0.3f};
+static const float G[3] = {1.5f, 0.5f, -1}, BE[3] = {0.2f, -0.1f, 0}, MU[3] = {0.3f, -0.5f, 1},
+                   VAR[3] = {2, 0.25f, 1};
+static const float W2[1][3] = {{1, -2, 0.5f}}, B2[1] = {0.05f};
+
+/* The unfolded network: Linear(2,3), [BN, tanh] or [tanh, BN], Linear(3,1). */
+static double unfolded(const float x[2], bool bn_first)
+{
+    double y = B2[0];
+    for (int j = 0; j < 3; j++) {
+        double z = B1[j] + W1[j][0] * x[0] + W1[j][1] * x[1];
+        double a = bn_first ? tanh(G[j] * (z - MU[j]) / sqrt(VAR[j] + 1e-5) + BE[j])
+                            : G[j] * (tanh(z) - MU[j]) / sqrt(VAR[j] + 1e-5) + BE[j];
+        y += W2[0][j] * a;
+    }
+    return y;
+}
+
+static void check_folded(const char *path, const char *layers, bool bn_first)
+{
+    struct cbc_mlp_owned *m = NULL;
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(path, NULL, layers, &m, &e), CBC_OK, "%s",
+                 e.msg);
+    cr_assert_eq(m->mlp.n_layers, 2);
+    static const float xs[4][2] = {{0, 0}, {1, 2}, {-0.7f, 0.4f}, {3, -1}};
+    double y[4];
+    cr_assert_eq(cbc_mlp_forward(&m->mlp, &xs[0][0], 4, y, &e), CBC_OK);
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(y[i], unfolded(xs[i], bn_first), 1e-5, "%s input %d", path, i);
+    cbc_mlp_owned_free(m);
+}
+
+Test(models, batchnorm_folded_equals_the_unfolded_network_before_and_after_the_activation)
+{
+    char dir[] = "/tmp/cbc-ig-models.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char p1[256], p2[256], p3[256];
+    snprintf(p1, sizeof p1, "%s/seq_bn_act.safetensors", dir);
+    snprintf(p2, sizeof p2, "%s/seq_act_bn.safetensors", dir);
+    snprintf(p3, sizeof p3, "%s/named.safetensors", dir);
+    /* nn.Sequential(Linear, BatchNorm1d, Tanh, Linear): 0, 1, (2), 3 */
+    struct st_tensor seq1[] = {
+        {"0.weight", 2, {3, 2}, &W1[0][0]}, {"0.bias", 1, {3, 0}, B1},
+        {"1.weight", 1, {3, 0}, G},         {"1.bias", 1, {3, 0}, BE},
+        {"1.running_mean", 1, {3, 0}, MU},  {"1.running_var", 1, {3, 0}, VAR},
+        {"3.weight", 2, {1, 3}, &W2[0][0]}, {"3.bias", 1, {1, 0}, B2},
+    };
+    st_write(p1, seq1, 8, "\"activations\":\"Tanh,Identity\"");
+    check_folded(p1, NULL, true);
+    /* nn.Sequential(Linear, Tanh, BatchNorm1d, Linear): 0, (1), 2, 3 */
+    struct st_tensor seq2[8];
+    memcpy(seq2, seq1, sizeof seq1);
+    seq2[2].name = "2.weight", seq2[3].name = "2.bias", seq2[4].name = "2.running_mean",
+    seq2[5].name = "2.running_var";
+    st_write(p2, seq2, 8, "\"activations\":\"nn.Tanh,torch.nn.Identity()\"");
+    check_folded(p2, NULL, false);
+    /* named layers, stored fc1, bn1, fc2: the storage order is the model's */
+    struct st_tensor named[8];
+    memcpy(named, seq1, sizeof seq1);
+    const char *names[] = {"fc1.weight",       "fc1.bias",          "bn1.weight", "bn1.bias",
+                           "bn1.running_mean", "bn1.running_var", "fc2.weight", "fc2.bias"};
+    for (int i = 0; i < 8; i++)
+        named[i].name = names[i];
+    st_write(p3, named, 8, "\"activations\":\"tanh,identity\"");
+    check_folded(p3, NULL, true);
+    check_folded(p3, "fc1,bn1,fc2", true);
+    /* stored fc2 first: storage order is wrong, and the error names both
+     * tensors; --layers states the order */
+    struct st_tensor rev[8] = {named[6], named[7], named[0], named[1],
+                               named[2], named[3], named[4], named[5]};
+    st_write(p3, rev, 8, "\"activations\":\"tanh,identity\"");
+    struct cbc_mlp_owned *m = NULL;
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, NULL, &m, &e), CBC_E_SHAPE);
+    cr_assert(strstr(e.msg, "fc1.weight") && strstr(e.msg, "fc2.weight"), "%s", e.msg);
+    check_folded(p3, "fc1,bn1,fc2", true);
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, "fc1,fc2", &m, &e), CBC_E_USAGE);
+    cr_assert(strstr(e.msg, "does not name 'bn1'"), "%s", e.msg);
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, "fc1,bn9,fc2", &m, &e), CBC_E_USAGE);
+    cr_assert(strstr(e.msg, "'bn9' is not a layer"), "%s", e.msg);
+    /* a BatchNorm of the wrong width names itself and the Linear */
+    static const float V2[2] = {1, 1};
+    struct st_tensor wide[8];
+    memcpy(wide, seq1, sizeof seq1);
+    wide[4] = (struct st_tensor){"1.running_mean", 1, {2, 0}, V2};
+    st_write(p1, wide, 8, "\"activations\":\"tanh,identity\"");
+    memset(&e, 0, sizeof e);
+    cr_assert_neq(cbc_mlp_load_safetensors_layers(p1, NULL, NULL, &m, &e), CBC_OK);
+    cr_assert(strstr(e.msg, "1.running_mean"), "%s", e.msg);
+    unlink(p1), unlink(p2), unlink(p3);
+    rmdir(dir);
+}
+
+Test(models, torch_save_files_are_refused_with_the_python_that_writes_safetensors)
+{
+    char path[] = "/tmp/cbc-ig-pt.XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    static const char zip[] = "PK\x03\x04 a torch.save zip", pickle[] = "\x80\x02}q\x00.";
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(ftruncate(fd, 0), 0);
+        cr_assert_eq(pwrite(fd, k ? pickle : zip, k ? sizeof pickle : sizeof zip, 0),
+                     (ssize_t)(k ? sizeof pickle : sizeof zip));
+        struct cbc_mlp_owned *m = NULL;
+        struct cbc_err e = {0};
+        cr_assert_eq(cbc_mlp_load_safetensors(path, "identity", &m, &e), CBC_E_FORMAT);
+        cr_assert(strstr(e.msg, k ? "pickle" : "torch.save") && strstr(e.msg, "not safetensors"),
+                  "%s", e.msg);
+        cr_assert(strstr(e.remedy, "from safetensors.torch import save_file"), "%s", e.remedy);
+    }
+    close(fd);
+    unlink(path);
+}
+
+Test(models, activations_in_pytorchs_spellings)
+{
+    static const struct {
+        const char *s;
+        enum cbc_act a;
+    } ok[] = {{"relu", CBC_ACT_RELU},          {"ReLU", CBC_ACT_RELU},
+              {"nn.ReLU", CBC_ACT_RELU},       {"torch.nn.Tanh()", CBC_ACT_TANH},
+              {"Sigmoid", CBC_ACT_SIGMOID},    {"GELU", CBC_ACT_GELU},
+              {"Identity", CBC_ACT_IDENTITY},  {"linear", CBC_ACT_IDENTITY}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        enum cbc_act a = CBC_ACT_IDENTITY;
+        cr_assert(cbc_act_parse(ok[i].s, &a), "%s", ok[i].s);
+        cr_assert_eq(a, ok[i].a, "%s", ok[i].s);
+    }
+    enum cbc_act a;
+    cr_assert(!cbc_act_parse("ReLU6", &a));
+    cr_assert(!cbc_act_parse("nn.", &a));
+    cr_assert(!cbc_act_parse("", &a));
+}
