@@ -219,8 +219,90 @@ with open(path("ragged.csv"), "w") as f:
     f.write("1,2,3,4,5,6\n1,2,3\n")
 expect(2, ["line 2 has 3 fields"], "--model", mfile, "--input", path("ragged.csv"))
 
+# ---- targets, NoiseTunnel, several baselines, named layers ----------------
+# a linear model with 3 outputs and named layers (PyTorch's spellings): IG of
+# output t is W[t] * (x - x') exactly
+W3 = rng.standard_normal((3, F)).astype(np.float32)
+b3 = rng.standard_normal(3).astype(np.float32)
+save_file({"head.weight": W3, "head.bias": b3}, path("three.safetensors"),
+          metadata={"activations": "nn.Identity"})
+m3 = path("three.safetensors")
+expect(2, ["3 outputs: say which to explain with --target", "--target pred"], "--model", m3,
+       "--input", path("x.npy"))
+expect(2, ["--target 5", "outputs 0 to 2"], "--model", m3, "--input", path("x.npy"), "--target", "5")
+expect(2, ["expected an output index, pred, a list"], "--model", m3, "--input", path("x.npy"),
+       "--target", "1;2")
+n = X.shape[0]
+pred = np.argmax(X.astype(np.float64) @ W3.T.astype(np.float64) + b3, axis=1)
+out = path("pred.json")
+expect(0, "max |delta|", "--model", m3, "--input", path("x.npy"), "--target", "pred", "--out", out)
+doc = json.load(open(out))
+if [i["target"] for i in doc["inputs"]] != list(pred):
+    fail("--target pred explained %s, the predictions are %s"
+         % ([i["target"] for i in doc["inputs"]], list(pred)))
+for i in doc["inputs"]:
+    want = W3[i["target"]] * X[i["index"]]
+    if not np.allclose(i["attributions"], want, rtol=1e-5, atol=1e-6):
+        fail("--target pred, input %d: %s, expected %s" % (i["index"], i["attributions"], want))
+out = path("two.npy")
+expect(0, "x 2 targets", "--model", m3, "--input", path("x.npy"), "--target", "2,0", "--out", out)
+got = np.load(out)
+want = np.stack([W3[2] * X, W3[0] * X], axis=1)
+if got.shape != (n, 2, F) or not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+    fail("--target 2,0: shape %s, expected (%d, 2, %d) with W[t] * x" % (got.shape, n, F))
+tfile = path("t.npy")
+np.save(tfile, (np.arange(n) % 3).astype(np.int64))
+out = path("tfile.csv")
+expect(0, "delta", "--model", m3, "--input", path("x.npy"), "--target", tfile, "--out", out)
+rows = [r.split(",") for r in open(out).read().strip().split("\n")[1:]]
+if [int(r[1]) for r in rows] != [i % 3 for i in range(n)]:
+    fail("--target FILE: the target column is %s" % [r[1] for r in rows])
+np.save(path("tbad.npy"), np.array([0, 7] + [0] * (n - 2), np.int64))
+expect(2, ["input 1: 7 is not an output"], "--model", m3, "--input", path("x.npy"), "--target",
+       path("tbad.npy"))
+# several baselines: the mean of W[t] (x - b_k) is W[t] (x - mean b)
+B = rng.standard_normal((4, F)).astype(np.float32)
+np.save(path("bases.npy"), B)
+out = path("bases.json")
+expect(0, "averaged over 4 baselines", "--model", m3, "--input", path("x.npy"), "--target", "1",
+       "--baselines", path("bases.npy"), "--out", out)
+doc = json.load(open(out))
+for i in doc["inputs"]:
+    if not np.allclose(i["attributions"], W3[1] * (X[i["index"]] - B.mean(axis=0)), rtol=1e-4,
+                       atol=1e-5) or len(i["baseline_deltas"]) != 4:
+        fail("--baselines, input %d: %s" % (i["index"], i))
+# SmoothGrad without noise is IG; with it the JSON records the noise
+out = path("sg0.npy")
+expect(0, "smoothgrad of 3 samples", "--model", m3, "--input", path("x.npy"), "--target", "0",
+       "--noise", "smoothgrad", "--samples", "3", "--stdev", "0", "--out", out)
+if not np.allclose(np.load(out), W3[0] * X, rtol=1e-5, atol=1e-6):
+    fail("smoothgrad with stdev 0 is not IG")
+out = path("vg.json")
+expect(0, "vargrad", "--model", m3, "--input", path("x.npy"), "--target", "0", "--noise",
+       "vargrad", "--samples", "400", "--stdev", "10%", "--seed", "4", "--out", out)
+doc = json.load(open(out))
+if doc["noise"] != "vargrad" or doc["samples"] != 400 or not doc["stdev_relative"]:
+    fail("the JSON does not record the noise: %s" % {k: doc[k] for k in doc if k != "inputs"})
+for i in doc["inputs"]:
+    sd = 0.1 * (X[i["index"]].max() - X[i["index"]].min())
+    if not np.allclose(i["attributions"], W3[0] ** 2 * sd ** 2, rtol=0.25):
+        fail("vargrad of a linear model is not w^2 sigma^2: %s" % i["attributions"])
+expect(2, ["--noise 'smooth'"], "--model", m3, "--input", path("x.npy"), "--target", "0",
+       "--noise", "smooth")
+expect(2, ["--stdev '-1'"], "--model", m3, "--input", path("x.npy"), "--target", "0",
+       "--noise", "vargrad", "--stdev", "-1")
+# -q: only the summary
+rc, out = igrun("--model", m3, "--input", path("x.npy"), "--target", "pred", "-q")
+if rc != 0 or out.strip().count("\n") != 0 or "max |delta|" not in out:
+    fail("-q printed more than the summary: %s" % out)
+# a torch.save file is named for what it is
+with open(path("model.pt"), "wb") as f:
+    f.write(b"PK\x03\x04" + b"\0" * 60)
+expect(2, ["PyTorch checkpoint", "not safetensors", "save_file(model.state_dict()"], "--model",
+       path("model.pt"), "--input", path("x.npy"))
+
 print("# igrun: 4 model dtypes x 3 output formats, 24 .npy dtype/order inputs, 2 csv forms, "
-      "15 damaged files")
+      "15 damaged files; targets (pred, a list, a file), several baselines, NoiseTunnel")
 if failures:
     print("%d failures" % failures, file=sys.stderr)
     sys.exit(1)

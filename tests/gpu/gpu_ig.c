@@ -555,6 +555,79 @@ static void device_pointers(void)
     unmake(&md);
 }
 
+/* cbc_ig_explain on the GPU engine against the CPU reference: targets per
+ * input and two per input on a 10-output model, SmoothGrad, its square and
+ * VarGrad of 16 samples (one batch per target on the GPU), several
+ * baselines averaged, all together. The same seed makes the same noise on
+ * both, so the engines see the same points. */
+static void explanations(void)
+{
+    printf("explanations (cbc_ig_explain), GPU against the CPU reference:\n");
+    const int s[] = {64, 48, 32, 10};
+    const enum cbc_act a[] = {CBC_ACT_TANH, CBC_ACT_GELU, CBC_ACT_IDENTITY};
+    struct model md;
+    make(&md, s, 3, a, true);
+    const size_t n = 12, F = 64, K = 3;
+    float *x = random_inputs(n, F, 1.0f), *bases = random_inputs(K, F, 0.5f);
+    int tg1[12], tg2[24];
+    for (size_t b = 0; b < n; b++) {
+        tg1[b] = (int)((b * 7) % 10);
+        tg2[2 * b] = (int)(b % 10), tg2[2 * b + 1] = (int)((b + 3) % 10);
+    }
+    struct {
+        const char *what;
+        struct cbc_ig_plan p;
+    } cases[] = {
+        {"a target per input", {.targets = tg1, .n_targets = 1}},
+        {"two targets per input", {.targets = tg2, .n_targets = 2}},
+        {"smoothgrad, 16 samples", {.targets = tg1, .noise = CBC_IG_SMOOTHGRAD, .samples = 16,
+                                    .stdev = 0.2, .seed = 5}},
+        {"smoothgrad_sq, 16 samples", {.targets = tg1, .noise = CBC_IG_SMOOTHGRAD_SQ,
+                                       .samples = 16, .stdev = 0.2, .seed = 5}},
+        {"vargrad, 16 samples, stdev 10% of the range", {.targets = tg1, .noise = CBC_IG_VARGRAD,
+                                                         .samples = 16, .stdev = 0.1,
+                                                         .stdev_relative = true, .seed = 5}},
+        {"3 baselines averaged", {.targets = tg1, .baselines = bases, .n_baselines = K}},
+        {"2 targets, smoothgrad, 3 baselines", {.targets = tg2, .n_targets = 2,
+                                                .noise = CBC_IG_SMOOTHGRAD, .samples = 4,
+                                                .stdev = 0.2, .seed = 9, .baselines = bases,
+                                                .n_baselines = K}},
+    };
+    struct cbc_err err = {0};
+    struct cbc_ig_gpu_model *gm = NULL;
+    CHECK(cbc_ig_gpu_upload(G, &md.m, &gm, &err) == CBC_OK, "upload: %s", err.msg);
+    for (size_t c = 0; gm && c < sizeof cases / sizeof cases[0]; c++) {
+        struct cbc_ig_request r;
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = n, r.steps = 32;
+        size_t T = cases[c].p.n_targets ? cases[c].p.n_targets : 1;
+        struct results g, h;
+        alloc_results(&g, n * T, F);
+        alloc_results(&h, n * T, F);
+        double *bdg = calloc(n * T * K, sizeof *bdg), *bdc = calloc(n * T * K, sizeof *bdc);
+        enum cbc_status gs = cbc_ig_explain(cbc_ig_engine_gpu, gm, F, &r, &cases[c].p, &g.o, bdg, &err);
+        CHECK(gs == CBC_OK, "%s: gpu: %s", cases[c].what, err.msg);
+        enum cbc_status cs = cbc_ig_explain(cbc_ig_engine_cpu, &md.m, F, &r, &cases[c].p, &h.o, bdc, &err);
+        CHECK(cs == CBC_OK, "%s: cpu: %s", cases[c].what, err.msg);
+        if (gs == CBC_OK && cs == CBC_OK) {
+            double e = rel_l2(g.attr, h.attr, n * T * F);
+            double de = 0;
+            for (size_t q = 0; q < n * T; q++)
+                de = fmax(de, fabs(g.o.f_x[q] - h.o.f_x[q]) + fabs(g.o.f_base[q] - h.o.f_base[q]));
+            CHECK(e <= 20 * TOL_ANALYTIC, "%s: attributions differ from the CPU by %.3g",
+                  cases[c].what, e);
+            CHECK(de <= 1e-4, "%s: F(x) or F(x') differ by %.3g", cases[c].what, de);
+            printf("  %-58s rel L2 %.2e, F %.2e\n", cases[c].what, e, de);
+        }
+        free(bdg), free(bdc);
+        free_results(&g);
+        free_results(&h);
+    }
+    cbc_ig_gpu_model_free(gm);
+    free(x), free(bases);
+    unmake(&md);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0); /* keep what was printed if a check crashes */
@@ -570,6 +643,7 @@ int main(void)
     repeated_requests();
     differences_and_completeness();
     device_pointers();
+    explanations();
     const char *bdir = getenv("CBC_BUNDLES");
     struct cbc_bundle *b = NULL;
     struct cbc_module *box = NULL;

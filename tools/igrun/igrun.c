@@ -238,6 +238,10 @@ static enum cbc_status resolve_targets(const struct target_spec *ts, const struc
     enum cbc_status st = CBC_OK;
     if (ts->file) {
         st = cbc_matrix_load(ts->file, &tf, err);
+        if (st == CBC_OK && tf.rows == 1 && tf.cols == n) { /* 1-D: one per input */
+            tf.rows = n;
+            tf.cols = 1;
+        }
         if (st == CBC_OK && tf.rows != n)
             st = cbc_err_set(err, CBC_E_SHAPE, "--target '%s' has %zu rows for %zu inputs",
                              ts->file, tf.rows, n);
@@ -279,8 +283,8 @@ static enum cbc_status resolve_targets(const struct target_spec *ts, const struc
             }
         }
     }
-    if (st == CBC_OK && !ts->file)
-        st = cbc_ig_check_targets(t, n * *T, outs, err);
+    if (st == CBC_OK && !ts->file && (st = cbc_ig_check_targets(t, n * *T, outs, err)) != CBC_OK)
+        cbc_err_prefix(err, "--target %s", ts->arg ? ts->arg : "0");
     free(y);
     cbc_matrix_release(&tf);
     if (st != CBC_OK) {
