@@ -29,6 +29,10 @@ __device__ __forceinline__ float act_f(int a, float z)
     case CBC_K_ACT_TANH: return tanhf(z);
     case CBC_K_ACT_SIGMOID: return 1.0f / (1.0f + expf(-z));
     case CBC_K_ACT_GELU: return 0.5f * z * (1.0f + erff(z * 0.70710678118654752f));
+    case CBC_K_ACT_SILU: return z / (1.0f + expf(-z));
+    case CBC_K_ACT_SOFTPLUS: return z > 20.0f ? z : log1pf(expf(z)); // PyTorch's threshold
+    case CBC_K_ACT_ELU: return z > 0.0f ? z : expm1f(z);
+    case CBC_K_ACT_LEAKY_RELU: return z > 0.0f ? z : 0.01f * z;
     default: return z;
     }
 }
@@ -48,6 +52,13 @@ __device__ __forceinline__ float act_df(int a, float z)
     case CBC_K_ACT_GELU:
         return 0.5f * (1.0f + erff(z * 0.70710678118654752f)) +
                z * 0.39894228040143268f * expf(-0.5f * z * z);
+    case CBC_K_ACT_SILU: {
+        float s = 1.0f / (1.0f + expf(-z));
+        return s * (1.0f + z * (1.0f - s));
+    }
+    case CBC_K_ACT_SOFTPLUS: return z > 20.0f ? 1.0f : 1.0f / (1.0f + expf(-z));
+    case CBC_K_ACT_ELU: return z > 0.0f ? 1.0f : expf(z);
+    case CBC_K_ACT_LEAKY_RELU: return z > 0.0f ? 1.0f : 0.01f;
     default: return 1.0f;
     }
 }

@@ -51,7 +51,11 @@ enum {
     CBC_K_ACT_RELU = 1,
     CBC_K_ACT_TANH = 2,
     CBC_K_ACT_SIGMOID = 3,
-    CBC_K_ACT_GELU = 4
+    CBC_K_ACT_GELU = 4,
+    CBC_K_ACT_SILU = 5,
+    CBC_K_ACT_SOFTPLUS = 6,
+    CBC_K_ACT_ELU = 7,
+    CBC_K_ACT_LEAKY_RELU = 8
 };
 
 /* Baseline kinds as the kernels take them (struct cbc_k_base.kind). */

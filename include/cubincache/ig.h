@@ -55,7 +55,11 @@ enum cbc_act {
     CBC_ACT_RELU = 1,
     CBC_ACT_TANH = 2,
     CBC_ACT_SIGMOID = 3,
-    CBC_ACT_GELU = 4 /* exact: x * Phi(x), as torch.nn.GELU() */
+    CBC_ACT_GELU = 4,      /* exact: x * Phi(x), as torch.nn.GELU() */
+    CBC_ACT_SILU = 5,      /* x * sigmoid(x), torch.nn.SiLU (Swish); since 0.2 */
+    CBC_ACT_SOFTPLUS = 6,  /* log(1 + e^x), x above 20, torch.nn.Softplus() defaults */
+    CBC_ACT_ELU = 7,       /* x, or e^x - 1 below 0: torch.nn.ELU() (alpha 1) */
+    CBC_ACT_LEAKY_RELU = 8 /* x, or 0.01 x below 0: torch.nn.LeakyReLU() (slope 0.01) */
 };
 CBC_API bool cbc_act_parse(const char *name, enum cbc_act *out);
 CBC_API const char *cbc_act_name(enum cbc_act a);

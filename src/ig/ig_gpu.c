@@ -24,7 +24,9 @@ extern const struct cbc_embedded_bundle cbc_bundle_ig_kernels;
 
 _Static_assert((int)CBC_ACT_IDENTITY == CBC_K_ACT_IDENTITY && (int)CBC_ACT_RELU == CBC_K_ACT_RELU &&
                    (int)CBC_ACT_TANH == CBC_K_ACT_TANH &&
-                   (int)CBC_ACT_SIGMOID == CBC_K_ACT_SIGMOID && (int)CBC_ACT_GELU == CBC_K_ACT_GELU,
+                   (int)CBC_ACT_SIGMOID == CBC_K_ACT_SIGMOID && (int)CBC_ACT_GELU == CBC_K_ACT_GELU &&
+                   (int)CBC_ACT_SILU == CBC_K_ACT_SILU && (int)CBC_ACT_SOFTPLUS == CBC_K_ACT_SOFTPLUS &&
+                   (int)CBC_ACT_ELU == CBC_K_ACT_ELU && (int)CBC_ACT_LEAKY_RELU == CBC_K_ACT_LEAKY_RELU,
                "enum cbc_act is passed to the kernels as it is");
 _Static_assert((int)CBC_IG_BASELINE_ZEROS == CBC_K_BASE_ZEROS &&
                    (int)CBC_IG_BASELINE_SCALAR == CBC_K_BASE_SCALAR &&

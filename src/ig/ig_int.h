@@ -65,6 +65,10 @@ static inline double cbc_act_f(enum cbc_act a, double z)
     case CBC_ACT_TANH: return tanh(z);
     case CBC_ACT_SIGMOID: return 1 / (1 + exp(-z));
     case CBC_ACT_GELU: return 0.5 * z * (1 + erf(z * 0.70710678118654752440));
+    case CBC_ACT_SILU: return z / (1 + exp(-z));
+    case CBC_ACT_SOFTPLUS: return z > 20 ? z : log1p(exp(z));
+    case CBC_ACT_ELU: return z > 0 ? z : expm1(z);
+    case CBC_ACT_LEAKY_RELU: return z > 0 ? z : 0.01 * z;
     }
     return z;
 }
@@ -86,6 +90,13 @@ static inline double cbc_act_df(enum cbc_act a, double z)
     case CBC_ACT_GELU:
         return 0.5 * (1 + erf(z * 0.70710678118654752440)) +
                z * 0.39894228040143267794 * exp(-0.5 * z * z);
+    case CBC_ACT_SILU: {
+        double s = 1 / (1 + exp(-z));
+        return s * (1 + z * (1 - s));
+    }
+    case CBC_ACT_SOFTPLUS: return z > 20 ? 1 : 1 / (1 + exp(-z));
+    case CBC_ACT_ELU: return z > 0 ? 1 : exp(z);
+    case CBC_ACT_LEAKY_RELU: return z > 0 ? 1 : 0.01;
     }
     return 1;
 }

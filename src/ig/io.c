@@ -490,8 +490,9 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         }
         if (!cbc_act_parse(tok, &m->layers[na].act)) {
             st = ig_err_set(err, CBC_E_USAGE, "'%s': unknown activation '%s'", path, tok);
-            ig_err_hint(err, "use identity, relu, tanh, sigmoid or gelu (PyTorch's spellings "
-                             "too: Identity, ReLU, Tanh, nn.Sigmoid, GELU)");
+            ig_err_hint(err, "use identity, relu, tanh, sigmoid, gelu, silu, softplus, elu or "
+                             "leakyrelu (PyTorch's spellings too: Identity, ReLU, nn.Tanh, "
+                             "SiLU, LeakyReLU; PyTorch's default parameters only)");
             goto out;
         }
         na++;

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const act_names[] = {"identity", "relu", "tanh", "sigmoid", "gelu"};
+static const char *const act_names[] = {"identity", "relu",  "tanh",     "sigmoid",
+                                        "gelu",     "silu",  "softplus", "elu",
+                                        "leakyrelu"};
 
 bool cbc_act_parse(const char *name, enum cbc_act *out)
 {
@@ -22,6 +24,23 @@ bool cbc_act_parse(const char *name, enum cbc_act *out)
     size_t n = strlen(name);
     if (n >= 2 && !strcmp(name + n - 2, "()"))
         n -= 2;
+    /* PyTorch's default parameters, the only ones the kernels take:
+     * LeakyReLU(0.01), ELU(1.0) */
+    char norm[32];
+    if (n < sizeof norm) {
+        memcpy(norm, name, n);
+        norm[n] = '\0';
+        if (!strcasecmp(norm, "leaky_relu") || !strcasecmp(norm, "leakyrelu(0.01)") ||
+            !strcasecmp(norm, "leaky_relu(0.01)") || !strcasecmp(norm, "LeakyReLU(negative_slope=0.01)")) {
+            *out = CBC_ACT_LEAKY_RELU;
+            return true;
+        }
+        if (!strcasecmp(norm, "elu(1.0)") || !strcasecmp(norm, "elu(1)") ||
+            !strcasecmp(norm, "ELU(alpha=1.0)") || !strcasecmp(norm, "swish")) {
+            *out = !strcasecmp(norm, "swish") ? CBC_ACT_SILU : CBC_ACT_ELU;
+            return true;
+        }
+    }
     for (size_t i = 0; i < IG_ARRAY_LEN(act_names); i++)
         if (strlen(act_names[i]) == n && !strncasecmp(name, act_names[i], n)) {
             *out = (enum cbc_act)i;

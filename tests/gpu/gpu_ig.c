@@ -626,6 +626,25 @@ static void explanations(void)
     cbc_ig_gpu_model_free(gm);
     free(x), free(bases);
     unmake(&md);
+    /* the activations PyTorch users add: each through every GEMM path */
+    const enum cbc_act more[][3] = {{CBC_ACT_SILU, CBC_ACT_SOFTPLUS, CBC_ACT_IDENTITY},
+                                    {CBC_ACT_ELU, CBC_ACT_LEAKY_RELU, CBC_ACT_IDENTITY},
+                                    {CBC_ACT_LEAKY_RELU, CBC_ACT_SILU, CBC_ACT_ELU}};
+    const char *names[] = {"128-96-64-1 silu/softplus, 40 inputs",
+                           "128-96-64-1 elu/leakyrelu, 40 inputs",
+                           "128-96-64-1 leakyrelu/silu/elu output, 40 inputs"};
+    for (int k = 0; k < 3; k++) {
+        const int s2[] = {128, 96, 64, 1};
+        struct model m2;
+        make(&m2, s2, 3, more[k], true);
+        float *x2 = random_inputs(40, 128, 1.5f);
+        struct cbc_ig_request r;
+        cbc_ig_request_defaults(&r);
+        r.x = x2, r.n = 40;
+        compare(names[k], &m2.m, &r, TOL_ANALYTIC);
+        free(x2);
+        unmake(&m2);
+    }
 }
 
 int main(void)

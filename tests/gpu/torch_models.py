@@ -120,6 +120,33 @@ for device, tol in (("cpu", 1e-6), ("cuda", 1e-4)):
     if not err <= tol:
         fail("%s: attributions differ from torch's by %.3g (tolerance %g)" % (device, err, tol))
 
+# SiLU, Softplus, ELU, LeakyReLU in nn.Sequential, numbered layers
+torch.manual_seed(1)
+seq = nn.Sequential(nn.Linear(20, 24), nn.SiLU(), nn.Linear(24, 24), nn.Softplus(),
+                    nn.Linear(24, 16), nn.ELU(), nn.Linear(16, 8), nn.LeakyReLU(),
+                    nn.Linear(8, 3)).eval()
+model2 = os.path.join(tmp, "acts.safetensors")
+save_safetensors(model2, seq.state_dict(), {"activations": "SiLU,Softplus,ELU,LeakyReLU,Identity"})
+seq64 = seq.double()
+want2 = torch.zeros_like(x64)
+for a, w in zip(alphas, weights):
+    p = (a * x64).requires_grad_(True)
+    (g,) = torch.autograd.grad(seq64(p)[:, 2].sum(), p)
+    want2 += w * g
+want2 = (want2 * x64).detach().numpy()
+for device, tol in (("cpu", 1e-6), ("cuda", 1e-4)):
+    out = os.path.join(tmp, "acts-%s.npy" % device)
+    rc, text = igrun("--model", model2, "--input", xfile, "--target", "2", "--device", device,
+                     "--out", out, "-q")
+    if rc != 0:
+        fail("activations on %s: %s" % (device, text))
+        continue
+    err = np.linalg.norm(np.load(out) - want2) / np.linalg.norm(want2)
+    print("  SiLU, Softplus, ELU, LeakyReLU on %s: rel L2 %.2e from torch float64 autograd IG"
+          % (device, err))
+    if not err <= tol:
+        fail("activations on %s differ from torch's by %.3g" % (device, err))
+
 # torch.save files: what they are and the fix
 for name, kw, what in (("zip.pt", {}, "PyTorch checkpoint"),
                        ("legacy.pt", {"_use_new_zipfile_serialization": False}, "pickle")):
