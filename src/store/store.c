@@ -1103,7 +1103,7 @@ static void scan_release(struct scan *sc)
 }
 
 /* Removes temporaries of this store older than an hour: in every
- * namespace, and those of stats and config. */
+ * namespace, and those of stats, config and remote-skip. */
 static void sweep_temps(struct cbc_store *s, const struct scan *sc)
 {
     time_t now = time(NULL);
@@ -1117,7 +1117,8 @@ static void sweep_temps(struct cbc_store *s, const struct scan *sc)
     struct dirent *de;
     while (d && (de = readdir(d))) {
         struct stat sb;
-        if ((cbc_temp_name_of("stats", de->d_name) || cbc_temp_name_of("config", de->d_name)) &&
+        if ((cbc_temp_name_of("stats", de->d_name) || cbc_temp_name_of("config", de->d_name) ||
+             cbc_temp_name_of(SKIP_FILE, de->d_name)) &&
             fstatat(s->fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) &&
             now - sb.st_mtime > STALE_TMP_SECONDS)
             unlinkat(s->fd, de->d_name, 0);

@@ -8,7 +8,8 @@
  *   v1/tools/ab/<30 hex>.dep     toolchain identities    } "CBCBLOB\n", key),
  *                                                          then opaque bytes
  *   v1/stats                     counters, "name value" lines
- *   v1/config                    "max_size = 5G", "umask = 002"
+ *   v1/config                    "max_size = 5G", "umask = 002", "remote = redis://..."
+ *   v1/remote-skip               a remote that failed, and until when to skip it
  *   .<name>.XXXXXX               a temporary beside what it will become
  *
  * Entry format (little-endian):
