@@ -53,19 +53,19 @@ __device__ __noinline__ float act_df_more(int a, float z)
 
 __device__ __forceinline__ float act_f(int a, float z)
 {
-    switch (a) {
+    switch (a & CBC_K_ACT_MASK) {
     case CBC_K_ACT_IDENTITY: return z;
     case CBC_K_ACT_RELU: return fmaxf(z, 0.0f);
     case CBC_K_ACT_TANH: return tanhf(z);
     case CBC_K_ACT_SIGMOID: return 1.0f / (1.0f + expf(-z));
     case CBC_K_ACT_GELU: return 0.5f * z * (1.0f + erff(z * 0.70710678118654752f));
-    default: return act_f_more(a, z);
+    default: return act_f_more(a & CBC_K_ACT_MASK, z);
     }
 }
 
 __device__ __forceinline__ float act_df(int a, float z)
 {
-    switch (a) {
+    switch (a & CBC_K_ACT_MASK) {
     case CBC_K_ACT_IDENTITY: return 1.0f;
     case CBC_K_ACT_RELU: return z > 0.0f ? 1.0f : 0.0f;
     case CBC_K_ACT_TANH: {
@@ -79,7 +79,7 @@ __device__ __forceinline__ float act_df(int a, float z)
     case CBC_K_ACT_GELU:
         return 0.5f * (1.0f + erff(z * 0.70710678118654752f)) +
                z * 0.39894228040143268f * expf(-0.5f * z * z);
-    default: return act_df_more(a, z);
+    default: return act_df_more(a & CBC_K_ACT_MASK, z);
     }
 }
 

@@ -35,7 +35,7 @@ build-gpu/tools/cubincache devices build-gpu/kernels/ig_kernels.bundle/ig_kernel
 if [ "$part" != bench ]; then
 say "== GPU test suite"
 step timeout 900 meson test -C build-gpu --suite gpu -v > "$out/gpu-tests.log" 2>&1
-grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|  8 calls|FAIL|gpu_ig:|gpu_loader:|explanations|  torch.save|torch_models:)' "$out/gpu-tests.log" | tee -a "$S"
+grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|  8 calls|FAIL|gpu_ig:|gpu_loader:|explanations|precision fp32|  torch.save|torch_models:)' "$out/gpu-tests.log" | tee -a "$S"
 grep -E '^ *[0-9]+/[0-9]+ ' "$out/gpu-tests.log" | tee -a "$S"
 say "== deploy-gate corpus: each program run, its kernels' results read back"
 step bash tests/corpus/run_truth.sh build-gpu/tests/corpus "$out/truth-sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .').txt" > /dev/null 2>&1
@@ -43,6 +43,10 @@ grep -c ' runs ' "$out"/truth-sm_*.txt | sed 's/^/  members that ran: /' | tee -
 say "== unit test suite on this machine (the fake driver and the real one side by side)"
 step timeout 600 meson test -C build-gpu --suite unit > "$out/unit-tests.log" 2>&1
 grep -E '^ *[0-9]+/[0-9]+ ' "$out/unit-tests.log" | tee -a "$S"
+
+say "== IG accuracy against torch float64 autograd, --precision fast and fp32 (bench/ig_accuracy.py)"
+step timeout 600 python3 bench/ig_accuracy.py build-gpu > "$out/accuracy.jsonl" 2>> "$S"
+cat "$out/accuracy.jsonl" | tee -a "$S"
 
 say "== examples/meson-consumer on this GPU: installed cubincache, embedded bundle, real driver"
 stage=/tmp/cbc-stage

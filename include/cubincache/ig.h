@@ -314,6 +314,16 @@ CBC_API enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, 
                                       const struct cbc_ig_request *r, struct cbc_ig_output *out,
                                       struct cbc_err *err);
 
+enum cbc_ig_precision {
+    CBC_IG_PRECISION_FAST = 0, /* 3xTF32 tensor cores and a fast tanh in the GEMMs (default) */
+    CBC_IG_PRECISION_FP32 = 1  /* FP32 FMA GEMMs and tanhf: PyTorch float32's arithmetic */
+};
+/* "fast", "fp32". Since 0.2. */
+CBC_API bool cbc_ig_precision_parse(const char *name, enum cbc_ig_precision *out);
+/* How the engine computes from now on (recorded CUDA graphs are dropped).
+ * README's igrun section has the accuracy and speed of each. Since 0.2. */
+CBC_API void cbc_ig_gpu_set_precision(struct cbc_ig_gpu *g, enum cbc_ig_precision p);
+
 /* The uploaded MLP's output `target` as a cbc_ig_device_fn (ctx is the
  * model; the target is taken from cbc_ig_gpu_model_set_target). */
 CBC_API enum cbc_status cbc_ig_gpu_mlp_forward(void *model, uint64_t in, uint64_t out, size_t rows,

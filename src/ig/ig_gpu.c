@@ -130,6 +130,10 @@ static bool aligned16(uint64_t p, int ld)
     return p % 16 == 0 && ld % 4 == 0;
 }
 
+static enum cbc_status gemm_launch(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, int k, unsigned gx,
+                                   unsigned gy, int splits, unsigned bk, void **args,
+                                   struct cbc_err *err);
+
 /* Runs one GEMM: picks the kernel for its shape, and splits K (with a fixed-
  * order reduction that applies the epilogue) when too few tiles would leave
  * the GPU idle. */
@@ -149,8 +153,9 @@ enum cbc_status ig_gemm(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, struct cbc_e
     }
     size_t t128 = (size_t)ig_blocks((size_t)p->M, 128) * ig_blocks((size_t)p->N, 128);
     /* sm_80+ images carry no 128-row SIMT tiles (see GEMM_S128) */
-    int var = g->tensor_cores ? (p->M >= 64 ? V_TC : V_S64)
-                              : t128 >= (size_t)g->sms ? V_S128 : V_S64;
+    int var = g->tensor_cores                                   ? (p->M >= 64 ? V_TC : V_S64)
+              : !g->tc_capable && t128 >= (size_t)g->sms ? V_S128 /* trap in sm_80+ images */
+                                                         : V_S64;
     unsigned bm = var == V_S64 ? 64 : 128, bk = var == V_S128 ? 8 : 16;
     unsigned gx = ig_blocks((size_t)p->N, bm), gy = ig_blocks((size_t)p->M, bm);
     size_t tiles = (size_t)gx * gy;
@@ -164,6 +169,21 @@ enum cbc_status ig_gemm(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, struct cbc_e
             splits = max_splits > 1 ? max_splits : 1;
     }
     int k = K_GEMM0 + fam * V_COUNT + var;
+    int pro_act = p->pro_act, epi_act = p->epi_act;
+    if (g->precise) { /* restored below: the caller reads its own values again */
+        p->pro_act |= CBC_K_ACT_PRECISE;
+        p->epi_act |= CBC_K_ACT_PRECISE;
+    }
+    enum cbc_status st = gemm_launch(g, p, k, gx, gy, splits, bk, args, err);
+    p->pro_act = pro_act, p->epi_act = epi_act;
+    return st;
+}
+
+static enum cbc_status gemm_launch(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, int k, unsigned gx,
+                                   unsigned gy, int splits, unsigned bk, void **args,
+                                   struct cbc_err *err)
+{
+    int var = (k - K_GEMM0) % V_COUNT;
     if (var != V_TC || splits > 1)
         p->sum_steps = 0; /* only the tensor-core tile sums steps in its epilogue */
     if (splits <= 1)
@@ -235,7 +255,7 @@ enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const str
         /* tensor-core kernels exist in images built for sm_80 and later */
         const char *t = cbc_module_target(g->mod);
         const char *num = strchr(t, '_');
-        g->tensor_cores = num && atoi(num + 1) >= 80;
+        g->tc_capable = g->tensor_cores = num && atoi(num + 1) >= 80;
         size_t free_b = 0, total = 0;
         g->default_budget = g->cu->MemGetInfo(&free_b, &total) == CUDA_SUCCESS && free_b
                                 ? free_b / 4
@@ -281,6 +301,30 @@ void cbc_ig_gpu_close(struct cbc_ig_gpu *g)
     free(g->rule_al);
     free(g->rule_wt);
     free(g);
+}
+
+bool cbc_ig_precision_parse(const char *name, enum cbc_ig_precision *out)
+{
+    if (!strcmp(name, "fast"))
+        *out = CBC_IG_PRECISION_FAST;
+    else if (!strcmp(name, "fp32"))
+        *out = CBC_IG_PRECISION_FP32;
+    else
+        return false;
+    return true;
+}
+
+void cbc_ig_gpu_set_precision(struct cbc_ig_gpu *g, enum cbc_ig_precision p)
+{
+    g->precise = p == CBC_IG_PRECISION_FP32;
+    g->tensor_cores = g->tc_capable && !g->precise;
+    ig_drop_graph(g); /* recorded with the other kernels */
+    char *tail = strstr(g->desc, ", 3xTF32 tensor cores");
+    if (!tail)
+        tail = strstr(g->desc, ", FP32 FMA");
+    if (tail)
+        snprintf(tail, sizeof g->desc - (size_t)(tail - g->desc), "%s",
+                 g->tensor_cores ? ", 3xTF32 tensor cores" : ", FP32 FMA");
 }
 
 const char *cbc_ig_gpu_describe(const struct cbc_ig_gpu *g)

@@ -63,7 +63,9 @@ struct cbc_ig_gpu {
     CUstream stream;
     CUfunction k[K_COUNT];
     int sms;
-    bool tensor_cores;
+    bool tensor_cores; /* used now: the image has them and the precision is fast */
+    bool tc_capable;   /* the image has them */
+    bool precise;      /* CBC_IG_PRECISION_FP32 */
     size_t default_budget;
     char desc[400];
     struct {

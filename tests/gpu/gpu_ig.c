@@ -663,6 +663,12 @@ int main(void)
     differences_and_completeness();
     device_pointers();
     explanations();
+    /* --precision fp32: FP32 FMA GEMMs and tanhf, against the same reference */
+    printf("precision fp32 (FP32 FMA, tanhf):\n");
+    cbc_ig_gpu_set_precision(G, CBC_IG_PRECISION_FP32);
+    CHECK(strstr(cbc_ig_gpu_describe(G), "FP32 FMA") != NULL, "%s", cbc_ig_gpu_describe(G));
+    analytic_matches_cpu();
+    cbc_ig_gpu_set_precision(G, CBC_IG_PRECISION_FAST);
     const char *bdir = getenv("CBC_BUNDLES");
     struct cbc_bundle *b = NULL;
     struct cbc_module *box = NULL;

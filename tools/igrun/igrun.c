@@ -52,6 +52,8 @@ static const char usage[] =
     "                       each input's range (max - min)\n"
     "  --seed N             the noise generator's seed (default 0)\n"
     "  --device D           auto (default: the GPU, else the CPU, saying why), cuda, cpu\n"
+    "  --precision P        GPU arithmetic: fast (default: 3xTF32 tensor cores) or fp32\n"
+    "                       (FP32 FMA, PyTorch float32's); README has the accuracy of each\n"
     "  --gradient G         auto (default: analytic), analytic, fd; naive is a\n"
     "                       per-feature loop, a benchmark baseline\n"
     "  --activations LIST   one per Linear layer (default: from the file's metadata)\n"
@@ -302,7 +304,7 @@ int main(int argc, char **argv)
     enum {
         O_MODEL = 256, O_INPUT, O_BASE, O_STEPS, O_METHOD, O_TARGET, O_DEVICE, O_GRAD, O_OUT, O_PLOT,
         O_TOL, O_DEMO, O_ACTS, O_IMAGE, O_BUDGET, O_BASES, O_NOISE, O_SAMPLES, O_STDEV, O_SEED,
-        O_LAYERS, O_HELP
+        O_LAYERS, O_PRECISION, O_HELP
     };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},   {"input", required_argument, NULL, O_INPUT},
@@ -316,6 +318,7 @@ int main(int argc, char **argv)
         {"baselines", required_argument, NULL, O_BASES}, {"noise", required_argument, NULL, O_NOISE},
         {"samples", required_argument, NULL, O_SAMPLES}, {"stdev", required_argument, NULL, O_STDEV},
         {"seed", required_argument, NULL, O_SEED},     {"layers", required_argument, NULL, O_LAYERS},
+        {"precision", required_argument, NULL, O_PRECISION},
         {"quiet", no_argument, NULL, 'q'},             {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, O_HELP},           {NULL, 0, NULL, 0},
     };
@@ -328,6 +331,7 @@ int main(int argc, char **argv)
     cbc_ig_request_defaults(&req);
     struct cbc_ig_plan plan = {.samples = 5, .stdev = 1.0};
     struct target_spec ts = {0};
+    enum cbc_ig_precision precision = CBC_IG_PRECISION_FAST;
     opterr = 0;
     int c;
     char *end;
@@ -377,6 +381,11 @@ int main(int argc, char **argv)
         }
         case O_BASES: bases = optarg; break;
         case O_LAYERS: layers = optarg; break;
+        case O_PRECISION:
+            if (!cbc_ig_precision_parse(optarg, &precision))
+                return tool_usage_error(&t, usage, "--precision '%s': expected fast or fp32",
+                                        optarg);
+            break;
         case O_NOISE:
             if (!cbc_ig_noise_parse(optarg, &plan.noise))
                 return tool_usage_error(&t, usage, "--noise '%s': expected smoothgrad, "
@@ -534,6 +543,8 @@ int main(int argc, char **argv)
         struct cbc_err ge = {0};
         struct cbc_load_opts lo = {.rebuild_hint = "-Dcuda-arch=<this GPU> or CUDA_COMPUTE_CAP"};
         st = cbc_ig_gpu_open(0, NULL, &lo, &gpu, &ge);
+        if (st == CBC_OK)
+            cbc_ig_gpu_set_precision(gpu, precision);
         if (st == CBC_OK)
             st = cbc_ig_gpu_upload(gpu, &m->mlp, &gm, &ge);
         if (st == CBC_OK) {
