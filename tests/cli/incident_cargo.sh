@@ -28,7 +28,9 @@ for i in 1 2 3 4 5 6 7; do
         echo '    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();'
         echo '    let log = std::path::Path::new(&dir).join("../runs.log");'
         echo '    let mut f = std::fs::OpenOptions::new().append(true).create(true).open(log).unwrap();'
-        echo "    writeln!(f, \"kern$i {}\", cap).unwrap();"
+        # one write(2) per line: writeln! writes piece by piece, and seven build
+        # scripts run at once append to one file
+        echo "    f.write_all(format!(\"kern$i {}\\n\", cap).as_bytes()).unwrap();"
         echo '}'
     } > "$c/build.rs"
     echo 'pub const SM: &str = env!("KERNEL_SM");' > "$c/src/lib.rs"
