@@ -201,6 +201,26 @@ def remote_table(rows, args):
     print()
 
 
+def accuracy_table(rows, args):
+    acc = [r for r in rows if r.get("bench") == "ig_accuracy"]
+    if not acc:
+        return
+    header("IG accuracy (`bench/ig_accuracy.py`)", args, args.command or "scripts/gpu_run.sh OUT")
+    print("256 inputs of 784 features in [0, 1), each input's predicted class, Gauss-Legendre 50 "
+          "steps, zero baseline; error = relative L2 of an input's attributions against IG by "
+          "PyTorch autograd in float64 (same rule), median over the inputs; time = igrun's clock "
+          "around the engine call, median of 5 runs.\n")
+    print("| model | PyTorch float32 | igrun fast | ratio | igrun fp32 | ratio | time fast | time fp32 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in acc:
+        t = r["torch_fp32_rel_l2"]
+        print("| %s | %.2e | %.2e | %.1fx | %.2e | %.1fx | %s | %s |" % (
+            r["model"], t, r["igrun_fast_rel_l2"], r["igrun_fast_rel_l2"] / t,
+            r["igrun_fp32_rel_l2"], r["igrun_fp32_rel_l2"] / t, ms(r["igrun_fast_ms"]),
+            ms(r["igrun_fp32_ms"])))
+    print()
+
+
 def loader_table(rows, args):
     r = next((x for x in rows if x.get("bench") == "loader_overhead"), None)
     f = next((x for x in rows if x.get("bench") == "first_load_floor"), None)
@@ -308,6 +328,7 @@ def main():
     remote_table(rows, args)
     loader_table(rows, args)
     ig_table(rows, args)
+    accuracy_table(rows, args)
     return 0
 
 

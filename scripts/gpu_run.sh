@@ -35,7 +35,7 @@ build-gpu/tools/cubincache devices build-gpu/kernels/ig_kernels.bundle/ig_kernel
 if [ "$part" != bench ]; then
 say "== GPU test suite"
 step timeout 900 meson test -C build-gpu --suite gpu -v > "$out/gpu-tests.log" 2>&1
-grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|  8 calls|FAIL|gpu_ig:|gpu_loader:|explanations|precision fp32|  torch.save|torch_models:)' "$out/gpu-tests.log" | tee -a "$S"
+grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|  8 calls|FAIL|gpu_ig:|gpu_loader:|explanations|precision fp32|  --precision|  torch.save|torch_models:)' "$out/gpu-tests.log" | tee -a "$S"
 grep -E '^ *[0-9]+/[0-9]+ ' "$out/gpu-tests.log" | tee -a "$S"
 say "== deploy-gate corpus: each program run, its kernels' results read back"
 step bash tests/corpus/run_truth.sh build-gpu/tests/corpus "$out/truth-sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .').txt" > /dev/null 2>&1
@@ -118,6 +118,7 @@ step timeout 900 build-gpu/bench/ig_bench /tmp/ig-bench-data >> "$out/bench.json
 step timeout 900 python3 bench/torch_ig.py /tmp/ig-bench-data >> "$out/bench.jsonl" 2>> "$S"
 say "== the GPU tables of BENCHMARKS.md (bench/report.py), in tables.md"
 machine="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nvcc --version | tail -1), $(nproc) CPU cores, $(python3 -c 'import torch; print("PyTorch", torch.__version__)' 2>/dev/null)"
+[ -s "$out/accuracy.jsonl" ] && cat "$out/accuracy.jsonl" >> "$out/bench.jsonl"
 python3 bench/report.py --commit "${GPU_RUN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" \
     --machine "$machine" --command "scripts/gpu_run.sh OUT" "$out/bench.jsonl" > "$out/tables.md"
 if [ -n "${GPU_RUN_PROFILE:-}" ] && command -v ncu >/dev/null; then

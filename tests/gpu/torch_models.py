@@ -120,6 +120,33 @@ for device, tol in (("cpu", 1e-6), ("cuda", 1e-4)):
     if not err <= tol:
         fail("%s: attributions differ from torch's by %.3g (tolerance %g)" % (device, err, tol))
 
+# --precision fp32: within 3x of PyTorch float32's own error (TF32 off), on
+# the same inputs, against the same float64 reference
+torch.backends.cuda.matmul.allow_tf32 = False
+net32 = Net().cuda()
+net32.load_state_dict(sd)
+net32.eval()
+x32 = X.cuda()
+acc = torch.zeros_like(x32)
+for a, w in zip(alphas, weights):
+    p = (float(a) * x32).requires_grad_(True)
+    (g,) = torch.autograd.grad(net32(p).gather(1, pred.cuda()[:, None]).sum(), p)
+    acc += float(w) * g
+t32 = (acc * x32).double().cpu().numpy()
+e_torch = np.linalg.norm(t32 - want) / np.linalg.norm(want)
+out = os.path.join(tmp, "ig-fp32.json")
+rc, text = igrun("--model", model, "--input", xfile, "--target", "pred", "--device", "cuda",
+                 "--precision", "fp32", "--out", out, "-q")
+if rc != 0:
+    fail("--precision fp32: %s" % text)
+else:
+    got = np.array([i["attributions"] for i in json.load(open(out))["inputs"]])
+    e = np.linalg.norm(got - want) / np.linalg.norm(want)
+    print("  --precision fp32 on cuda: rel L2 %.2e; PyTorch float32: %.2e (%.1fx)"
+          % (e, e_torch, e / e_torch))
+    if not e <= 3 * e_torch:
+        fail("--precision fp32 is %.1fx PyTorch float32's error (limit 3x)" % (e / e_torch))
+
 # SiLU, Softplus, ELU, LeakyReLU in nn.Sequential, numbered layers
 torch.manual_seed(1)
 seq = nn.Sequential(nn.Linear(20, 24), nn.SiLU(), nn.Linear(24, 24), nn.Softplus(),
