@@ -53,19 +53,19 @@ __device__ __noinline__ float act_df_more(int a, float z)
 
 __device__ __forceinline__ float act_f(int a, float z)
 {
-    switch (a & CBC_K_ACT_MASK) {
+    switch (a) {
     case CBC_K_ACT_IDENTITY: return z;
     case CBC_K_ACT_RELU: return fmaxf(z, 0.0f);
     case CBC_K_ACT_TANH: return tanhf(z);
     case CBC_K_ACT_SIGMOID: return 1.0f / (1.0f + expf(-z));
     case CBC_K_ACT_GELU: return 0.5f * z * (1.0f + erff(z * 0.70710678118654752f));
-    default: return act_f_more(a & CBC_K_ACT_MASK, z);
+    default: return act_f_more(a, z);
     }
 }
 
 __device__ __forceinline__ float act_df(int a, float z)
 {
-    switch (a & CBC_K_ACT_MASK) {
+    switch (a) {
     case CBC_K_ACT_IDENTITY: return 1.0f;
     case CBC_K_ACT_RELU: return z > 0.0f ? 1.0f : 0.0f;
     case CBC_K_ACT_TANH: {
@@ -79,7 +79,7 @@ __device__ __forceinline__ float act_df(int a, float z)
     case CBC_K_ACT_GELU:
         return 0.5f * (1.0f + erff(z * 0.70710678118654752f)) +
                z * 0.39894228040143268f * expf(-0.5f * z * z);
-    default: return act_df_more(a & CBC_K_ACT_MASK, z);
+    default: return act_df_more(a, z);
     }
 }
 
@@ -94,9 +94,13 @@ __device__ __forceinline__ float tanh_gemm(float z)
     return 1.0f - __fdividef(2.0f, exp2f(z * 2.8853900817779268f) + 1.0f);
 }
 
+// In a GEMM the act id may carry CBC_K_ACT_PRECISE (--precision fp32): the
+// exact comparison with CBC_K_ACT_TANH then fails and tanh goes through
+// tanhf like every other activation, its id masked (the skinny kernels'
+// loads mask it too).
 __device__ __forceinline__ float act_f_gemm(int a, float z)
 {
-    return a == CBC_K_ACT_TANH ? tanh_gemm(z) : act_f(a, z);
+    return a == CBC_K_ACT_TANH ? tanh_gemm(z) : act_f(a & CBC_K_ACT_MASK, z);
 }
 
 __device__ __forceinline__ float act_df_gemm(int a, float z)
@@ -105,7 +109,7 @@ __device__ __forceinline__ float act_df_gemm(int a, float z)
         float t = tanh_gemm(z);
         return 1.0f - t * t;
     }
-    return act_df(a, z);
+    return act_df(a & CBC_K_ACT_MASK, z);
 }
 
 __device__ __forceinline__ float base_at(const cbc_k_base &b, int row, int F, int col)
@@ -742,10 +746,10 @@ __device__ __noinline__ float a_elem(const cbc_k_gemm &p, int r, int k)
     if (p.pro == CBC_PRO_INTERP) {
         int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
         size_t o = (size_t)b * p.ldu + k;
-        return act_f(p.pro_act, p.u[o] + p.alpha[s] * p.v[o]);
+        return act_f(p.pro_act & CBC_K_ACT_MASK, p.u[o] + p.alpha[s] * p.v[o]);
     }
     float a = p.A[(size_t)r * p.lda + k];
-    return p.pro == CBC_PRO_ACT ? act_f(p.pro_act, a) : a;
+    return p.pro == CBC_PRO_ACT ? act_f(p.pro_act & CBC_K_ACT_MASK, a) : a;
 }
 
 
