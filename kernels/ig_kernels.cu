@@ -94,13 +94,9 @@ __device__ __forceinline__ float tanh_gemm(float z)
     return 1.0f - __fdividef(2.0f, exp2f(z * 2.8853900817779268f) + 1.0f);
 }
 
-// In a GEMM the act id may carry CBC_K_ACT_PRECISE (--precision fp32): the
-// exact comparison with CBC_K_ACT_TANH then fails and tanh goes through
-// tanhf like every other activation, its id masked (the skinny kernels'
-// loads mask it too).
 __device__ __forceinline__ float act_f_gemm(int a, float z)
 {
-    return a == CBC_K_ACT_TANH ? tanh_gemm(z) : act_f(a & CBC_K_ACT_MASK, z);
+    return a == CBC_K_ACT_TANH ? tanh_gemm(z) : act_f(a, z);
 }
 
 __device__ __forceinline__ float act_df_gemm(int a, float z)
@@ -109,7 +105,7 @@ __device__ __forceinline__ float act_df_gemm(int a, float z)
         float t = tanh_gemm(z);
         return 1.0f - t * t;
     }
-    return act_df(a & CBC_K_ACT_MASK, z);
+    return act_df(a, z);
 }
 
 __device__ __forceinline__ float base_at(const cbc_k_base &b, int row, int F, int col)
@@ -746,10 +742,10 @@ __device__ __noinline__ float a_elem(const cbc_k_gemm &p, int r, int k)
     if (p.pro == CBC_PRO_INTERP) {
         int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
         size_t o = (size_t)b * p.ldu + k;
-        return act_f(p.pro_act & CBC_K_ACT_MASK, p.u[o] + p.alpha[s] * p.v[o]);
+        return act_f(p.pro_act, p.u[o] + p.alpha[s] * p.v[o]);
     }
     float a = p.A[(size_t)r * p.lda + k];
-    return p.pro == CBC_PRO_ACT ? act_f(p.pro_act & CBC_K_ACT_MASK, a) : a;
+    return p.pro == CBC_PRO_ACT ? act_f(p.pro_act, a) : a;
 }
 
 

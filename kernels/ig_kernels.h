@@ -57,11 +57,6 @@ enum {
     CBC_K_ACT_ELU = 7,
     CBC_K_ACT_LEAKY_RELU = 8
 };
-/* Or'ed into a GEMM's pro_act / epi_act by --precision fp32: the GEMM
- * evaluates tanh with tanhf instead of its fast exp2 form (the id without
- * the flag is act & CBC_K_ACT_MASK). */
-#define CBC_K_ACT_PRECISE 0x100
-#define CBC_K_ACT_MASK 0xff
 
 /* Baseline kinds as the kernels take them (struct cbc_k_base.kind). */
 enum {

@@ -315,8 +315,8 @@ CBC_API enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, 
                                       struct cbc_err *err);
 
 enum cbc_ig_precision {
-    CBC_IG_PRECISION_FAST = 0, /* 3xTF32 tensor cores and a fast tanh in the GEMMs (default) */
-    CBC_IG_PRECISION_FP32 = 1  /* FP32 FMA GEMMs and tanhf: PyTorch float32's arithmetic */
+    CBC_IG_PRECISION_FAST = 0, /* 3xTF32 tensor cores (default) */
+    CBC_IG_PRECISION_FP32 = 1  /* FP32 FMA GEMMs, as PyTorch float32 with TF32 off */
 };
 /* "fast", "fp32". Since 0.2. */
 CBC_API bool cbc_ig_precision_parse(const char *name, enum cbc_ig_precision *out);

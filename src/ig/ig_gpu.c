@@ -146,17 +146,10 @@ enum cbc_status ig_gemm(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, struct cbc_e
     p->splits = 1;
     p->kchunk = p->K;
     void *args[] = {p};
-    int pro_act = p->pro_act, epi_act = p->epi_act;
-    if (g->precise) { /* restored below: the caller reads its own values again */
-        p->pro_act |= CBC_K_ACT_PRECISE;
-        p->epi_act |= CBC_K_ACT_PRECISE;
-    }
     if (p->M <= 8) {
-        enum cbc_status st =
-            p->nn ? ig_launch(g, K_SKINNY_NN, ig_blocks((size_t)p->N, 32), 1, 1, 256, args, err)
-                  : ig_launch(g, K_SKINNY_NT, ig_blocks((size_t)p->N, 8), 1, 1, 256, args, err);
-        p->pro_act = pro_act, p->epi_act = epi_act;
-        return st;
+        if (p->nn)
+            return ig_launch(g, K_SKINNY_NN, ig_blocks((size_t)p->N, 32), 1, 1, 256, args, err);
+        return ig_launch(g, K_SKINNY_NT, ig_blocks((size_t)p->N, 8), 1, 1, 256, args, err);
     }
     size_t t128 = (size_t)ig_blocks((size_t)p->M, 128) * ig_blocks((size_t)p->N, 128);
     /* sm_80+ images carry no 128-row SIMT tiles (see GEMM_S128) */
@@ -176,9 +169,7 @@ enum cbc_status ig_gemm(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, struct cbc_e
             splits = max_splits > 1 ? max_splits : 1;
     }
     int k = K_GEMM0 + fam * V_COUNT + var;
-    enum cbc_status st = gemm_launch(g, p, k, gx, gy, splits, bk, args, err);
-    p->pro_act = pro_act, p->epi_act = epi_act;
-    return st;
+    return gemm_launch(g, p, k, gx, gy, splits, bk, args, err);
 }
 
 static enum cbc_status gemm_launch(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, int k, unsigned gx,

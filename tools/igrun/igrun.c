@@ -53,7 +53,7 @@ static const char usage[] =
     "  --seed N             the noise generator's seed (default 0)\n"
     "  --device D           auto (default: the GPU, else the CPU, saying why), cuda, cpu\n"
     "  --precision P        GPU arithmetic: fast (default: 3xTF32 tensor cores) or fp32\n"
-    "                       (FP32 FMA, PyTorch float32's); README has the accuracy of each\n"
+    "                       (FP32 FMA GEMMs); README has the accuracy of each\n"
     "  --gradient G         auto (default: analytic), analytic, fd; naive is a\n"
     "                       per-feature loop, a benchmark baseline\n"
     "  --activations LIST   one per Linear layer (default: from the file's metadata)\n"
