@@ -41,6 +41,7 @@ struct tok {
 #define MAX_DEPTH 12
 #define MAX_PARAMS 16
 #define STEP_BUDGET 4000000u
+#define MAX_NEST 200 /* blocks and array literals followed inside one another */
 
 struct rfile {
     struct lint_src src;
@@ -104,6 +105,7 @@ struct unit {
     bool nvcc, cubincache_emits;
     size_t env_findings;
     unsigned long steps;
+    int depth; /* nested blocks and array literals being followed: bounded */
     bool oom, budget;
     struct cbc_lint_result *r;
 };
@@ -415,10 +417,26 @@ static bool bind(struct binding **b, size_t *nb, size_t *cap, char *name, struct
 /* The names an expression [b, e) stands for: "X", &"X", CONST, &CONST,
  * binding, binding.as_str(), ["A", "B"], &["A", B_CONST], x.iter(). False
  * (v empty) when the lint cannot tell. */
+static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                       size_t e, struct val *v);
+
 static bool resolve(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
                     size_t e, struct val *v)
 {
     memset(v, 0, sizeof *v);
+    if (u->depth >= MAX_NEST) { /* a hostile file's [[[[...]]]]: not followed */
+        u->budget = true;
+        return false;
+    }
+    u->depth++;
+    bool ok = resolve_at(u, fr, f, b, e, v);
+    u->depth--;
+    return ok;
+}
+
+static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                       size_t e, struct val *v)
+{
     while (b < e && (is(f, b, "&") || is(f, b, "*")))
         b++;
     /* drop .as_str() .as_ref() .to_string() .iter() .into_iter() .to_owned() */
@@ -878,8 +896,23 @@ static void tool_site(struct unit *u, struct frame *fr, const struct rfile *f, s
 
 /* The block whose '{' is at `open`, run as `kind`. Reads report at the
  * statement they are in (parent_stmt inside a match's arms). */
+static void run_block_at(struct unit *u, struct frame *fr, size_t open, enum scope kind,
+                         size_t parent_stmt, const char *for_var, const struct val *for_val);
+
 static void run_block(struct unit *u, struct frame *fr, size_t open, enum scope kind,
                       size_t parent_stmt, const char *for_var, const struct val *for_val)
+{
+    if (u->depth >= MAX_NEST) { /* a hostile file's {{{{...}}}}: the stack stays bounded */
+        u->budget = true;
+        return;
+    }
+    u->depth++;
+    run_block_at(u, fr, open, kind, parent_stmt, for_var, for_val);
+    u->depth--;
+}
+
+static void run_block_at(struct unit *u, struct frame *fr, size_t open, enum scope kind,
+                         size_t parent_stmt, const char *for_var, const struct val *for_val)
 {
     const struct rfile *f = &u->files[fr->file];
     size_t close = close_of(f, open);

@@ -152,6 +152,18 @@ for d in "$T"/m/m*; do
     [ $rc -le 1 ] || fail "lint of a mangled $(ls "$d") exited $rc: $(cat "$T/m.err") (kept in $d)"
 done
 
+note "hostile nesting: 100,000 blocks and array literals inside one another, no crash"
+mkdir -p "$T/deep"
+python3 -c '
+n = 100000
+print("const A: &[&str] = &" + "[" * n + "\"X\"" + "]" * n + ";")
+print("fn main() {" + "{" * n + "let _ = std::env::var(\"DEEP\");" + "}" * n + "}")
+' > "$T/deep/build.rs"
+rc=0
+timeout 30 "$CUBINCACHE" lint -v "$T/deep" > "$T/deep.out" 2>&1 || rc=$?
+[ $rc -le 1 ] || fail "lint of a deeply nested build.rs exited $rc: $(tail -3 "$T/deep.out")"
+grep -q "too complex to follow" "$T/deep.out" || fail "no note that the lint stopped early: $(tail -3 "$T/deep.out")"
+
 note "usage and unreadable input: exit 2, naming the problem"
 expect_out 2 "cannot read '$T/nope'" "$CUBINCACHE" lint "$T/nope"
 echo x > "$T/notes.txt"
