@@ -295,6 +295,27 @@ expect(2, ["--stdev '-1'"], "--model", m3, "--input", path("x.npy"), "--target",
 rc, out = igrun("--model", m3, "--input", path("x.npy"), "--target", "pred", "-q")
 if rc != 0 or out.strip().count("\n") != 0 or "max |delta|" not in out:
     fail("-q printed more than the summary: %s" % out)
+# plots: SVG only, one panel per input asked for, titles that say what was run,
+# a heat map only when --image says the input is one
+expect(2, ["igrun writes SVG only"], "--model", m3, "--input", path("x.npy"), "--target", "1",
+       "--plot", path("p.png"))
+svg = path("p.svg")
+expect(0, "delta", "--model", m3, "--input", path("x.npy"), "--target", "1", "--plot", svg,
+       "--plot-inputs", "0,2")
+text = open(svg).read()
+if text.count("<g transform") != 2 or "input 2 of 3, target 1, gausslegendre 50 steps" not in text:
+    fail("--plot-inputs 0,2: %s" % text[:400])
+if "attributions (red +" in text:
+    fail("a tabular input was drawn as an image")
+expect(0, "delta", "--model", m3, "--input", path("x.npy"), "--target", "1", "--plot", svg,
+       "--image", "2x3")
+if "attributions (red +" not in open(svg).read():
+    fail("--image 2x3 did not draw a heat map")
+expect(2, ["--image 3x3 is 9 features"], "--model", m3, "--input", path("x.npy"), "--target", "1",
+       "--plot", svg, "--image", "3x3")
+expect(2, ["--plot-inputs: input 7 of 3"], "--model", m3, "--input", path("x.npy"), "--target",
+       "1", "--plot", svg, "--plot-inputs", "7")
+
 # a torch.save file is named for what it is
 with open(path("model.pt"), "wb") as f:
     f.write(b"PK\x03\x04" + b"\0" * 60)

@@ -58,8 +58,9 @@ static const char usage[] =
     "                       per-feature loop, a benchmark baseline\n"
     "  --activations LIST   one per Linear layer (default: from the file's metadata)\n"
     "  --out FILE           results as .json, .csv or .npy (attributions only)\n"
-    "  --plot FILE.svg      the first input's attributions (heat map for images)\n"
-    "  --image HxW          the input's image shape (default: square feature counts)\n"
+    "  --plot FILE.svg      attributions as SVG: a bar chart, or a heat map with --image\n"
+    "  --plot-inputs LIST   the inputs plotted, one panel each (default 0), e.g. 0,5,9\n"
+    "  --image HxW          the input is an H x W image (its features row by row)\n"
     "  --tolerance T        exit 3 when any |delta| exceeds T\n"
     "  --mem-budget SIZE    GPU scratch memory (default: a quarter of what is free)\n"
     "  --demo               the small model and input shipped with cubincache\n"
@@ -304,7 +305,7 @@ int main(int argc, char **argv)
     enum {
         O_MODEL = 256, O_INPUT, O_BASE, O_STEPS, O_METHOD, O_TARGET, O_DEVICE, O_GRAD, O_OUT, O_PLOT,
         O_TOL, O_DEMO, O_ACTS, O_IMAGE, O_BUDGET, O_BASES, O_NOISE, O_SAMPLES, O_STDEV, O_SEED,
-        O_LAYERS, O_PRECISION, O_HELP
+        O_LAYERS, O_PRECISION, O_PLOT_INPUTS, O_HELP
     };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},   {"input", required_argument, NULL, O_INPUT},
@@ -319,12 +320,13 @@ int main(int argc, char **argv)
         {"samples", required_argument, NULL, O_SAMPLES}, {"stdev", required_argument, NULL, O_STDEV},
         {"seed", required_argument, NULL, O_SEED},     {"layers", required_argument, NULL, O_LAYERS},
         {"precision", required_argument, NULL, O_PRECISION},
+        {"plot-inputs", required_argument, NULL, O_PLOT_INPUTS},
         {"quiet", no_argument, NULL, 'q'},             {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, O_HELP},           {NULL, 0, NULL, 0},
     };
     const char *model = NULL, *input = NULL, *baseline = "zeros", *device = "auto",
                *gradient = "auto", *outp = NULL, *plot = NULL, *acts = NULL, *image = NULL,
-               *bases = NULL, *layers = NULL;
+               *bases = NULL, *layers = NULL, *plot_inputs = NULL;
     double tol = -1;
     bool demo = false;
     struct cbc_ig_request req;
@@ -362,6 +364,7 @@ int main(int argc, char **argv)
         case O_GRAD: gradient = optarg; break;
         case O_OUT: outp = optarg; break;
         case O_PLOT: plot = optarg; break;
+        case O_PLOT_INPUTS: plot_inputs = optarg; break;
         case O_TOL:
             errno = 0;
             tol = strtod(optarg, &end);
@@ -440,6 +443,22 @@ int main(int argc, char **argv)
     int ih = 0, iw = 0;
     if (image && (sscanf(image, "%dx%d", &ih, &iw) != 2 || ih < 1 || iw < 1))
         return tool_usage_error(&t, usage, "--image '%s': expected HxW such as 28x28", image);
+    if (plot && !ends_with(plot, ".svg"))
+        return tool_usage_error(&t, usage, "--plot '%s': igrun writes SVG only: name it .svg", plot);
+    if (plot_inputs && !plot)
+        return tool_usage_error(&t, usage, "--plot-inputs without --plot: add --plot FILE.svg");
+    long long pin[64];
+    size_t n_pin = 0;
+    if (plot_inputs) {
+        char buf[512];
+        if (strlen(plot_inputs) >= sizeof buf)
+            return tool_usage_error(&t, usage, "--plot-inputs: too long");
+        strcpy(buf, plot_inputs);
+        for (char *sv = NULL, *tok = strtok_r(buf, ",", &sv); tok; tok = strtok_r(NULL, ",", &sv))
+            if (n_pin == 64 || !parse_int(tok, 0, INT_MAX, &pin[n_pin++]))
+                return tool_usage_error(&t, usage, "--plot-inputs '%s': expected up to 64 input "
+                                        "indices such as 0,5,9", plot_inputs);
+    }
 
     char *dm = NULL, *di = NULL;
     if (demo) {
@@ -662,16 +681,33 @@ int main(int argc, char **argv)
                  : cbc_err_set(&err, CBC_E_USAGE, "--out '%s': expected .json, .csv or .npy", outp);
     }
     if (st == CBC_OK && plot) {
-        if (!image) {
-            int sq = (int)lround(sqrt((double)F));
-            if (sq >= 4 && (size_t)sq * (size_t)sq == F)
-                ih = iw = sq;
+        if (ih && (size_t)ih * (size_t)iw != F)
+            st = cbc_err_set(&err, CBC_E_USAGE, "--image %dx%d is %d features; the model takes %zu",
+                             ih, iw, ih * iw, F);
+        if (!n_pin)
+            pin[n_pin++] = 0;
+        struct igrun_panel panels[64];
+        char titles[64][600];
+        for (size_t k = 0; st == CBC_OK && k < n_pin; k++) {
+            if ((size_t)pin[k] >= X.rows) {
+                st = cbc_err_set(&err, CBC_E_USAGE, "--plot-inputs: input %lld of %zu", pin[k],
+                                 X.rows);
+                break;
+            }
+            size_t q = (size_t)pin[k] * T; /* its first target */
+            char title[600];
+            snprintf(title, sizeof title, "%s, input %lld of %zu, target %d, %s %d steps%s%s: "
+                     "F(x) = %.4g, F(baseline) = %.4g, delta = %.2g",
+                     cbc_path_base(model), pin[k], X.rows, targets[q],
+                     cbc_ig_method_name(req.method), req.steps,
+                     plan.noise != CBC_IG_NOISE_NONE ? ", " : "",
+                     plan.noise != CBC_IG_NOISE_NONE ? cbc_ig_noise_name(plan.noise) : "",
+                     o.f_x[q], o.f_base[q], o.delta[q]);
+            xml_escape(title, titles[k], sizeof titles[k]);
+            panels[k] = (struct igrun_panel){X.data + (size_t)pin[k] * F, attr + q * F, titles[k]};
         }
-        char title[512], esc[600];
-        snprintf(title, sizeof title, "%s, input 0 of %zu, target %d: F(x) = %.4g, F(baseline) = %.4g, delta = %.2g",
-                 cbc_path_base(model), X.rows, targets[0], o.f_x[0], o.f_base[0], o.delta[0]);
-        xml_escape(title, esc, sizeof esc);
-        st = igrun_plot_svg(plot, X.data, attr, F, ih, iw, esc, &err);
+        if (st == CBC_OK)
+            st = igrun_plot_svg(plot, panels, n_pin, F, ih, iw, &err);
     }
     if (st != CBC_OK) {
         tool_error(&t, &err);

@@ -1,7 +1,7 @@
-/* svg.c: igrun's --plot: attributions as an SVG. An input that is an image
- * (H x W given, or a square number of features >= 16) is drawn as the
- * input in grey beside a diverging heat map (red positive, blue negative,
- * scaled to the largest magnitude); anything else as a bar chart. Pure
+/* svg.c: igrun's --plot: attributions as an SVG, one panel per input shown
+ * (stacked). An input that is an image (--image H x W) is drawn as the input
+ * in grey beside a diverging heat map (red positive, blue negative, scaled
+ * to the panel's largest magnitude); anything else as a bar chart. Pure
  * text generation: no library, and the file is written atomically.
  */
 #include "svg.h"
@@ -29,10 +29,11 @@ static double max_abs(const float *v, size_t n)
     return m > 0 ? m : 1;
 }
 
-enum cbc_status igrun_plot_svg(const char *path, const float *x, const float *attr, size_t F,
-                               int height, int width, const char *title, struct cbc_err *err)
+/* One panel at the origin; *w and *h get its size. */
+static void panel(struct cbc_buf *b, const struct igrun_panel *p, size_t F, int height, int width,
+                  double *w, double *h)
 {
-    struct cbc_buf b = {0};
+    const float *x = p->x, *attr = p->attr;
     double m = max_abs(attr, F);
     char c[32];
     if (height > 0 && width > 0 && (size_t)height * (size_t)width == F) {
@@ -44,46 +45,70 @@ enum cbc_status igrun_plot_svg(const char *path, const float *x, const float *at
             xmax = x[i] > xmax ? x[i] : xmax;
         }
         double xr = xmax > xmin ? xmax - xmin : 1;
-        cbc_buf_printf(&b,
-                       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-                       "font-family=\"sans-serif\" font-size=\"12\">\n"
+        cbc_buf_printf(b,
                        "<text x=\"10\" y=\"18\">%s</text>\n"
                        "<text x=\"10\" y=\"%.0f\">input</text>\n"
                        "<text x=\"%.0f\" y=\"%.0f\">attributions (red +, blue -, max |a| = %.4g)</text>\n",
-                       2 * pw + 30, ph + 60, title, ph + 52, pw + 20, ph + 52, m);
+                       p->title, ph + 52, pw + 20, ph + 52, m);
         for (int r = 0; r < height; r++)
             for (int q = 0; q < width; q++) {
                 size_t i = (size_t)r * width + q;
                 int g = (int)lround(255 * (x[i] - xmin) / xr);
-                cbc_buf_printf(&b,
+                cbc_buf_printf(b,
                                "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
                                "fill=\"rgb(%d,%d,%d)\"/>\n",
                                10 + q * cell, 28 + r * cell, cell, cell, g, g, g);
                 color(attr[i] / m, c, sizeof c);
-                cbc_buf_printf(&b,
+                cbc_buf_printf(b,
                                "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
                                "fill=\"%s\"><title>[%d,%d] %.6g</title></rect>\n",
                                pw + 20 + q * cell, 28 + r * cell, cell, cell, c, r, q, attr[i]);
             }
-    } else {
-        double bw = F > 0 ? 640.0 / (double)F : 1, mid = 170;
-        cbc_buf_printf(&b,
-                       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"660\" height=\"360\" "
-                       "font-family=\"sans-serif\" font-size=\"12\">\n"
-                       "<text x=\"10\" y=\"18\">%s</text>\n"
-                       "<line x1=\"10\" y1=\"%.0f\" x2=\"650\" y2=\"%.0f\" stroke=\"black\"/>\n"
-                       "<text x=\"10\" y=\"350\">features 0..%zu; max |a| = %.4g</text>\n",
-                       title, mid, mid, F ? F - 1 : 0, m);
-        for (size_t i = 0; i < F; i++) {
-            double h = 140 * attr[i] / m;
-            cbc_buf_printf(&b,
-                           "<rect x=\"%.3f\" y=\"%.3f\" width=\"%.3f\" height=\"%.3f\" fill=\"%s\">"
-                           "<title>[%zu] %.6g</title></rect>\n",
-                           10 + i * bw, h >= 0 ? mid - h : mid, bw, fabs(h), attr[i] >= 0 ? "rgb(200,30,30)" : "rgb(30,60,200)", i, attr[i]);
-        }
+        *w = 2 * pw + 30;
+        *h = ph + 60;
+        return;
     }
+    double bw = F > 0 ? 640.0 / (double)F : 1, mid = 170;
+    cbc_buf_printf(b,
+                   "<text x=\"10\" y=\"18\">%s</text>\n"
+                   "<line x1=\"10\" y1=\"%.0f\" x2=\"650\" y2=\"%.0f\" stroke=\"black\"/>\n"
+                   "<text x=\"10\" y=\"350\">features 0..%zu; max |a| = %.4g</text>\n",
+                   p->title, mid, mid, F ? F - 1 : 0, m);
+    for (size_t i = 0; i < F; i++) {
+        double hh = 140 * attr[i] / m;
+        cbc_buf_printf(b,
+                       "<rect x=\"%.3f\" y=\"%.3f\" width=\"%.3f\" height=\"%.3f\" fill=\"%s\">"
+                       "<title>[%zu] %.6g</title></rect>\n",
+                       10 + i * bw, hh >= 0 ? mid - hh : mid, bw, fabs(hh),
+                       attr[i] >= 0 ? "rgb(200,30,30)" : "rgb(30,60,200)", i, attr[i]);
+    }
+    *w = 660;
+    *h = 360;
+}
+
+enum cbc_status igrun_plot_svg(const char *path, const struct igrun_panel *panels, size_t n,
+                               size_t F, int height, int width, struct cbc_err *err)
+{
+    struct cbc_buf body = {0}, b = {0};
+    double W = 0, H = 0;
+    for (size_t k = 0; k < n; k++) {
+        double w, h;
+        cbc_buf_printf(&body, "<g transform=\"translate(0,%.0f)\">\n", H);
+        panel(&body, &panels[k], F, height, width, &w, &h);
+        cbc_buf_puts(&body, "</g>\n");
+        W = w > W ? w : W;
+        H += h;
+    }
+    cbc_buf_printf(&b,
+                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                   "font-family=\"sans-serif\" font-size=\"12\">\n",
+                   W, H);
+    if (body.p)
+        cbc_buf_append(&b, body.p, body.len);
     cbc_buf_puts(&b, "</svg>\n");
-    enum cbc_status st = b.oom ? cbc_err_oom(err) : cbc_file_write_atomic(path, b.p, b.len, 0644, err);
+    enum cbc_status st = b.oom || body.oom ? cbc_err_oom(err)
+                                           : cbc_file_write_atomic(path, b.p, b.len, 0644, err);
     cbc_buf_release(&b);
+    cbc_buf_release(&body);
     return st;
 }

@@ -4,9 +4,14 @@
 
 #include "common.h"
 
-/* Writes an SVG: a heat map beside the input when height*width == F
- * (height, width > 0), else a bar chart. `title` must be XML-safe. */
-enum cbc_status igrun_plot_svg(const char *path, const float *x, const float *attr, size_t F,
-                               int height, int width, const char *title, struct cbc_err *err);
+struct igrun_panel {
+    const float *x, *attr; /* [F] each */
+    const char *title;     /* XML-safe */
+};
+
+/* Writes an SVG of n panels, one under another: a heat map beside the
+ * input when height*width == F (height, width > 0), else a bar chart. */
+enum cbc_status igrun_plot_svg(const char *path, const struct igrun_panel *panels, size_t n,
+                               size_t F, int height, int width, struct cbc_err *err);
 
 #endif
