@@ -316,6 +316,32 @@ expect(2, ["--image 3x3 is 9 features"], "--model", m3, "--input", path("x.npy")
 expect(2, ["--plot-inputs: input 7 of 3"], "--model", m3, "--input", path("x.npy"), "--target",
        "1", "--plot", svg, "--plot-inputs", "7")
 
+# feature names: the input CSV's header, or --feature-names; CSV columns,
+# JSON, the largest attributions and the plot's labels use them (escaped)
+names = ["age", "b<mi", "bp", "s1", "s2, s3", "s4"]
+with open(path("named.csv"), "w") as f:
+    f.write(",".join(n if "," not in n else n.replace(",", ";") for n in names) + "\n")
+    for row in X:
+        f.write(",".join("%.9g" % v for v in row) + "\n")
+out = path("names.csv")
+expect(0, "delta", "--model", m3, "--input", path("named.csv"), "--target", "0", "--out", out)
+head = open(out).readline().strip().split(",")
+if head[6:] != ["age", "b<mi", "bp", "s1", "s2; s3", "s4"]:
+    fail("CSV header names: %s" % head)
+with open(path("names.txt"), "w") as f:
+    f.write("\n".join(names) + "\n")
+out = path("names.json")
+expect(0, "delta", "--model", m3, "--input", path("x.npy"), "--target", "0", "--feature-names",
+       path("names.txt"), "--out", out, "--plot", path("names.svg"))
+if json.load(open(out)).get("feature_names") != names:
+    fail("JSON feature_names: %s" % json.load(open(out)).get("feature_names"))
+if "<title>b&lt;mi " not in open(path("names.svg")).read():
+    fail("the plot does not label (escaped) bars by name")
+with open(path("five.txt"), "w") as f:
+    f.write("a,b,c,d,e\n")
+expect(2, ["names 5 features; the model takes 6"], "--model", m3, "--input", path("x.npy"),
+       "--target", "0", "--feature-names", path("five.txt"))
+
 # a torch.save file is named for what it is
 with open(path("model.pt"), "wb") as f:
     f.write(b"PK\x03\x04" + b"\0" * 60)

@@ -61,6 +61,9 @@ static const char usage[] =
     "  --plot FILE.svg      attributions as SVG: a bar chart, or a heat map with --image\n"
     "  --plot-inputs LIST   the inputs plotted, one panel each (default 0), e.g. 0,5,9\n"
     "  --image HxW          the input is an H x W image (its features row by row)\n"
+    "  --feature-names FILE one name per feature (a line each, or one line of commas;\n"
+    "                       default: the header\n"
+    "                       line of an input .csv): CSV columns, JSON and plots use them\n"
     "  --tolerance T        exit 3 when any |delta| exceeds T\n"
     "  --mem-budget SIZE    GPU scratch memory (default: a quarter of what is free)\n"
     "  --demo               the small model and input shipped with cubincache\n"
@@ -99,6 +102,7 @@ struct shape {
     size_t n, T, F, K;  /* inputs, targets per input, features, baselines (0: one) */
     const int *targets; /* [n][T] */
     const double *base_delta; /* [n][T][K] or NULL */
+    char **names;             /* [F] feature names, or NULL */
 };
 
 static enum cbc_status write_json(const char *path, const char *model, const struct cbc_ig_request *r,
@@ -119,6 +123,11 @@ static enum cbc_status write_json(const char *path, const char *model, const str
         cJSON_AddNumberToObject(root, "seed", (double)p->seed);
     }
     cJSON_AddNumberToObject(root, "baselines", sh->K ? (double)sh->K : 1);
+    if (sh->names) {
+        cJSON *fn = cJSON_AddArrayToObject(root, "feature_names");
+        for (size_t i = 0; i < sh->F; i++)
+            cJSON_AddItemToArray(fn, cJSON_CreateString(sh->names[i]));
+    }
     cJSON *ins = cJSON_AddArrayToObject(root, "inputs");
     for (size_t q = 0; q < sh->n * sh->T; q++) {
         cJSON *in = cJSON_CreateObject();
@@ -147,13 +156,122 @@ static enum cbc_status write_json(const char *path, const char *model, const str
     return st;
 }
 
+static bool ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* A CSV field, quoted when it holds a comma, quote or line break. */
+static void csv_field(struct cbc_buf *b, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        cbc_buf_puts(b, s);
+        return;
+    }
+    cbc_buf_puts(b, "\"");
+    for (; *s; s++)
+        cbc_buf_append(b, *s == '"' ? "\"\"" : s, *s == '"' ? 2 : 1);
+    cbc_buf_puts(b, "\"");
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* Feature names: FILE (one per line, or one line of commas), else the
+ * header line of an input .csv (a first line that is not all numbers);
+ * NULL when there are none. Exactly F names, or an error naming the file. */
+static enum cbc_status feature_names(const char *file, const char *input, size_t F, char ***out,
+                                     struct cbc_err *err)
+{
+    *out = NULL;
+    const char *src = file ? file : ends_with(input, ".csv") ? input : NULL;
+    if (!src)
+        return CBC_OK;
+    uint8_t *data;
+    size_t len;
+    enum cbc_status st = cbc_file_read_max(src, 16u << 20, &data, &len, err);
+    if (st != CBC_OK)
+        return st;
+    char *text = (char *)data;
+    if (!file) { /* the input's first line, if it is a header */
+        char *nl = strchr(text, '\n');
+        if (nl)
+            *nl = '\0';
+        bool numeric = true;
+        for (char *sv = NULL, *tok = strtok_r(text, ",", &sv); tok && numeric;
+             tok = strtok_r(NULL, ",", &sv)) {
+            char *e;
+            strtod(tok, &e);
+            while (*e == ' ' || *e == '\r')
+                e++;
+            numeric = e != tok && *e == '\0';
+        }
+        free(data);
+        if (numeric)
+            return CBC_OK;
+        st = cbc_file_read_max(src, 16u << 20, &data, &len, err);
+        if (st != CBC_OK)
+            return st;
+        text = (char *)data;
+        char *nl2 = strchr(text, '\n');
+        if (nl2)
+            *nl2 = '\0';
+    }
+    char **names = calloc(F ? F : 1, sizeof *names);
+    size_t n = 0;
+    /* a file of several lines has a name per line (commas and all); one line
+     * is a list separated by commas */
+    const char *nl1 = strchr(text, '\n');
+    bool lines = file && nl1 && nl1[1] != '\0' && strspn(nl1 + 1, "\r\n") < strlen(nl1 + 1);
+    for (char *sv = NULL, *tok = strtok_r(text, lines ? "\n" : ",\n", &sv); names && tok;
+         tok = strtok_r(NULL, lines ? "\n" : ",\n", &sv)) {
+        size_t l = strlen(tok);
+        while (l && (tok[l - 1] == '\r' || tok[l - 1] == ' '))
+            tok[--l] = '\0';
+        while (*tok == ' ')
+            tok++;
+        if (n == F) {
+            n++;
+            break;
+        }
+        if (!(names[n++] = cbc_strdup(tok))) {
+            free_names(names, n);
+            free(data);
+            return cbc_err_oom(err);
+        }
+    }
+    free(data);
+    if (!names)
+        return cbc_err_oom(err);
+    if (n != F) {
+        free_names(names, F);
+        st = cbc_err_set(err, CBC_E_SHAPE, "'%s' names %s%zu features; the model takes %zu",
+                         src, n > F ? "more than " : "", n > F ? F : n, F);
+        cbc_err_hint(err, "give one name per feature, one per line or separated by commas");
+        return st;
+    }
+    *out = names;
+    return CBC_OK;
+}
+
 static enum cbc_status write_csv(const char *path, const struct cbc_ig_output *o,
                                  const struct shape *sh, struct cbc_err *err)
 {
     struct cbc_buf b = {0};
     cbc_buf_puts(&b, "input,target,f_x,f_baseline,sum,delta");
-    for (size_t i = 0; i < sh->F; i++)
-        cbc_buf_printf(&b, ",a%zu", i);
+    for (size_t i = 0; i < sh->F; i++) {
+        if (sh->names) {
+            cbc_buf_puts(&b, ",");
+            csv_field(&b, sh->names[i]);
+        } else {
+            cbc_buf_printf(&b, ",a%zu", i);
+        }
+    }
     cbc_buf_puts(&b, "\n");
     for (size_t q = 0; q < sh->n * sh->T; q++) {
         cbc_buf_printf(&b, "%zu,%d,%.9g,%.9g,%.9g,%.9g", q / sh->T, sh->targets[q], o->f_x[q],
@@ -181,11 +299,6 @@ static bool parse_int(const char *s, long long lo, long long hi, long long *out)
     return true;
 }
 
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && !strcmp(s + a - b, suf);
-}
 
 /* --target: "pred", "K", "K1,K2,..." or a file. */
 struct target_spec {
@@ -305,7 +418,7 @@ int main(int argc, char **argv)
     enum {
         O_MODEL = 256, O_INPUT, O_BASE, O_STEPS, O_METHOD, O_TARGET, O_DEVICE, O_GRAD, O_OUT, O_PLOT,
         O_TOL, O_DEMO, O_ACTS, O_IMAGE, O_BUDGET, O_BASES, O_NOISE, O_SAMPLES, O_STDEV, O_SEED,
-        O_LAYERS, O_PRECISION, O_PLOT_INPUTS, O_HELP
+        O_LAYERS, O_PRECISION, O_PLOT_INPUTS, O_FNAMES, O_HELP
     };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},   {"input", required_argument, NULL, O_INPUT},
@@ -321,12 +434,13 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, O_SEED},     {"layers", required_argument, NULL, O_LAYERS},
         {"precision", required_argument, NULL, O_PRECISION},
         {"plot-inputs", required_argument, NULL, O_PLOT_INPUTS},
+        {"feature-names", required_argument, NULL, O_FNAMES},
         {"quiet", no_argument, NULL, 'q'},             {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, O_HELP},           {NULL, 0, NULL, 0},
     };
     const char *model = NULL, *input = NULL, *baseline = "zeros", *device = "auto",
                *gradient = "auto", *outp = NULL, *plot = NULL, *acts = NULL, *image = NULL,
-               *bases = NULL, *layers = NULL, *plot_inputs = NULL;
+               *bases = NULL, *layers = NULL, *plot_inputs = NULL, *fnames_path = NULL;
     double tol = -1;
     bool demo = false;
     struct cbc_ig_request req;
@@ -365,6 +479,7 @@ int main(int argc, char **argv)
         case O_OUT: outp = optarg; break;
         case O_PLOT: plot = optarg; break;
         case O_PLOT_INPUTS: plot_inputs = optarg; break;
+        case O_FNAMES: fnames_path = optarg; break;
         case O_TOL:
             errno = 0;
             tol = strtod(optarg, &end);
@@ -489,6 +604,7 @@ int main(int argc, char **argv)
     float *attr = NULL;
     double *vals = NULL, *bdelta = NULL;
     int *targets = NULL;
+    char **names = NULL;
     size_t T = 1;
     enum cbc_status st = cbc_mlp_load_safetensors_layers(model, acts, layers, &m, &err);
     if (st == CBC_OK)
@@ -502,6 +618,8 @@ int main(int argc, char **argv)
     }
     if (st == CBC_OK)
         st = resolve_targets(&ts, &m->mlp, &X, &targets, &T, &err);
+    if (st == CBC_OK)
+        st = feature_names(fnames_path, input, F, &names, &err);
     if (st == CBC_OK && !bases) {
         char *e2;
         double v = strtod(baseline, &e2);
@@ -661,7 +779,10 @@ int main(int argc, char **argv)
             }
             printf("  largest:");
             for (int j = 0; j < k; j++)
-                printf(" [%zu] %+.4g", top[j], a[top[j]]);
+                if (names)
+                    printf(" %s %+.4g", names[top[j]], a[top[j]]);
+                else
+                    printf(" [%zu] %+.4g", top[j], a[top[j]]);
             printf("\n");
         }
     }
@@ -670,7 +791,7 @@ int main(int argc, char **argv)
            X.rows, X.rows == 1 ? "" : "s", T, T == 1 ? "" : "s", worst, mean_abs,
            tol >= 0 ? (n_over ? ", some over --tolerance" : ", all within --tolerance") : "", ms,
            gpu ? "the GPU" : "the CPU");
-    struct shape sh = {X.rows, T, F, K, targets, bdelta};
+    struct shape sh = {X.rows, T, F, K, targets, bdelta, names};
     if (outp) {
         size_t dims[3] = {X.rows, T, F};
         st = ends_with(outp, ".json") ? write_json(outp, model, &req, &plan, where, &o, &sh, &err)
@@ -704,10 +825,21 @@ int main(int argc, char **argv)
                      plan.noise != CBC_IG_NOISE_NONE ? cbc_ig_noise_name(plan.noise) : "",
                      o.f_x[q], o.f_base[q], o.delta[q]);
             xml_escape(title, titles[k], sizeof titles[k]);
-            panels[k] = (struct igrun_panel){X.data + (size_t)pin[k] * F, attr + q * F, titles[k]};
+            panels[k] = (struct igrun_panel){X.data + (size_t)pin[k] * F, attr + q * F, titles[k],
+                                             NULL};
         }
+        char **xnames = NULL; /* the names, XML-escaped */
+        if (st == CBC_OK && names) {
+            xnames = calloc(F, sizeof *xnames);
+            for (size_t i = 0; xnames && i < F; i++)
+                if ((xnames[i] = malloc(6 * strlen(names[i]) + 8)))
+                    xml_escape(names[i], xnames[i], 6 * strlen(names[i]) + 8);
+        }
+        for (size_t k = 0; k < n_pin; k++)
+            panels[k].names = xnames;
         if (st == CBC_OK)
             st = igrun_plot_svg(plot, panels, n_pin, F, ih, iw, &err);
+        free_names(xnames, xnames ? F : 0);
     }
     if (st != CBC_OK) {
         tool_error(&t, &err);
@@ -727,6 +859,7 @@ out:
     free(vals);
     free(bdelta);
     free(targets);
+    free_names(names, F);
     free(dm);
     free(di);
     return rc;

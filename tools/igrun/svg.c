@@ -76,11 +76,19 @@ static void panel(struct cbc_buf *b, const struct igrun_panel *p, size_t F, int 
                    p->title, mid, mid, F ? F - 1 : 0, m);
     for (size_t i = 0; i < F; i++) {
         double hh = 140 * attr[i] / m;
+        char label[40];
+        snprintf(label, sizeof label, "[%zu]", i);
         cbc_buf_printf(b,
                        "<rect x=\"%.3f\" y=\"%.3f\" width=\"%.3f\" height=\"%.3f\" fill=\"%s\">"
-                       "<title>[%zu] %.6g</title></rect>\n",
+                       "<title>%s %.6g</title></rect>\n",
                        10 + i * bw, hh >= 0 ? mid - hh : mid, bw, fabs(hh),
-                       attr[i] >= 0 ? "rgb(200,30,30)" : "rgb(30,60,200)", i, attr[i]);
+                       attr[i] >= 0 ? "rgb(200,30,30)" : "rgb(30,60,200)",
+                       p->names ? p->names[i] : label, attr[i]);
+        if (p->names && F <= 40) /* the axis: each bar's name under it */
+            cbc_buf_printf(b,
+                           "<text x=\"%.3f\" y=\"330\" font-size=\"9\" "
+                           "transform=\"rotate(-60 %.3f 330)\">%s</text>\n",
+                           10 + (i + 0.5) * bw, 10 + (i + 0.5) * bw, p->names[i]);
     }
     *w = 660;
     *h = 360;

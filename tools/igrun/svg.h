@@ -7,6 +7,7 @@
 struct igrun_panel {
     const float *x, *attr; /* [F] each */
     const char *title;     /* XML-safe */
+    char *const *names;    /* [F] XML-safe feature names for the bars' labels, or NULL */
 };
 
 /* Writes an SVG of n panels, one under another: a heat map beside the
