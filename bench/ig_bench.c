@@ -167,7 +167,7 @@ int main(int argc, char **argv)
         char *p = cbc_asprintf("%s/mlp_%d.safetensors", dir, F);
         write_safetensors(p, &net);
         free(p);
-        struct cbc_matrix X = {x, N, (size_t)F};
+        struct cbc_matrix X = {.data = x, .rows = N, .cols = (size_t)F};
         p = cbc_asprintf("%s/inputs_%d.npy", dir, F);
         cbc_matrix_save_npy(p, &X, NULL);
         free(p);
@@ -250,7 +250,7 @@ int main(int argc, char **argv)
         }
         /* our attributions of the first 8 inputs, for the cross-check */
         run(gm, x, 8, F, CBC_IG_ANALYTIC, attr, v);
-        struct cbc_matrix A = {attr, 8, (size_t)F};
+        struct cbc_matrix A = {.data = attr, .rows = 8, .cols = (size_t)F};
         p = cbc_asprintf("%s/ours_%d.npy", dir, F);
         cbc_matrix_save_npy(p, &A, NULL);
         free(p);

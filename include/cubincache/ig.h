@@ -123,10 +123,13 @@ CBC_API void cbc_mlp_owned_free(struct cbc_mlp_owned *m);
 struct cbc_matrix {
     float *data;
     size_t rows, cols;
+    int ndim;       /* the file's: 1 to 4 for .npy ([n, H, W] and [n, C, H, W] are images,
+                       their trailing dimensions flattened into cols), 2 for .csv; since 0.2 */
+    size_t dims[4]; /* the file's shape, as given */
 };
 
-/* Reads .npy (C order; <f4, <f8, <i4, <i8, |u1; 1-D is one row, 2-D is rows
- * by columns) or .csv (numbers separated by commas; a non-numeric first line
+/* Reads .npy (<f4, <f8, <i4, <i8, |u1; 1-D is one row, 2-D is rows by
+ * columns, 3-D and 4-D are images, one per row, in C order) or .csv (numbers separated by commas; a non-numeric first line
  * is a header), chosen by the file's extension. Errors name the file and the
  * line / field. */
 CBC_API enum cbc_status cbc_matrix_load(const char *path, struct cbc_matrix *out, struct cbc_err *err);

@@ -766,10 +766,10 @@ static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, 
     /* shape: "(a, b)" or "(a,)" */
     if (*shape != '(')
         return ig_err_set(err, CBC_E_FORMAT, "'%s': bad shape in the .npy header", path);
-    long dims[3];
+    long dims[5];
     int nd = 0;
     const char *c = shape + 1;
-    while (c < h + hl && *c != ')' && nd < 3) {
+    while (c < h + hl && *c != ')' && nd < 5) {
         while (*c == ' ' || *c == ',')
             c++;
         if (*c == ')')
@@ -782,10 +782,20 @@ static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, 
         dims[nd++] = v;
         c = end;
     }
-    if (nd < 1 || nd > 2)
-        return ig_err_set(err, CBC_E_SHAPE, "'%s': a %d-D array; expected 1-D (one input) or 2-D "
-                           "(inputs x features)", path, nd);
-    size_t rows = nd == 2 ? (size_t)dims[0] : 1, cols = (size_t)dims[nd - 1];
+    if (nd < 1 || nd > 4)
+        return ig_err_set(err, CBC_E_SHAPE, "'%s': a %s-D array; expected 1-D (one input), 2-D "
+                           "(inputs x features), or images [n, H, W] or [n, C, H, W]", path,
+                           nd > 4 ? "5-or-more" : "0");
+    if (nd > 2 && fortran)
+        return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': a Fortran-ordered %d-D array; save it "
+                          "in C order (numpy.ascontiguousarray)", path, nd);
+    size_t rows = nd >= 2 ? (size_t)dims[0] : 1, cols = (size_t)dims[nd - 1];
+    for (int k = 1; k < nd - 1; k++) { /* an image's trailing dimensions are its features */
+        if (dims[k] && cols > SIZE_MAX / (size_t)dims[k])
+            return ig_err_set(err, CBC_E_FORMAT, "'%s': shape too large", path);
+        cols *= (size_t)dims[k];
+    }
+
     if (rows && cols > SIZE_MAX / rows / (size_t)es)
         return ig_err_set(err, CBC_E_FORMAT, "'%s': shape too large", path);
     size_t need = rows * cols * (size_t)es, at = off + hl;
@@ -827,6 +837,9 @@ static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, 
     out->data = v;
     out->rows = rows;
     out->cols = cols;
+    out->ndim = nd;
+    for (int k = 0; k < 4; k++)
+        out->dims[k] = k < nd ? (size_t)dims[k] : 0;
     return CBC_OK;
 }
 
@@ -909,6 +922,9 @@ static enum cbc_status load_csv(const char *path, const char *text, size_t len,
     out->data = v;
     out->rows = rows;
     out->cols = cols;
+    out->ndim = 2;
+    out->dims[0] = rows;
+    out->dims[1] = cols;
     return CBC_OK;
 }
 

@@ -316,6 +316,31 @@ expect(2, ["--image 3x3 is 9 features"], "--model", m3, "--input", path("x.npy")
 expect(2, ["--plot-inputs: input 7 of 3"], "--model", m3, "--input", path("x.npy"), "--target",
        "1", "--plot", svg, "--plot-inputs", "7")
 
+# image-shaped inputs: [n, H, W] and [n, 1, H, W] are drawn as images without
+# --image, their features flattened in C order; [n, 2, 1, 3] (two channels) is not
+np.save(path("img3.npy"), X.reshape(n, 2, 3))
+out = path("img3.npy.out.npy")
+expect(0, "delta", "--model", m3, "--input", path("img3.npy"), "--target", "0", "--out", out,
+       "--plot", path("img3.svg"))
+if not np.allclose(np.load(out), W3[0] * X, rtol=1e-5, atol=1e-6):
+    fail("a 3-D input was not flattened in C order")
+if "attributions (red +" not in open(path("img3.svg")).read():
+    fail("an [n, H, W] input was not drawn as an image")
+np.save(path("img4.npy"), X.reshape(n, 1, 2, 3))
+expect(0, "delta", "--model", m3, "--input", path("img4.npy"), "--target", "0", "--plot",
+       path("img4.svg"))
+if "attributions (red +" not in open(path("img4.svg")).read():
+    fail("an [n, 1, H, W] input was not drawn as an image")
+np.save(path("img2c.npy"), X.reshape(n, 2, 1, 3))
+expect(0, "delta", "--model", m3, "--input", path("img2c.npy"), "--target", "0", "--plot",
+       path("img2c.svg"))
+if "attributions (red +" in open(path("img2c.svg")).read():
+    fail("a two-channel input was drawn as one image")
+np.save(path("imgf.npy"), np.asfortranarray(X.reshape(n, 2, 3)))
+expect(2, ["Fortran-ordered 3-D array"], "--model", m3, "--input", path("imgf.npy"), "--target", "0")
+np.save(path("x5.npy"), X.reshape(n, 1, 1, 2, 3))
+expect(2, ["5-or-more-D array"], "--model", m3, "--input", path("x5.npy"), "--target", "0")
+
 # feature names: the input CSV's header, or --feature-names; CSV columns,
 # JSON, the largest attributions and the plot's labels use them (escaped)
 names = ["age", "b<mi", "bp", "s1", "s2, s3", "s4"]

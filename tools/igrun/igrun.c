@@ -60,7 +60,8 @@ static const char usage[] =
     "  --out FILE           results as .json, .csv or .npy (attributions only)\n"
     "  --plot FILE.svg      attributions as SVG: a bar chart, or a heat map with --image\n"
     "  --plot-inputs LIST   the inputs plotted, one panel each (default 0), e.g. 0,5,9\n"
-    "  --image HxW          the input is an H x W image (its features row by row)\n"
+    "  --image HxW          the input is an H x W image (its features row by row); an\n"
+    "                       .npy of shape [n, H, W] or [n, 1, H, W] says so itself\n"
     "  --feature-names FILE one name per feature (a line each, or one line of commas;\n"
     "                       default: an input .csv's header): CSV, JSON and plots use them\n"
     "  --tolerance T        exit 3 when any |delta| exceeds T\n"
@@ -801,6 +802,11 @@ int main(int argc, char **argv)
                  : cbc_err_set(&err, CBC_E_USAGE, "--out '%s': expected .json, .csv or .npy", outp);
     }
     if (st == CBC_OK && plot) {
+        /* an image-shaped .npy ([n, H, W], [n, 1, H, W]) is drawn as one */
+        if (!image && X.ndim == 3)
+            ih = (int)X.dims[1], iw = (int)X.dims[2];
+        else if (!image && X.ndim == 4 && X.dims[1] == 1)
+            ih = (int)X.dims[2], iw = (int)X.dims[3];
         if (ih && (size_t)ih * (size_t)iw != F)
             st = cbc_err_set(&err, CBC_E_USAGE, "--image %dx%d is %d features; the model takes %zu",
                              ih, iw, ih * iw, F);
