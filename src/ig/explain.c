@@ -288,34 +288,3 @@ out:
         free(V);
     return st;
 }
-
-enum cbc_status cbc_mlp_forward(const struct cbc_mlp *m, const float *x, size_t n, double *out,
-                                struct cbc_err *err)
-{
-    int w = m->layers[0].in;
-    for (int l = 0; l < m->n_layers; l++)
-        w = m->layers[l].out > w ? m->layers[l].out : w;
-    double *a = malloc((size_t)w * sizeof *a), *z = malloc((size_t)w * sizeof *z);
-    if (!a || !z) {
-        free(a), free(z);
-        return ig_err_oom(err);
-    }
-    int outs = m->layers[m->n_layers - 1].out;
-    for (size_t b = 0; b < n; b++) {
-        for (int i = 0; i < m->layers[0].in; i++)
-            a[i] = x[b * (size_t)m->layers[0].in + (size_t)i];
-        for (int l = 0; l < m->n_layers; l++) {
-            const struct cbc_mlp_layer *L = &m->layers[l];
-            for (int o = 0; o < L->out; o++) {
-                double s = L->b ? L->b[o] : 0;
-                for (int i = 0; i < L->in; i++)
-                    s += (double)L->w[(size_t)o * (size_t)L->in + (size_t)i] * a[i];
-                z[o] = cbc_act_f(L->act, s);
-            }
-            memcpy(a, z, (size_t)L->out * sizeof *a);
-        }
-        memcpy(out + b * (size_t)outs, a, (size_t)outs * sizeof *out);
-    }
-    free(a), free(z);
-    return CBC_OK;
-}

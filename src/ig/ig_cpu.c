@@ -37,6 +37,8 @@ static bool scratch_alloc(struct mlp_scratch *s, const struct cbc_mlp *m)
     for (int l = 0; l < L; l++)
         w = m->layers[l].out > w ? m->layers[l].out : w;
     s->maxw = w;
+    if (L < 1 || w < 1) /* a validated model never is */
+        return false;
     s->z = calloc((size_t)L, sizeof *s->z);
     s->h = calloc((size_t)L, sizeof *s->h);
     s->g = calloc((size_t)w, sizeof *s->g);
@@ -98,6 +100,28 @@ static void backward(const struct cbc_mlp *m, struct mlp_scratch *s, int target,
                 s->g[k] = s->g2[k] * cbc_act_df(prev->act, s->z[l - 1][k]);
         }
     }
+}
+
+enum cbc_status cbc_mlp_forward(const struct cbc_mlp *m, const float *x, size_t n, double *out,
+                                struct cbc_err *err)
+{
+    enum cbc_status st = cbc_mlp_validate(m, err); /* sizes the scratch from the model */
+    if (st != CBC_OK)
+        return st;
+    struct mlp_scratch s;
+    size_t F = (size_t)m->layers[0].in, outs = (size_t)m->layers[m->n_layers - 1].out;
+    double *in = malloc(F * sizeof *in);
+    bool ok = in && scratch_alloc(&s, m);
+    for (size_t b = 0; ok && b < n; b++) {
+        for (size_t i = 0; i < F; i++)
+            in[i] = x[b * F + i];
+        forward(m, &s, in, 0);
+        memcpy(out + b * outs, s.h[m->n_layers - 1], outs * sizeof *out);
+    }
+    if (in)
+        scratch_free(&s, m->n_layers);
+    free(in);
+    return ok ? CBC_OK : ig_err_oom(err);
 }
 
 struct mlp_fn_ctx {
