@@ -198,29 +198,25 @@ static enum cbc_status feature_names(const char *file, const char *input, size_t
     if (st != CBC_OK)
         return st;
     char *text = (char *)data;
-    if (!file) { /* the input's first line, if it is a header */
+    if (!file) { /* the input's first line, if it is a header (the reader skipped it) */
         char *nl = strchr(text, '\n');
         if (nl)
             *nl = '\0';
         bool numeric = true;
-        for (char *sv = NULL, *tok = strtok_r(text, ",", &sv); tok && numeric;
-             tok = strtok_r(NULL, ",", &sv)) {
+        for (const char *f = text; numeric;) {
             char *e;
-            strtod(tok, &e);
+            strtod(f, &e);
             while (*e == ' ' || *e == '\r')
                 e++;
-            numeric = e != tok && *e == '\0';
+            numeric = e != f && (*e == ',' || *e == '\0');
+            if (*e != ',')
+                break;
+            f = e + 1;
         }
-        free(data);
-        if (numeric)
+        if (numeric) {
+            free(data);
             return CBC_OK;
-        st = cbc_file_read_max(src, 16u << 20, &data, &len, err);
-        if (st != CBC_OK)
-            return st;
-        text = (char *)data;
-        char *nl2 = strchr(text, '\n');
-        if (nl2)
-            *nl2 = '\0';
+        }
     }
     char **names = calloc(F ? F : 1, sizeof *names);
     size_t n = 0;
