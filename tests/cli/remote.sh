@@ -155,6 +155,16 @@ three_builds dead "redis://127.0.0.1:$dead"
 grep -q "cannot connect" "$T/dead.err" || fail "dead: $(cat "$T/dead.err")"
 [ "$(rtime "$T/cdead")" -lt 200 ] || fail "dead: $(rtime "$T/cdead") ms spent on the remote"
 
+note "the skip marker is never written or read through a link planted in the cache"
+mkdir -p "$T/clink/v1"
+echo "someone else's file" > "$T/victim"
+ln -s "$T/victim" "$T/clink/v1/remote-skip"
+CUBINCACHE_DIR="$T/clink" timeout 60 "$CUBINCACHE" build -q -a 90 --remote "redis://127.0.0.1:$dead" \
+    -o "$T/outlink" -n l1 "$(fresh_kernel 77)" || fail "a build with a planted marker link failed"
+[ "$(cat "$T/victim")" = "someone else's file" ] || fail "the marker was written through the link"
+[ -f "$T/clink/v1/remote-skip" ] && [ ! -L "$T/clink/v1/remote-skip" ] ||
+    fail "the planted link is still the marker"
+
 note "fault: a server that accepts and never answers: one 1 s timeout for the three builds"
 $H fake "$T/silent.port" silent & echo $! > "$T/silent.pid"
 for i in $(seq 50); do [ -f "$T/silent.port" ] && break; sleep 0.1; done
