@@ -55,8 +55,11 @@ static void make_net(struct net *n, int F)
             n->w[l][i] = (2 * urand01() - 1) * bound;
         for (int i = 0; i < s[l + 1]; i++)
             n->b[l][i] = (2 * urand01() - 1) * bound;
-        n->L[l] = (struct cbc_mlp_layer){s[l], s[l + 1], n->w[l], n->b[l],
-                                         l < 2 ? CBC_ACT_TANH : CBC_ACT_IDENTITY};
+        n->L[l] = (struct cbc_mlp_layer){.in = s[l],
+                                         .out = s[l + 1],
+                                         .w = n->w[l],
+                                         .b = n->b[l],
+                                         .act = l < 2 ? CBC_ACT_TANH : CBC_ACT_IDENTITY};
     }
     n->m = (struct cbc_mlp){3, n->L};
 }

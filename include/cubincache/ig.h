@@ -59,16 +59,39 @@ enum cbc_act {
     CBC_ACT_SILU = 5,      /* x * sigmoid(x), torch.nn.SiLU (Swish); since 0.2 */
     CBC_ACT_SOFTPLUS = 6,  /* log(1 + e^x), x above 20, torch.nn.Softplus() defaults */
     CBC_ACT_ELU = 7,       /* x, or e^x - 1 below 0: torch.nn.ELU() (alpha 1) */
-    CBC_ACT_LEAKY_RELU = 8 /* x, or 0.01 x below 0: torch.nn.LeakyReLU() (slope 0.01) */
+    CBC_ACT_LEAKY_RELU = 8, /* x, or slope x below 0: torch.nn.LeakyReLU (slope 0.01) */
+    CBC_ACT_SOFTMAX = 9,    /* softmax over the layer's outputs (the last layer only): the
+                               target's probability is explained; since 0.2 */
+    CBC_ACT_LOG_SOFTMAX = 10 /* its logarithm (the last layer only); since 0.2 */
 };
+/* PyTorch's default parameters only: "leakyrelu", "LeakyReLU()", "elu". */
 CBC_API bool cbc_act_parse(const char *name, enum cbc_act *out);
+/* Any parameter as well: "leakyrelu(0.2)", "LeakyReLU(negative_slope=0.2)",
+ * "ELU(alpha=0.5)", "Softmax(dim=-1)" (the last dimension only); *param is
+ * the slope or alpha, 0 for PyTorch's default (and for activations without
+ * one). Since 0.2. */
+CBC_API bool cbc_act_parse_param(const char *name, enum cbc_act *out, float *param);
 CBC_API const char *cbc_act_name(enum cbc_act a);
 
+/* Where a layer's LayerNorm (over its `out` units) sits. Since 0.2. */
+enum cbc_norm {
+    CBC_NORM_NONE = 0,
+    CBC_NORM_BEFORE_ACT = 1, /* Linear, LayerNorm, activation */
+    CBC_NORM_AFTER_ACT = 2   /* Linear, activation, LayerNorm */
+};
+
+/* Zero-initialised fields beyond `act` add nothing: PyTorch's default
+ * activation parameter and no LayerNorm. */
 struct cbc_mlp_layer {
     int in, out;
     const float *w;   /* [out][in] */
     const float *b;   /* [out], or NULL for no bias */
     enum cbc_act act; /* applied to this layer's output */
+    float act_param;  /* LeakyReLU's negative slope, ELU's alpha; 0: PyTorch's default
+                         (0.01, 1.0); since 0.2 */
+    enum cbc_norm norm;           /* a LayerNorm over the outputs; since 0.2 */
+    const float *norm_w, *norm_b; /* its weight and bias [out], or NULL for 1 and 0 */
+    float norm_eps;               /* 0: PyTorch's default, 1e-5 */
 };
 
 struct cbc_mlp {
@@ -77,8 +100,10 @@ struct cbc_mlp {
 };
 
 /* Checks shapes chain (layer k's out == layer k+1's in), sizes are positive
- * and every weight and bias is finite. CBC_E_SHAPE / CBC_E_NUMERIC naming
- * the layer and the tensor. */
+ * and every weight and bias is finite, that Softmax and LogSoftmax are on
+ * the last layer only (with no LayerNorm after them) and activation
+ * parameters and LayerNorm epsilons are finite (eps > 0). CBC_E_SHAPE /
+ * CBC_E_NUMERIC / CBC_E_USAGE naming the layer and the tensor. */
 CBC_API enum cbc_status cbc_mlp_validate(const struct cbc_mlp *m, struct cbc_err *err);
 
 /* ---- files ----------------------------------------------------------------- */

@@ -12,8 +12,11 @@
 #include <string.h>
 
 struct mlp_scratch {
-    double **z; /* per layer pre-activations */
-    double **h; /* per layer outputs (h[-1] is the input, kept apart) */
+    double **z;   /* per layer: the Linear's output */
+    double **pre; /* the activation's input: z, or LayerNorm(z) */
+    double **a;   /* the activation's output */
+    double **h;   /* the layer's output: a, or LayerNorm(a) (h[-1] is the input, kept apart) */
+    double *mean, *rstd; /* per layer: the LayerNorm's statistics */
     double *g, *g2;
     int maxw;
 };
@@ -22,10 +25,16 @@ static void scratch_free(struct mlp_scratch *s, int L)
 {
     for (int l = 0; l < L && s->z; l++) {
         free(s->z[l]);
+        free(s->pre[l]);
+        free(s->a[l]);
         free(s->h[l]);
     }
     free(s->z);
+    free(s->pre);
+    free(s->a);
     free(s->h);
+    free(s->mean);
+    free(s->rstd);
     free(s->g);
     free(s->g2);
 }
@@ -40,18 +49,110 @@ static bool scratch_alloc(struct mlp_scratch *s, const struct cbc_mlp *m)
     if (L < 1 || w < 1) /* a validated model never is */
         return false;
     s->z = calloc((size_t)L, sizeof *s->z);
+    s->pre = calloc((size_t)L, sizeof *s->pre);
+    s->a = calloc((size_t)L, sizeof *s->a);
     s->h = calloc((size_t)L, sizeof *s->h);
+    s->mean = calloc((size_t)L, sizeof *s->mean);
+    s->rstd = calloc((size_t)L, sizeof *s->rstd);
     s->g = calloc((size_t)w, sizeof *s->g);
     s->g2 = calloc((size_t)w, sizeof *s->g2);
-    if (!s->z || !s->h || !s->g || !s->g2)
+    if (!s->z || !s->pre || !s->a || !s->h || !s->mean || !s->rstd || !s->g || !s->g2)
         return false;
     for (int l = 0; l < L; l++) {
-        s->z[l] = calloc((size_t)m->layers[l].out, sizeof **s->z);
-        s->h[l] = calloc((size_t)m->layers[l].out, sizeof **s->h);
-        if (!s->z[l] || !s->h[l])
+        size_t o = (size_t)m->layers[l].out;
+        s->z[l] = calloc(o, sizeof **s->z);
+        s->pre[l] = calloc(o, sizeof **s->pre);
+        s->a[l] = calloc(o, sizeof **s->a);
+        s->h[l] = calloc(o, sizeof **s->h);
+        if (!s->z[l] || !s->pre[l] || !s->a[l] || !s->h[l])
             return false;
     }
     return true;
+}
+
+/* LayerNorm of v[0..n) into out, as torch.nn.LayerNorm (biased variance);
+ * its mean and 1/sqrt(var + eps) kept for the backward pass. */
+static void layer_norm(const struct cbc_mlp_layer *L, const double *v, double *out, double *mean,
+                       double *rstd)
+{
+    int n = L->out;
+    double mu = 0, var = 0;
+    for (int j = 0; j < n; j++)
+        mu += v[j];
+    mu /= n;
+    for (int j = 0; j < n; j++)
+        var += (v[j] - mu) * (v[j] - mu);
+    var /= n;
+    double r = 1 / sqrt(var + (L->norm_eps > 0 ? L->norm_eps : 1e-5));
+    for (int j = 0; j < n; j++)
+        out[j] = (v[j] - mu) * r * (L->norm_w ? L->norm_w[j] : 1) + (L->norm_b ? L->norm_b[j] : 0);
+    *mean = mu;
+    *rstd = r;
+}
+
+/* g (dF/d out) to dF/d v, in place, for out = LayerNorm(v):
+ *   dv = rstd (gy - mean(gy) - xhat mean(gy xhat)), gy = g gamma. */
+static void layer_norm_back(const struct cbc_mlp_layer *L, const double *v, double mean,
+                            double rstd, double *g)
+{
+    int n = L->out;
+    double m1 = 0, m2 = 0;
+    for (int j = 0; j < n; j++) {
+        double gy = g[j] * (L->norm_w ? L->norm_w[j] : 1);
+        m1 += gy;
+        m2 += gy * (v[j] - mean) * rstd;
+    }
+    m1 /= n, m2 /= n;
+    for (int j = 0; j < n; j++) {
+        double gy = g[j] * (L->norm_w ? L->norm_w[j] : 1);
+        g[j] = rstd * (gy - m1 - (v[j] - mean) * rstd * m2);
+    }
+}
+
+/* The activation of a whole layer: elementwise, or (log-)softmax of the row. */
+static void activate(const struct cbc_mlp_layer *L, const double *z, double *a)
+{
+    int n = L->out;
+    if (L->act == CBC_ACT_SOFTMAX || L->act == CBC_ACT_LOG_SOFTMAX) {
+        double mx = z[0], sum = 0;
+        for (int j = 1; j < n; j++)
+            mx = z[j] > mx ? z[j] : mx;
+        for (int j = 0; j < n; j++)
+            sum += exp(z[j] - mx);
+        for (int j = 0; j < n; j++)
+            a[j] = L->act == CBC_ACT_SOFTMAX ? exp(z[j] - mx) / sum : z[j] - mx - log(sum);
+        return;
+    }
+    double p = cbc_act_param_of(L);
+    for (int j = 0; j < n; j++)
+        a[j] = cbc_act_f(L->act, z[j], p);
+}
+
+/* g (dF/d a) to dF/d z, in place, given the activation's input z and output a. */
+static void activate_back(const struct cbc_mlp_layer *L, const double *z, const double *a,
+                          double *g)
+{
+    int n = L->out;
+    double s = 0;
+    switch (L->act) {
+    case CBC_ACT_SOFTMAX: /* dz = p (g - <g, p>) */
+        for (int j = 0; j < n; j++)
+            s += g[j] * a[j];
+        for (int j = 0; j < n; j++)
+            g[j] = a[j] * (g[j] - s);
+        return;
+    case CBC_ACT_LOG_SOFTMAX: /* dz = g - softmax(z) sum(g) */
+        for (int j = 0; j < n; j++)
+            s += g[j];
+        for (int j = 0; j < n; j++)
+            g[j] -= exp(a[j]) * s;
+        return;
+    default: {
+        double p = cbc_act_param_of(L);
+        for (int j = 0; j < n; j++)
+            g[j] *= cbc_act_df(L->act, z[j], p);
+    }
+    }
 }
 
 /* Forward pass of one point; returns output `target`. */
@@ -66,8 +167,16 @@ static double forward(const struct cbc_mlp *m, struct mlp_scratch *s, const doub
             for (int k = 0; k < L->in; k++)
                 acc += (double)w[k] * in[k];
             s->z[l][j] = acc;
-            s->h[l][j] = cbc_act_f(L->act, acc);
         }
+        if (L->norm == CBC_NORM_BEFORE_ACT)
+            layer_norm(L, s->z[l], s->pre[l], &s->mean[l], &s->rstd[l]);
+        else
+            memcpy(s->pre[l], s->z[l], sizeof(double) * (size_t)L->out);
+        activate(L, s->pre[l], s->a[l]);
+        if (L->norm == CBC_NORM_AFTER_ACT)
+            layer_norm(L, s->a[l], s->h[l], &s->mean[l], &s->rstd[l]);
+        else
+            memcpy(s->h[l], s->a[l], sizeof(double) * (size_t)L->out);
         in = s->h[l];
     }
     return s->h[m->n_layers - 1][target];
@@ -77,12 +186,17 @@ static double forward(const struct cbc_mlp *m, struct mlp_scratch *s, const doub
 static void backward(const struct cbc_mlp *m, struct mlp_scratch *s, int target, double *grad)
 {
     int L = m->n_layers;
-    const struct cbc_mlp_layer *last = &m->layers[L - 1];
-    /* dF/dz_L: only the target output */
-    memset(s->g, 0, sizeof *s->g * (size_t)last->out);
-    s->g[target] = cbc_act_df(last->act, s->z[L - 1][target]);
+    /* dF/dh of the last layer: only the target output */
+    memset(s->g, 0, sizeof *s->g * (size_t)m->layers[L - 1].out);
+    s->g[target] = 1;
     for (int l = L - 1; l >= 0; l--) {
         const struct cbc_mlp_layer *Ly = &m->layers[l];
+        /* s->g holds dF/dh_l: through the layer's LayerNorm and activation to dF/dz_l */
+        if (Ly->norm == CBC_NORM_AFTER_ACT)
+            layer_norm_back(Ly, s->a[l], s->mean[l], s->rstd[l], s->g);
+        activate_back(Ly, s->pre[l], s->a[l], s->g);
+        if (Ly->norm == CBC_NORM_BEFORE_ACT)
+            layer_norm_back(Ly, s->z[l], s->mean[l], s->rstd[l], s->g);
         double *dst = l == 0 ? grad : s->g2;
         for (int k = 0; k < Ly->in; k++)
             dst[k] = 0;
@@ -94,11 +208,8 @@ static void backward(const struct cbc_mlp *m, struct mlp_scratch *s, int target,
             for (int k = 0; k < Ly->in; k++)
                 dst[k] += gj * (double)w[k];
         }
-        if (l > 0) {
-            const struct cbc_mlp_layer *prev = &m->layers[l - 1];
-            for (int k = 0; k < Ly->in; k++)
-                s->g[k] = s->g2[k] * cbc_act_df(prev->act, s->z[l - 1][k]);
-        }
+        if (l > 0)
+            memcpy(s->g, s->g2, sizeof *s->g * (size_t)Ly->in);
     }
 }
 

@@ -57,7 +57,20 @@ static inline void ig_wr32(uint8_t *p, uint32_t v)
 
 /* ---- shared by the CPU reference and the GPU engine ------------------ */
 
-static inline double cbc_act_f(enum cbc_act a, double z)
+/* The parameter an activation runs with: the layer's, or PyTorch's
+ * default when it is 0 (LeakyReLU 0.01, ELU 1). */
+static inline double cbc_act_param_default(enum cbc_act a)
+{
+    return a == CBC_ACT_LEAKY_RELU ? 0.01 : a == CBC_ACT_ELU ? 1.0 : 0.0;
+}
+static inline double cbc_act_param_of(const struct cbc_mlp_layer *L)
+{
+    return L->act_param != 0 ? (double)L->act_param : cbc_act_param_default(L->act);
+}
+
+/* An elementwise activation at z, with its parameter p (Softmax and
+ * LogSoftmax act on whole rows: the CPU reference's forward handles them). */
+static inline double cbc_act_f(enum cbc_act a, double z, double p)
 {
     switch (a) {
     case CBC_ACT_IDENTITY: return z;
@@ -67,14 +80,16 @@ static inline double cbc_act_f(enum cbc_act a, double z)
     case CBC_ACT_GELU: return 0.5 * z * (1 + erf(z * 0.70710678118654752440));
     case CBC_ACT_SILU: return z / (1 + exp(-z));
     case CBC_ACT_SOFTPLUS: return z > 20 ? z : log1p(exp(z));
-    case CBC_ACT_ELU: return z > 0 ? z : expm1(z);
-    case CBC_ACT_LEAKY_RELU: return z > 0 ? z : 0.01 * z;
+    case CBC_ACT_ELU: return z > 0 ? z : p * expm1(z);
+    case CBC_ACT_LEAKY_RELU: return z > 0 ? z : p * z;
+    case CBC_ACT_SOFTMAX:
+    case CBC_ACT_LOG_SOFTMAX: break;
     }
     return z;
 }
 
 /* d act / dz. ReLU'(0) = 0, as PyTorch. */
-static inline double cbc_act_df(enum cbc_act a, double z)
+static inline double cbc_act_df(enum cbc_act a, double z, double p)
 {
     switch (a) {
     case CBC_ACT_IDENTITY: return 1;
@@ -95,8 +110,10 @@ static inline double cbc_act_df(enum cbc_act a, double z)
         return s * (1 + z * (1 - s));
     }
     case CBC_ACT_SOFTPLUS: return z > 20 ? 1 : 1 / (1 + exp(-z));
-    case CBC_ACT_ELU: return z > 0 ? 1 : exp(z);
-    case CBC_ACT_LEAKY_RELU: return z > 0 ? 1 : 0.01;
+    case CBC_ACT_ELU: return z > 0 ? 1 : p * exp(z);
+    case CBC_ACT_LEAKY_RELU: return z > 0 ? 1 : p;
+    case CBC_ACT_SOFTMAX:
+    case CBC_ACT_LOG_SOFTMAX: break;
     }
     return 1;
 }

@@ -247,6 +247,69 @@ static enum cbc_status read_vec(const char *path, const struct tensor *t, const 
     return st;
 }
 
+/* The next activation of a comma-separated list at *cur, NUL-terminated in
+ * place, *cur moved past it: commas inside parentheses ("LeakyReLU(0.2,
+ * inplace=True)") belong to it; blanks around it are dropped. NULL at the end. */
+static char *next_activation(char **cur)
+{
+    char *s = *cur;
+    while (*s == ' ' || *s == ',')
+        s++;
+    if (!*s)
+        return NULL;
+    char *e = s;
+    int depth = 0;
+    for (; *e && (depth > 0 || *e != ','); e++)
+        depth += *e == '(' ? 1 : *e == ')' ? -1 : 0;
+    *cur = *e ? e + 1 : e;
+    while (e > s && e[-1] == ' ')
+        e--;
+    *e = '\0';
+    return s;
+}
+
+/* The LayerNorm order[k] attached to the Linear layer right before it
+ * (layers[li - 1]): before that layer's activation when they are adjacent
+ * (in a numbered Sequential, consecutive indices; named modules: the usual
+ * Linear, LayerNorm, activation), else after it (a gap in the indices is the
+ * activation). Its weight and bias are read into *p. */
+static enum cbc_status attach_layer_norm(const char *path, struct module *const *order, size_t k,
+                                         size_t li, struct cbc_mlp_layer *layers,
+                                         const uint8_t *data, double eps, float **p,
+                                         struct cbc_err *err)
+{
+    const struct module *md = order[k], *prev = k > 0 ? order[k - 1] : NULL;
+    if (!prev || prev->kind != M_LINEAR || li == 0)
+        return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': LayerNorm '%s' follows %s%s%s: igrun "
+                          "takes a LayerNorm right after a Linear layer (before or after its "
+                          "activation)", path, md->name, prev ? "'" : "the input",
+                          prev ? prev->name : "", prev ? "'" : "");
+    struct cbc_mlp_layer *L = &layers[li - 1];
+    if (md->tw.ndim != 1 || md->tw.shape[0] != L->out)
+        return ig_err_set(err, CBC_E_SHAPE, "'%s': LayerNorm tensor '%s' has shape [%lld] where "
+                          "'%s', the Linear layer before it, has %d outputs", path, md->tw.name,
+                          (long long)md->tw.shape[0], prev->tw.name, L->out);
+    if (md->bias && (md->tb.ndim != 1 || md->tb.shape[0] != L->out))
+        return ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must have shape [%d]", path,
+                          md->tb.name, L->out);
+    enum cbc_status st = read_tensor(path, &md->tw, data, *p, err);
+    if (st != CBC_OK)
+        return st;
+    L->norm_w = *p;
+    *p += L->out;
+    if (md->bias) {
+        if ((st = read_tensor(path, &md->tb, data, *p, err)) != CBC_OK)
+            return st;
+        L->norm_b = *p;
+        *p += L->out;
+    }
+    L->norm = prev->index >= 0 && md->index >= 0 && md->index != prev->index + 1
+                  ? CBC_NORM_AFTER_ACT
+                  : CBC_NORM_BEFORE_ACT;
+    L->norm_eps = (float)eps;
+    return CBC_OK;
+}
+
 enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activations,
                                          struct cbc_mlp_owned **out, struct cbc_err *err)
 {
@@ -343,7 +406,7 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         struct module *md = &mods[k];
         if (md->other) {
             st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' belongs to no layer igrun "
-                            "runs (Linear, BatchNorm1d)", path, md->other_name);
+                            "runs (Linear, BatchNorm1d, LayerNorm)", path, md->other_name);
             goto out;
         }
         if (md->mean || md->var) {
@@ -360,12 +423,6 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         } else {
             st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' has no '%s.weight' beside it",
                             path, md->bias ? md->bias->string : md->name, md->name);
-            goto out;
-        }
-        if (md->kind == M_LAYERNORM) {
-            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': '%s' looks like a LayerNorm (a 1-D "
-                            "weight without running statistics); igrun runs Linear and "
-                            "BatchNorm1d layers", path, md->weight->string);
             goto out;
         }
         char pre[200];
@@ -456,16 +513,20 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
     const cJSON *ma = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "activations") : NULL;
     const cJSON *me = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "batchnorm_eps") : NULL;
-    double eps = 1e-5; /* torch.nn.BatchNorm1d's default */
-    if (cJSON_IsString(me)) {
+    const cJSON *mle = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "layernorm_eps") : NULL;
+    double eps = 1e-5, ln_eps = 1e-5; /* torch.nn.BatchNorm1d's and LayerNorm's defaults */
+    for (int q = 0; q < 2; q++) {
+        const cJSON *e = q ? mle : me;
+        if (!cJSON_IsString(e))
+            continue;
         char *e2;
-        double v = strtod(me->valuestring, &e2);
+        double v = strtod(e->valuestring, &e2);
         if (*e2 || !(v > 0 && v < 1)) {
-            st = ig_err_set(err, CBC_E_FORMAT, "'%s': __metadata__ batchnorm_eps '%s' is not a "
-                            "number in (0, 1)", path, me->valuestring);
+            st = ig_err_set(err, CBC_E_FORMAT, "'%s': __metadata__ %s '%s' is not a number in "
+                            "(0, 1)", path, q ? "layernorm_eps" : "batchnorm_eps", e->valuestring);
             goto out;
         }
-        eps = v;
+        *(q ? &ln_eps : &eps) = v;
     }
     if (!acts && cJSON_IsString(ma))
         acts = ma->valuestring;
@@ -481,18 +542,19 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         goto out;
     }
     size_t na = 0;
-    for (char *save = NULL, *tok = strtok_r(m->activations, ", ", &save); tok;
-         tok = strtok_r(NULL, ", ", &save)) {
+    char *cur = m->activations;
+    for (char *tok = next_activation(&cur); tok; tok = next_activation(&cur)) {
         if (na == nl) {
             st = ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations given for %zu Linear layers "
                              "('%s')", path, na + 1, nl, acts);
             goto out;
         }
-        if (!cbc_act_parse(tok, &m->layers[na].act)) {
+        if (!cbc_act_parse_param(tok, &m->layers[na].act, &m->layers[na].act_param)) {
             st = ig_err_set(err, CBC_E_USAGE, "'%s': unknown activation '%s'", path, tok);
-            ig_err_hint(err, "use identity, relu, tanh, sigmoid, gelu, silu, softplus, elu or "
-                             "leakyrelu (PyTorch's spellings too: Identity, ReLU, nn.Tanh, "
-                             "SiLU, LeakyReLU; PyTorch's default parameters only)");
+            ig_err_hint(err, "use identity, relu, tanh, sigmoid, gelu, silu, softplus, elu, "
+                             "leakyrelu, softmax or logsoftmax (PyTorch's spellings too: "
+                             "Identity, ReLU, nn.Tanh, SiLU, LeakyReLU(0.2), ELU(alpha=0.5), "
+                             "Softmax(dim=-1), the last one on the last layer only)");
             goto out;
         }
         na++;
@@ -538,6 +600,14 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
             all[n_all++] = &md->tw;
             total += (size_t)(md->tw.shape[0] * md->tw.shape[1]) + (size_t)md->tw.shape[0];
             prev_lin = md;
+        } else if (md->kind == M_LAYERNORM) {
+            if ((st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK ||
+                (md->bias && (st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK))
+                goto out;
+            all[n_all++] = &md->tw;
+            if (md->bias)
+                all[n_all++] = &md->tb;
+            total += 2 * (size_t)md->tw.shape[0];
         } else {
             if ((st = tensor_info(path, md->mean, data_len, &md->tm, err)) != CBC_OK ||
                 (st = tensor_info(path, md->var, data_len, &md->tv, err)) != CBC_OK ||
@@ -606,6 +676,16 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         if (md->kind == M_LINEAR) {
             li++;
             continue;
+        }
+        if (md->kind == M_LAYERNORM) {
+            if ((st = attach_layer_norm(path, order, k, li, m->layers, data, ln_eps, &p, err)) != CBC_OK)
+                goto out;
+            continue;
+        }
+        if (k > 0 && order[k - 1]->kind == M_LAYERNORM) {
+            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': BatchNorm '%s' right after LayerNorm "
+                            "'%s' is not taken", path, md->name, order[k - 1]->name);
+            goto out;
         }
         bool after_prev = li > 0 && k > 0 && order[k - 1]->kind == M_LINEAR &&
                           (order[k - 1]->index < 0 || md->index == order[k - 1]->index + 1);

@@ -12,45 +12,114 @@
 
 static const char *const act_names[] = {"identity", "relu",  "tanh",     "sigmoid",
                                         "gelu",     "silu",  "softplus", "elu",
-                                        "leakyrelu"};
+                                        "leakyrelu", "softmax", "logsoftmax"};
 
-bool cbc_act_parse(const char *name, enum cbc_act *out)
+/* The value of "x", "negative_slope=x", "alpha=x": the one keyword the
+ * activation takes, or a bare number. */
+static bool parse_number_arg(const char *arg, const char *keyword, float *out)
 {
-    /* igrun's spellings and PyTorch's: "relu", "ReLU", "nn.ReLU", "torch.nn.ReLU()" */
+    size_t kl = strlen(keyword);
+    if (!strncasecmp(arg, keyword, kl) && arg[kl] == '=')
+        arg += kl + 1;
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || !isfinite(v) || fabs(v) > 1e6)
+        return false;
+    *out = (float)v;
+    return true;
+}
+
+bool cbc_act_parse_param(const char *name, enum cbc_act *out, float *param)
+{
+    /* igrun's spellings and PyTorch's: "relu", "ReLU", "nn.ReLU", "torch.nn.ReLU()",
+     * "nn.LeakyReLU(negative_slope=0.2, inplace=True)" */
     if (!strncmp(name, "torch.", 6))
         name += 6;
     if (!strncmp(name, "nn.", 3))
         name += 3;
-    size_t n = strlen(name);
-    if (n >= 2 && !strcmp(name + n - 2, "()"))
-        n -= 2;
-    /* PyTorch's default parameters, the only ones the kernels take:
-     * LeakyReLU(0.01), ELU(1.0) */
-    char norm[32];
-    if (n < sizeof norm) {
-        memcpy(norm, name, n);
-        norm[n] = '\0';
-        if (!strcasecmp(norm, "leaky_relu") || !strcasecmp(norm, "leakyrelu(0.01)") ||
-            !strcasecmp(norm, "leaky_relu(0.01)") || !strcasecmp(norm, "LeakyReLU(negative_slope=0.01)")) {
-            *out = CBC_ACT_LEAKY_RELU;
-            return true;
-        }
-        if (!strcasecmp(norm, "elu(1.0)") || !strcasecmp(norm, "elu(1)") ||
-            !strcasecmp(norm, "ELU(alpha=1.0)") || !strcasecmp(norm, "swish")) {
-            *out = !strcasecmp(norm, "swish") ? CBC_ACT_SILU : CBC_ACT_ELU;
-            return true;
+    char base[32], args[64] = "";
+    const char *paren = strchr(name, '(');
+    size_t bl = paren ? (size_t)(paren - name) : strlen(name);
+    if (bl == 0 || bl >= sizeof base)
+        return false;
+    memcpy(base, name, bl);
+    base[bl] = '\0';
+    if (paren) { /* "(...)": its one argument, blanks and "inplace=..." dropped */
+        const char *p = paren + 1, *close = strchr(p, ')');
+        if (!close || close[1])
+            return false;
+        size_t n = 0;
+        while (p < close) {
+            char tok[64];
+            size_t tl = 0;
+            for (; p < close && *p != ','; p++)
+                if (*p != ' ' && *p != '\t') {
+                    if (tl + 1 >= sizeof tok)
+                        return false;
+                    tok[tl++] = *p;
+                }
+            tok[tl] = '\0';
+            if (p < close)
+                p++; /* the comma */
+            if (!tl || !strncasecmp(tok, "inplace=", 8))
+                continue;
+            if (n) /* a second argument */
+                return false;
+            memcpy(args, tok, tl + 1);
+            n = tl;
         }
     }
+    enum cbc_act a;
+    bool found = false;
     for (size_t i = 0; i < IG_ARRAY_LEN(act_names); i++)
-        if (strlen(act_names[i]) == n && !strncasecmp(name, act_names[i], n)) {
-            *out = (enum cbc_act)i;
-            return true;
+        if (!strcasecmp(base, act_names[i]))
+            a = (enum cbc_act)i, found = true;
+    static const struct {
+        const char *name;
+        enum cbc_act act;
+    } alias[] = {{"leaky_relu", CBC_ACT_LEAKY_RELU}, {"swish", CBC_ACT_SILU},
+                 {"linear", CBC_ACT_IDENTITY},       {"none", CBC_ACT_IDENTITY},
+                 {"log_softmax", CBC_ACT_LOG_SOFTMAX}};
+    for (size_t i = 0; !found && i < IG_ARRAY_LEN(alias); i++)
+        if (!strcasecmp(base, alias[i].name))
+            a = alias[i].act, found = true;
+    if (!found)
+        return false;
+    float v = 0;
+    if (args[0]) {
+        switch (a) {
+        case CBC_ACT_LEAKY_RELU:
+            if (!parse_number_arg(args, "negative_slope", &v))
+                return false;
+            break;
+        case CBC_ACT_ELU:
+            if (!parse_number_arg(args, "alpha", &v))
+                return false;
+            break;
+        case CBC_ACT_SOFTMAX:
+        case CBC_ACT_LOG_SOFTMAX: /* over the outputs of each input: the last dimension */
+            if (strcmp(args, "dim=-1") && strcmp(args, "dim=1") && strcmp(args, "-1") &&
+                strcmp(args, "1"))
+                return false;
+            break;
+        default: return false; /* no parameters */
         }
-    if ((n == 6 && !strncasecmp(name, "linear", 6)) || (n == 4 && !strncasecmp(name, "none", 4))) {
-        *out = CBC_ACT_IDENTITY;
-        return true;
     }
-    return false;
+    *out = a;
+    *param = v;
+    return true;
+}
+
+bool cbc_act_parse(const char *name, enum cbc_act *out)
+{
+    enum cbc_act a;
+    float p;
+    if (!cbc_act_parse_param(name, &a, &p))
+        return false;
+    if (p != 0 && p != (float)cbc_act_param_default(a))
+        return false; /* a parameter other than PyTorch's default */
+    *out = a;
+    return true;
 }
 
 const char *cbc_act_name(enum cbc_act a)
@@ -80,6 +149,21 @@ enum cbc_status cbc_mlp_validate(const struct cbc_mlp *m, struct cbc_err *err)
                                l - 1, m->layers[l - 1].out);
         if ((unsigned)L->act >= IG_ARRAY_LEN(act_names))
             return ig_err_set(err, CBC_E_USAGE, "layer %d has an unknown activation", l);
+        if ((L->act == CBC_ACT_SOFTMAX || L->act == CBC_ACT_LOG_SOFTMAX) && l != m->n_layers - 1)
+            return ig_err_set(err, CBC_E_USAGE, "layer %d: %s is taken on the last layer only", l,
+                               cbc_act_name(L->act));
+        if ((L->act == CBC_ACT_SOFTMAX || L->act == CBC_ACT_LOG_SOFTMAX) &&
+            L->norm == CBC_NORM_AFTER_ACT)
+            return ig_err_set(err, CBC_E_USAGE, "layer %d: a LayerNorm after %s is not taken", l,
+                               cbc_act_name(L->act));
+        if (!isfinite(L->act_param) || fabsf(L->act_param) > 1e6f)
+            return ig_err_set(err, CBC_E_NUMERIC, "layer %d: activation parameter %g", l,
+                               (double)L->act_param);
+        if ((unsigned)L->norm > CBC_NORM_AFTER_ACT)
+            return ig_err_set(err, CBC_E_USAGE, "layer %d has an unknown LayerNorm position", l);
+        if (L->norm != CBC_NORM_NONE && !(L->norm_eps >= 0 && L->norm_eps < 1))
+            return ig_err_set(err, CBC_E_NUMERIC, "layer %d: LayerNorm eps %g, expected [0, 1)",
+                               l, (double)L->norm_eps);
         long bad = first_nonfinite(L->w, (size_t)L->in * (size_t)L->out);
         if (bad >= 0)
             return ig_err_set(err, CBC_E_NUMERIC, "layer %d weight [%ld][%ld] is %g", l,
@@ -87,6 +171,12 @@ enum cbc_status cbc_mlp_validate(const struct cbc_mlp *m, struct cbc_err *err)
         if (L->b && (bad = first_nonfinite(L->b, (size_t)L->out)) >= 0)
             return ig_err_set(err, CBC_E_NUMERIC, "layer %d bias [%ld] is %g", l, bad,
                                (double)L->b[bad]);
+        if (L->norm && L->norm_w && (bad = first_nonfinite(L->norm_w, (size_t)L->out)) >= 0)
+            return ig_err_set(err, CBC_E_NUMERIC, "layer %d LayerNorm weight [%ld] is %g", l, bad,
+                               (double)L->norm_w[bad]);
+        if (L->norm && L->norm_b && (bad = first_nonfinite(L->norm_b, (size_t)L->out)) >= 0)
+            return ig_err_set(err, CBC_E_NUMERIC, "layer %d LayerNorm bias [%ld] is %g", l, bad,
+                               (double)L->norm_b[bad]);
     }
     return CBC_OK;
 }

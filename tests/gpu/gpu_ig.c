@@ -41,7 +41,8 @@ static void make(struct model *r, const int *sizes, int layers, const enum cbc_a
             r->w[l][i] = urand() * s;
         for (int i = 0; bias && i < out; i++)
             r->b[l][i] = urand() * 0.2f;
-        r->L[l] = (struct cbc_mlp_layer){in, out, r->w[l], r->b[l], acts[l]};
+        r->L[l] = (struct cbc_mlp_layer){
+            .in = in, .out = out, .w = r->w[l], .b = r->b[l], .act = acts[l]};
     }
     r->m = (struct cbc_mlp){layers, r->L};
 }
@@ -317,7 +318,7 @@ static void analytic_closed_forms(void)
     alloc_results(&o, 2, 4);
     /* linear: exact for every rule */
     const float w[4] = {0.5f, -2.0f, 3.0f, 0.25f}, b[1] = {0.7f};
-    struct cbc_mlp_layer L = {4, 1, w, b, CBC_ACT_IDENTITY};
+    struct cbc_mlp_layer L = {.in = 4, .out = 1, .w = w, .b = b, .act = CBC_ACT_IDENTITY};
     struct cbc_mlp lin = {1, &L};
     struct cbc_ig_gpu_model *gm = NULL;
     CHECK(cbc_ig_gpu_upload(G, &lin, &gm, &err) == CBC_OK, "%s", err.msg);
@@ -335,7 +336,8 @@ static void analytic_closed_forms(void)
     cbc_ig_gpu_model_free(gm);
     /* the paper's ReLU example */
     const float w1[4] = {1, 0, 0, 1}, w2[2] = {1, -1}, b2[1] = {-1};
-    struct cbc_mlp_layer RL[2] = {{2, 2, w1, NULL, CBC_ACT_RELU}, {2, 1, w2, b2, CBC_ACT_RELU}};
+    struct cbc_mlp_layer RL[2] = {{.in = 2, .out = 2, .w = w1, .b = NULL, .act = CBC_ACT_RELU},
+                                  {.in = 2, .out = 1, .w = w2, .b = b2, .act = CBC_ACT_RELU}};
     struct cbc_mlp relu = {2, RL};
     gm = NULL;
     CHECK(cbc_ig_gpu_upload(G, &relu, &gm, &err) == CBC_OK, "%s", err.msg);
@@ -353,7 +355,8 @@ static void analytic_closed_forms(void)
     /* Captum's README model */
     const float cw1[9] = {-4, -3, -2, -1, 0, 1, 2, 3, 4}, cw2[6] = {-3, -2, -1, 0, 1, 2},
                 cb2[2] = {1, 1};
-    struct cbc_mlp_layer CL[2] = {{3, 3, cw1, NULL, CBC_ACT_RELU}, {3, 2, cw2, cb2, CBC_ACT_IDENTITY}};
+    struct cbc_mlp_layer CL[2] = {{.in = 3, .out = 3, .w = cw1, .b = NULL, .act = CBC_ACT_RELU},
+                                  {.in = 3, .out = 2, .w = cw2, .b = cb2, .act = CBC_ACT_IDENTITY}};
     struct cbc_mlp cap = {2, CL};
     gm = NULL;
     CHECK(cbc_ig_gpu_upload(G, &cap, &gm, &err) == CBC_OK, "%s", err.msg);
@@ -680,7 +683,7 @@ int main(void)
     /* bad input never reaches the GPU */
     float nan_x[2] = {1, NAN};
     const float w[2] = {1, 1};
-    struct cbc_mlp_layer L = {2, 1, w, NULL, CBC_ACT_IDENTITY};
+    struct cbc_mlp_layer L = {.in = 2, .out = 1, .w = w, .b = NULL, .act = CBC_ACT_IDENTITY};
     struct cbc_mlp lin = {1, &L};
     struct cbc_ig_gpu_model *gm = NULL;
     struct results o;

@@ -173,7 +173,7 @@ static void run_mlp(const struct cbc_mlp *m, const float *x, size_t n, int targe
 Test(ig_cpu, linear_model_is_exact_for_every_rule)
 {
     const float w[4] = {0.5f, -2.0f, 3.0f, 0.25f}, b[1] = {0.7f};
-    struct cbc_mlp_layer L = {4, 1, w, b, CBC_ACT_IDENTITY};
+    struct cbc_mlp_layer L = {.in = 4, .out = 1, .w = w, .b = b, .act = CBC_ACT_IDENTITY};
     struct cbc_mlp m = {1, &L};
     const float x[4] = {1, 2, -3, 4}, base[4] = {0.5f, 0, 1, -1};
     for (size_t k = 0; k < 5; k++) {
@@ -197,7 +197,8 @@ Test(ig_cpu, the_papers_relu_example_gives_1_5_and_minus_0_5)
 {
     /* F = ReLU(ReLU(x1) - 1 - ReLU(x2)), baseline 0, x = (3, 1) */
     const float w1[4] = {1, 0, 0, 1}, w2[2] = {1, -1}, b2[1] = {-1};
-    struct cbc_mlp_layer L[2] = {{2, 2, w1, NULL, CBC_ACT_RELU}, {2, 1, w2, b2, CBC_ACT_RELU}};
+    struct cbc_mlp_layer L[2] = {{.in = 2, .out = 2, .w = w1, .b = NULL, .act = CBC_ACT_RELU},
+                                 {.in = 2, .out = 1, .w = w2, .b = b2, .act = CBC_ACT_RELU}};
     struct cbc_mlp m = {2, L};
     const float x[2] = {3, 1};
     struct run o;
@@ -211,7 +212,8 @@ Test(ig_cpu, captums_readme_toy_model_numbers)
 {
     const float w1[9] = {-4, -3, -2, -1, 0, 1, 2, 3, 4}, w2[6] = {-3, -2, -1, 0, 1, 2},
                 b2[2] = {1, 1};
-    struct cbc_mlp_layer L[2] = {{3, 3, w1, NULL, CBC_ACT_RELU}, {3, 2, w2, b2, CBC_ACT_IDENTITY}};
+    struct cbc_mlp_layer L[2] = {{.in = 3, .out = 3, .w = w1, .b = NULL, .act = CBC_ACT_RELU},
+                                 {.in = 3, .out = 2, .w = w2, .b = b2, .act = CBC_ACT_IDENTITY}};
     struct cbc_mlp m = {2, L};
     const float x[6] = {0.2961f, 0.5166f, 0.2517f, 0.6886f, 0.0740f, 0.8665f};
     struct run o;
@@ -246,8 +248,11 @@ static void make_mlp(struct rnd_mlp *r, const int *sizes, int layers, enum cbc_a
             r->w[l][i] = urand() * s * 1.5f;
         for (int i = 0; i < out; i++)
             r->b[l][i] = urand() * 0.1f;
-        r->L[l] = (struct cbc_mlp_layer){in, out, r->w[l], r->b[l],
-                                         l == layers - 1 ? CBC_ACT_IDENTITY : act};
+        r->L[l] = (struct cbc_mlp_layer){.in = in,
+                                         .out = out,
+                                         .w = r->w[l],
+                                         .b = r->b[l],
+                                         .act = l == layers - 1 ? CBC_ACT_IDENTITY : act};
     }
     r->m = (struct cbc_mlp){layers, r->L};
 }
@@ -304,7 +309,8 @@ Test(ig_cpu, central_differences_agree_with_backpropagation)
 Test(ig_cpu, bad_inputs_and_models_are_refused_naming_the_tensor)
 {
     float w[4] = {1, 2, 3, 4};
-    struct cbc_mlp_layer L[2] = {{2, 2, w, NULL, CBC_ACT_TANH}, {3, 1, w, NULL, CBC_ACT_IDENTITY}};
+    struct cbc_mlp_layer L[2] = {{.in = 2, .out = 2, .w = w, .b = NULL, .act = CBC_ACT_TANH},
+                                 {.in = 3, .out = 1, .w = w, .b = NULL, .act = CBC_ACT_IDENTITY}};
     struct cbc_mlp m = {2, L};
     struct cbc_err err = {0};
     cr_assert_eq(cbc_mlp_validate(&m, &err), CBC_E_SHAPE);

@@ -21,7 +21,8 @@ static const float B3[3] = {0.1f, -0.2f, 0.3f};
 
 static struct cbc_mlp linear3(struct cbc_mlp_layer *L)
 {
-    *L = (struct cbc_mlp_layer){4, 3, &W3[0][0], B3, CBC_ACT_IDENTITY};
+    *L =
+        (struct cbc_mlp_layer){.in = 4, .out = 3, .w = &W3[0][0], .b = B3, .act = CBC_ACT_IDENTITY};
     return (struct cbc_mlp){1, L};
 }
 
@@ -361,7 +362,7 @@ Test(models, silu_softplus_elu_leakyrelu_values_and_gradients)
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         /* one-unit, one-layer models: F(x) = act(x) */
         const float w = 1;
-        struct cbc_mlp_layer L = {1, 1, &w, NULL, v[i].a};
+        struct cbc_mlp_layer L = {.in = 1, .out = 1, .w = &w, .act = v[i].a};
         struct cbc_mlp m = {1, &L};
         float x = (float)v[i].z;
         double y;
@@ -382,8 +383,10 @@ Test(models, silu_softplus_elu_leakyrelu_values_and_gradients)
             all[k][i] = ((float)(st >> 8) / 16777216.0f - 0.5f) * 2.0f;
         }
     for (size_t a = 0; a < 4; a++) {
-        struct cbc_mlp_layer L[3] = {{5, 6, w1, b1, acts[a]}, {6, 4, w2, b2, acts[a]},
-                                     {4, 1, w3, NULL, CBC_ACT_IDENTITY}};
+        struct cbc_mlp_layer L[3] = {
+            {.in = 5, .out = 6, .w = w1, .b = b1, .act = acts[a]},
+            {.in = 6, .out = 4, .w = w2, .b = b2, .act = acts[a]},
+            {.in = 4, .out = 1, .w = w3, .b = NULL, .act = CBC_ACT_IDENTITY}};
         struct cbc_mlp m = {3, L};
         struct cbc_ig_request r;
         cbc_ig_request_defaults(&r);
@@ -411,4 +414,202 @@ Test(models, silu_softplus_elu_leakyrelu_values_and_gradients)
     cr_assert(cbc_act_parse("leakyrelu(0.01)", &got) && got == CBC_ACT_LEAKY_RELU);
     cr_assert(!cbc_act_parse("leakyrelu(0.2)", &got), "a slope the kernels do not take");
     cr_assert(cbc_act_parse("ELU", &got) && got == CBC_ACT_ELU);
+}
+
+/* ---- LayerNorm, softmax outputs, activation parameters ------------------ */
+
+/* The network by hand: Linear(2,3), LayerNorm(3) before or after tanh,
+ * Linear(3,1) (torch.nn.LayerNorm: biased variance, eps 1e-5). */
+static double ln_by_hand(const float x[2], bool ln_first)
+{
+    double z[3], a[3], mu = 0, var = 0;
+    for (int j = 0; j < 3; j++) {
+        z[j] = B1[j] + W1[j][0] * x[0] + W1[j][1] * x[1];
+        a[j] = ln_first ? z[j] : tanh(z[j]);
+        mu += a[j] / 3;
+    }
+    for (int j = 0; j < 3; j++)
+        var += (a[j] - mu) * (a[j] - mu) / 3;
+    double y = B2[0];
+    for (int j = 0; j < 3; j++) {
+        double n = (a[j] - mu) / sqrt(var + 1e-5) * G[j] + BE[j];
+        y += W2[0][j] * (ln_first ? tanh(n) : n);
+    }
+    return y;
+}
+
+Test(models, layernorm_before_and_after_the_activation_is_the_network_pytorch_runs)
+{
+    char dir[] = "/tmp/cbc-ig-ln.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char p[256];
+    snprintf(p, sizeof p, "%s/ln.safetensors", dir);
+    static const float xs[4][2] = {{0, 0}, {1, 2}, {-0.7f, 0.4f}, {3, -1}};
+    /* nn.Sequential(Linear, LayerNorm, Tanh, Linear): 0, 1, (2), 3; then
+     * Linear, Tanh, LayerNorm, Linear: 0, (1), 2, 3; then named fc1, ln1, fc2 */
+    const char *names[3][6] = {{"0.weight", "0.bias", "1.weight", "1.bias", "3.weight", "3.bias"},
+                               {"0.weight", "0.bias", "2.weight", "2.bias", "3.weight", "3.bias"},
+                               {"fc1.weight", "fc1.bias", "ln1.weight", "ln1.bias", "fc2.weight",
+                                "fc2.bias"}};
+    for (int k = 0; k < 3; k++) {
+        struct st_tensor t[6] = {
+            {names[k][0], 2, {3, 2}, &W1[0][0]}, {names[k][1], 1, {3, 0}, B1},
+            {names[k][2], 1, {3, 0}, G},         {names[k][3], 1, {3, 0}, BE},
+            {names[k][4], 2, {1, 3}, &W2[0][0]}, {names[k][5], 1, {1, 0}, B2},
+        };
+        st_write(p, t, 6, "\"activations\":\"Tanh,Identity\"");
+        struct cbc_mlp_owned *m = NULL;
+        struct cbc_err e = {0};
+        cr_assert_eq(cbc_mlp_load_safetensors_layers(p, NULL, NULL, &m, &e), CBC_OK, "%s", e.msg);
+        cr_assert_eq(m->mlp.layers[0].norm, k == 1 ? CBC_NORM_AFTER_ACT : CBC_NORM_BEFORE_ACT);
+        double y[4];
+        cr_assert_eq(cbc_mlp_forward(&m->mlp, &xs[0][0], 4, y, &e), CBC_OK);
+        for (int i = 0; i < 4; i++)
+            cr_assert_float_eq(y[i], ln_by_hand(xs[i], k != 1), 1e-6, "layout %d input %d", k, i);
+        cbc_mlp_owned_free(m);
+    }
+    /* a LayerNorm on the inputs, and one of the wrong width, are refused by name */
+    struct st_tensor first[4] = {{"0.weight", 1, {2, 0}, G}, {"0.bias", 1, {2, 0}, BE},
+                                 {"1.weight", 2, {3, 2}, &W1[0][0]}, {"1.bias", 1, {3, 0}, B1}};
+    st_write(p, first, 4, "\"activations\":\"identity\"");
+    struct cbc_mlp_owned *m = NULL;
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p, NULL, NULL, &m, &e), CBC_E_UNSUPPORTED);
+    cr_assert(strstr(e.msg, "LayerNorm '0' follows the input"), "%s", e.msg);
+    struct st_tensor wide[6] = {
+        {"0.weight", 2, {3, 2}, &W1[0][0]}, {"0.bias", 1, {3, 0}, B1},
+        {"1.weight", 1, {2, 0}, G},         {"1.bias", 1, {2, 0}, BE},
+        {"3.weight", 2, {1, 3}, &W2[0][0]}, {"3.bias", 1, {1, 0}, B2},
+    };
+    st_write(p, wide, 6, "\"activations\":\"tanh,identity\"");
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p, NULL, NULL, &m, &e), CBC_E_SHAPE);
+    cr_assert(strstr(e.msg, "'1.weight'") && strstr(e.msg, "'0.weight'"), "%s", e.msg);
+    unlink(p);
+    rmdir(dir);
+}
+
+Test(models, activation_parameters_and_softmax_are_spelled_as_pytorch_does)
+{
+    static const struct {
+        const char *name;
+        enum cbc_act act;
+        float param;
+    } ok[] = {
+        {"LeakyReLU(0.2)", CBC_ACT_LEAKY_RELU, 0.2f},
+        {"nn.LeakyReLU(negative_slope=0.2, inplace=True)", CBC_ACT_LEAKY_RELU, 0.2f},
+        {"leaky_relu", CBC_ACT_LEAKY_RELU, 0},
+        {"ELU(alpha=0.5)", CBC_ACT_ELU, 0.5f},
+        {"torch.nn.Softmax(dim=-1)", CBC_ACT_SOFTMAX, 0},
+        {"softmax", CBC_ACT_SOFTMAX, 0},
+        {"LogSoftmax(dim=1)", CBC_ACT_LOG_SOFTMAX, 0},
+        {"log_softmax", CBC_ACT_LOG_SOFTMAX, 0},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        enum cbc_act a;
+        float p = -1;
+        cr_assert(cbc_act_parse_param(ok[i].name, &a, &p), "%s", ok[i].name);
+        cr_assert(a == ok[i].act && p == ok[i].param, "%s: %d %g", ok[i].name, a, (double)p);
+    }
+    static const char *bad[] = {"Softmax(dim=0)", "ReLU(0.2)", "LeakyReLU(0.2, 0.3)",
+                                "LeakyReLU(slope=x)", "LeakyReLU(0.2", "ELU(nan)", "Tanhh"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        enum cbc_act a;
+        float p;
+        cr_assert(!cbc_act_parse_param(bad[i], &a, &p), "%s", bad[i]);
+    }
+    /* the 0.1 API's parser takes PyTorch's defaults only */
+    enum cbc_act a;
+    cr_assert(cbc_act_parse("LeakyReLU(negative_slope=0.01)", &a) && a == CBC_ACT_LEAKY_RELU);
+    cr_assert(!cbc_act_parse("LeakyReLU(0.2)", &a));
+    /* a softmax anywhere but the last layer is refused */
+    const float w[4] = {1, 0, 0, 1};
+    struct cbc_mlp_layer L[2] = {{.in = 2, .out = 2, .w = w, .act = CBC_ACT_SOFTMAX},
+                                 {.in = 2, .out = 2, .w = w, .act = CBC_ACT_IDENTITY}};
+    struct cbc_mlp m = {2, L};
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_mlp_validate(&m, &e), CBC_E_USAGE);
+    cr_assert(strstr(e.msg, "layer 0: softmax is taken on the last layer only"), "%s", e.msg);
+    /* the parameter is the one the model runs with: F(-1) of one unit */
+    const float one = 1, minus1 = -1;
+    static const struct {
+        enum cbc_act act;
+        float param;
+        double want;
+    } f[] = {{CBC_ACT_LEAKY_RELU, 0.2f, -0.2}, {CBC_ACT_LEAKY_RELU, 0, -0.01},
+             {CBC_ACT_ELU, 0.5f, 0.5 * (exp(-1.0) - 1)}, {CBC_ACT_ELU, 0, exp(-1.0) - 1}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        struct cbc_mlp_layer U = {.in = 1, .out = 1, .w = &one, .act = f[i].act,
+                                  .act_param = f[i].param};
+        struct cbc_mlp um = {1, &U};
+        double y;
+        cr_assert_eq(cbc_mlp_forward(&um, &minus1, 1, &y, &e), CBC_OK);
+        cr_assert_float_eq(y, f[i].want, 1e-7, "%s(%g): %g", cbc_act_name(f[i].act),
+                           (double)f[i].param, y);
+    }
+}
+
+/* A random 3-layer model with every new piece in turn: its gradient (the
+ * reference's backpropagation through LayerNorm and softmax) equals central
+ * differences of its forward pass (IG with one midpoint step is the
+ * gradient there times x - x'; more steps would put some next to a kink of
+ * LeakyReLU or ELU, where differences average two slopes), and its IG over
+ * 2000 steps is complete. */
+Test(ig_cpu, layernorm_softmax_and_parameters_backpropagate_as_their_forward_differentiates)
+{
+    enum { F = 5, H = 7, O = 4, N = 3 };
+    float w1[H * F], b1[H], w2[H * H], b2[H], w3[O * H], b3[O], g[H], be[H], x[N * F];
+    unsigned s = 12345;
+    float *all[] = {w1, b1, w2, b2, w3, b3, g, be, x};
+    size_t len[] = {H * F, H, H * H, H, O * H, O, H, H, N * F};
+    for (size_t k = 0; k < 9; k++)
+        for (size_t i = 0; i < len[k]; i++) {
+            s = s * 1103515245u + 12345u;
+            all[k][i] = ((float)(s >> 8 & 0xffff) / 65536.0f - 0.5f) * (k == 8 ? 4 : 1.6f);
+        }
+    static const struct {
+        enum cbc_norm n1, n2;
+        enum cbc_act a1, out;
+        float p1;
+    } v[] = {
+        {CBC_NORM_BEFORE_ACT, CBC_NORM_NONE, CBC_ACT_TANH, CBC_ACT_IDENTITY, 0},
+        {CBC_NORM_AFTER_ACT, CBC_NORM_BEFORE_ACT, CBC_ACT_GELU, CBC_ACT_IDENTITY, 0},
+        {CBC_NORM_NONE, CBC_NORM_NONE, CBC_ACT_LEAKY_RELU, CBC_ACT_SOFTMAX, 0.2f},
+        {CBC_NORM_BEFORE_ACT, CBC_NORM_AFTER_ACT, CBC_ACT_ELU, CBC_ACT_LOG_SOFTMAX, 0.5f},
+    };
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        struct cbc_mlp_layer L[3] = {
+            {.in = F, .out = H, .w = w1, .b = b1, .act = v[k].a1, .act_param = v[k].p1,
+             .norm = v[k].n1, .norm_w = g, .norm_b = be},
+            {.in = H, .out = H, .w = w2, .b = b2, .act = CBC_ACT_SILU, .norm = v[k].n2,
+             .norm_w = g, .norm_eps = 1e-3f},
+            {.in = H, .out = O, .w = w3, .b = b3, .act = v[k].out},
+        };
+        struct cbc_mlp m = {3, L};
+        float a_an[N * F], a_fd[N * F];
+        double vals[2][4 * N];
+        for (int run = 0; run < 3; run++) { /* midpoint analytic, midpoint FD, 2000 steps */
+            struct cbc_ig_request r;
+            cbc_ig_request_defaults(&r);
+            r.x = x, r.n = N, r.target = 2;
+            r.steps = run < 2 ? 1 : 2000, r.method = CBC_IG_RIEMANN_MIDDLE;
+            r.gradient = run == 1 ? CBC_IG_FD : CBC_IG_ANALYTIC;
+            int slot = run == 1 ? 1 : 0;
+            struct cbc_ig_output o = {run == 1 ? a_fd : a_an, vals[slot], vals[slot] + N,
+                                      vals[slot] + 2 * N, vals[slot] + 3 * N};
+            struct cbc_err e = {0};
+            cr_assert_eq(cbc_ig_cpu_mlp(&m, &r, &o, &e), CBC_OK, "%s", e.msg);
+            if (run == 1)
+                for (int i = 0; i < N * F; i++)
+                    cr_assert_float_eq(a_an[i], a_fd[i], 1e-5 + 1e-3 * fabsf(a_fd[i]),
+                                       "variant %zu attr %d: %g analytic, %g by differences", k,
+                                       i, (double)a_an[i], (double)a_fd[i]);
+        }
+        for (int b = 0; b < N; b++) {
+            cr_assert(fabs(vals[0][3 * N + b]) < 1e-4, "variant %zu input %d delta %g", k, b,
+                      vals[0][3 * N + b]);
+            if (v[k].out == CBC_ACT_SOFTMAX) /* a probability */
+                cr_assert(vals[0][b] > 0 && vals[0][b] < 1, "F(x) %g", vals[0][b]);
+        }
+    }
 }
