@@ -1031,3 +1031,190 @@ extern "C" __global__ void gather_endpoints(float *out, const float *fo, int nb,
     out[2 * (b0 + b)] = fo[(size_t)b * S + S - 1];     // alpha = 1: F(x)
     out[2 * (b0 + b) + 1] = fo[(size_t)b * S + S - 2]; // alpha = 0: F(x')
 }
+
+// ---- the layered path: a layer's LayerNorm and activation, whole rows ----
+//
+// For the models the fused kernels do not take (see struct cbc_k_layer). A
+// warp per row; lane l owns elements l, l + 32, ...; every pass over a row
+// reads back only what the same lane wrote, so the warp needs no barrier
+// but before lane 0 reads fo's element.
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// An elementwise activation with its parameter (LeakyReLU's slope, ELU's alpha).
+__device__ __forceinline__ float act_fp(int a, float z, float prm)
+{
+    if (a == CBC_K_ACT_LEAKY_RELU)
+        return z > 0.0f ? z : prm * z;
+    if (a == CBC_K_ACT_ELU)
+        return z > 0.0f ? z : prm * expm1f(z);
+    return act_f(a, z);
+}
+
+__device__ __forceinline__ float act_dfp(int a, float z, float prm)
+{
+    if (a == CBC_K_ACT_LEAKY_RELU)
+        return z > 0.0f ? 1.0f : prm;
+    if (a == CBC_K_ACT_ELU)
+        return z > 0.0f ? 1.0f : prm * expf(z);
+    return act_df(a, z);
+}
+
+// Mean and 1/sqrt(biased variance + eps) of row v (two passes: the
+// deviations are summed, not the squares, as PyTorch does).
+__device__ __forceinline__ void row_stats(const float *v, int H, float eps, int lane, float &mean,
+                                          float &rstd)
+{
+    float s = 0.0f;
+    for (int j = lane; j < H; j += 32)
+        s += v[j];
+    mean = warp_sum(s) / H;
+    float q = 0.0f;
+    for (int j = lane; j < H; j += 32) {
+        float d = v[j] - mean;
+        q = fmaf(d, d, q);
+    }
+    rstd = rsqrtf(warp_sum(q) / H + eps);
+}
+
+__device__ __forceinline__ float ln_affine(const cbc_k_layer &p, int j, float xhat)
+{
+    return xhat * (p.gamma ? p.gamma[j] : 1.0f) + (p.beta ? p.beta[j] : 0.0f);
+}
+
+// The activation's input y_j: z_j, or LayerNorm(z)_j before the activation.
+__device__ __forceinline__ float act_in(const cbc_k_layer &p, const float *z, int j, float mean,
+                                       float rstd)
+{
+    return p.norm == CBC_K_NORM_BEFORE_ACT ? ln_affine(p, j, (z[j] - mean) * rstd) : z[j];
+}
+
+// max and sum of exp(y - max) over the row: the (log-)softmax's statistics.
+__device__ __forceinline__ void softmax_stats(const cbc_k_layer &p, const float *z, float mean,
+                                              float rstd, int lane, float &mx, float &se)
+{
+    float m = -INFINITY;
+    for (int j = lane; j < p.H; j += 32)
+        m = fmaxf(m, act_in(p, z, j, mean, rstd));
+    mx = warp_max(m);
+    float s = 0.0f;
+    for (int j = lane; j < p.H; j += 32)
+        s += expf(act_in(p, z, j, mean, rstd) - mx);
+    se = warp_sum(s);
+}
+
+extern "C" __global__ void layer_forward(cbc_k_layer p)
+{
+    int r = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (r >= p.R)
+        return;
+    const int H = p.H;
+    float *z = p.Z + (size_t)r * H, *a = p.A + (size_t)r * H;
+    if (p.u) {
+        int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
+        const float al = p.alpha[s];
+        for (int j = lane; j < H; j += 32)
+            z[j] = p.u[(size_t)b * H + j] + al * p.v[(size_t)b * H + j];
+    }
+    float mean = 0.0f, rstd = 1.0f;
+    if (p.norm == CBC_K_NORM_BEFORE_ACT)
+        row_stats(z, H, p.eps, lane, mean, rstd);
+    if (p.act == CBC_K_ACT_SOFTMAX || p.act == CBC_K_ACT_LOG_SOFTMAX) {
+        float mx, se;
+        softmax_stats(p, z, mean, rstd, lane, mx, se);
+        const float lse = logf(se);
+        for (int j = lane; j < H; j += 32) {
+            float d = act_in(p, z, j, mean, rstd) - mx;
+            a[j] = p.act == CBC_K_ACT_SOFTMAX ? expf(d) / se : d - lse;
+        }
+    } else {
+        for (int j = lane; j < H; j += 32)
+            a[j] = act_fp(p.act, act_in(p, z, j, mean, rstd), p.act_param);
+    }
+    if (p.norm == CBC_K_NORM_AFTER_ACT) {
+        row_stats(a, H, p.eps, lane, mean, rstd);
+        for (int j = lane; j < H; j += 32)
+            a[j] = ln_affine(p, j, (a[j] - mean) * rstd);
+    }
+    if (lane == 0 && p.stats) {
+        p.stats[2 * (size_t)r] = mean;
+        p.stats[2 * (size_t)r + 1] = rstd;
+    }
+    if (p.fo) {
+        __syncwarp();
+        if (lane == 0)
+            p.fo[r] = a[p.target];
+    }
+}
+
+// g (in dZ's row) from dF/d(LayerNorm output) to dF/d(its input v):
+//   g = rstd (gy - mean(gy) - xhat mean(gy xhat)), gy = g gamma, xhat = (v - mean) rstd;
+// v_j is given by vf(j).
+template <typename V>
+__device__ __forceinline__ void ln_back(const cbc_k_layer &p, float *g, V vf, float mean,
+                                        float rstd, int lane)
+{
+    float m1 = 0.0f, m2 = 0.0f;
+    for (int j = lane; j < p.H; j += 32) {
+        float gy = g[j] * (p.gamma ? p.gamma[j] : 1.0f);
+        m1 += gy;
+        m2 = fmaf(gy, (vf(j) - mean) * rstd, m2);
+    }
+    m1 = warp_sum(m1) / p.H;
+    m2 = warp_sum(m2) / p.H;
+    for (int j = lane; j < p.H; j += 32) {
+        float gy = g[j] * (p.gamma ? p.gamma[j] : 1.0f);
+        g[j] = rstd * (gy - m1 - (vf(j) - mean) * rstd * m2);
+    }
+}
+
+extern "C" __global__ void layer_backward(cbc_k_layer p)
+{
+    int r = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (r >= p.R)
+        return;
+    const int H = p.H;
+    const float *z = p.Z + (size_t)r * H;
+    float *g = p.dZ + (size_t)r * H;
+    const float mean = p.stats ? p.stats[2 * (size_t)r] : 0.0f,
+                rstd = p.stats ? p.stats[2 * (size_t)r + 1] : 1.0f;
+    for (int j = lane; j < H; j += 32)
+        g[j] = p.dA ? p.dA[(size_t)r * H + j] : (j == p.target ? 1.0f : 0.0f);
+    if (p.norm == CBC_K_NORM_AFTER_ACT) // through the LayerNorm of act(z)
+        ln_back(p, g, [&](int j) { return act_fp(p.act, z[j], p.act_param); }, mean, rstd, lane);
+    if (p.act == CBC_K_ACT_SOFTMAX || p.act == CBC_K_ACT_LOG_SOFTMAX) {
+        float mx, se, dot = 0.0f;
+        softmax_stats(p, z, mean, rstd, lane, mx, se);
+        for (int j = lane; j < H; j += 32) // <g, p> for softmax, sum(g) for its logarithm
+            dot += p.act == CBC_K_ACT_SOFTMAX ? g[j] * (expf(act_in(p, z, j, mean, rstd) - mx) / se)
+                                              : g[j];
+        dot = warp_sum(dot);
+        for (int j = lane; j < H; j += 32) {
+            float pj = expf(act_in(p, z, j, mean, rstd) - mx) / se;
+            g[j] = p.act == CBC_K_ACT_SOFTMAX ? pj * (g[j] - dot) : g[j] - pj * dot;
+        }
+    } else {
+        for (int j = lane; j < H; j += 32)
+            g[j] *= act_dfp(p.act, act_in(p, z, j, mean, rstd), p.act_param);
+    }
+    if (p.norm == CBC_K_NORM_BEFORE_ACT)
+        ln_back(p, g, [&](int j) { return z[j]; }, mean, rstd, lane);
+    if (p.weight) {
+        int gr = p.row0 + r, s = gr % p.S;
+        const float w = p.weight[s];
+        for (int j = lane; j < H; j += 32)
+            g[j] *= w;
+    }
+}

@@ -55,7 +55,9 @@ enum {
     CBC_K_ACT_SILU = 5,
     CBC_K_ACT_SOFTPLUS = 6,
     CBC_K_ACT_ELU = 7,
-    CBC_K_ACT_LEAKY_RELU = 8
+    CBC_K_ACT_LEAKY_RELU = 8,
+    CBC_K_ACT_SOFTMAX = 9,     /* the layered kernels only (struct cbc_k_layer) */
+    CBC_K_ACT_LOG_SOFTMAX = 10
 };
 
 /* Baseline kinds as the kernels take them (struct cbc_k_base.kind). */
@@ -146,6 +148,41 @@ struct cbc_k_output {
     /* when set, only the two endpoint rows of each input (alpha 0 and 1:
      * rows b*S + S-2 and b*S + S-1), R = 2 * inputs */
     int ends_only;
+};
+
+/* The layered path, for models the fused kernels do not take (a
+ * LayerNorm, a Softmax or LogSoftmax output, activation parameters other
+ * than PyTorch's defaults): GEMMs store plain Linear outputs and these
+ * kernels apply a layer's LayerNorm and activation over whole rows, a warp
+ * per row, forward (layer_forward) and backward (layer_backward). */
+enum {
+    CBC_K_NORM_NONE = 0,
+    CBC_K_NORM_BEFORE_ACT = 1, /* Linear, LayerNorm, activation */
+    CBC_K_NORM_AFTER_ACT = 2   /* Linear, activation, LayerNorm */
+};
+
+struct cbc_k_layer {
+    int R, H; /* rows, units */
+    /* the Linear's output Z [R][H]; when u is set (layer 1 on the path),
+     * layer_forward first writes Z[r] = u[b] + alpha[s] v[b] (rows of H) */
+    CBC_DPTR(float) Z;
+    CBC_DPTR(const float) u;
+    CBC_DPTR(const float) v;
+    CBC_DPTR(const float) alpha;
+    int S, row0;              /* rows are (input b, step s): b*S + s = row0 + r */
+    CBC_DPTR(float) A;        /* forward: the layer's output [R][H] */
+    CBC_DPTR(float) stats;    /* [R][2]: the LayerNorm's mean and 1/sqrt(var + eps) */
+    int act;
+    float act_param;          /* LeakyReLU's slope, ELU's alpha (never 0: the host resolves) */
+    int norm;
+    float eps;
+    CBC_DPTR(const float) gamma; /* [H] or 0 for ones */
+    CBC_DPTR(const float) beta;  /* [H] or 0 for zeros */
+    int target;
+    CBC_DPTR(float) fo;          /* forward: fo[r] = A[r][target] when set */
+    CBC_DPTR(const float) dA;    /* backward: dF/dA [R][H], or 0 for one-hot at target */
+    CBC_DPTR(float) dZ;          /* backward: dF/dZ [R][H] */
+    CBC_DPTR(const float) weight; /* backward: when set, dZ is scaled by weight[s] */
 };
 
 #endif

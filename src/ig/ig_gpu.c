@@ -26,8 +26,14 @@ _Static_assert((int)CBC_ACT_IDENTITY == CBC_K_ACT_IDENTITY && (int)CBC_ACT_RELU 
                    (int)CBC_ACT_TANH == CBC_K_ACT_TANH &&
                    (int)CBC_ACT_SIGMOID == CBC_K_ACT_SIGMOID && (int)CBC_ACT_GELU == CBC_K_ACT_GELU &&
                    (int)CBC_ACT_SILU == CBC_K_ACT_SILU && (int)CBC_ACT_SOFTPLUS == CBC_K_ACT_SOFTPLUS &&
-                   (int)CBC_ACT_ELU == CBC_K_ACT_ELU && (int)CBC_ACT_LEAKY_RELU == CBC_K_ACT_LEAKY_RELU,
+                   (int)CBC_ACT_ELU == CBC_K_ACT_ELU && (int)CBC_ACT_LEAKY_RELU == CBC_K_ACT_LEAKY_RELU &&
+                   (int)CBC_ACT_SOFTMAX == CBC_K_ACT_SOFTMAX &&
+                   (int)CBC_ACT_LOG_SOFTMAX == CBC_K_ACT_LOG_SOFTMAX,
                "enum cbc_act is passed to the kernels as it is");
+_Static_assert((int)CBC_NORM_NONE == CBC_K_NORM_NONE &&
+                   (int)CBC_NORM_BEFORE_ACT == CBC_K_NORM_BEFORE_ACT &&
+                   (int)CBC_NORM_AFTER_ACT == CBC_K_NORM_AFTER_ACT,
+               "enum cbc_norm is passed to the kernels as it is");
 _Static_assert((int)CBC_IG_BASELINE_ZEROS == CBC_K_BASE_ZEROS &&
                    (int)CBC_IG_BASELINE_SCALAR == CBC_K_BASE_SCALAR &&
                    (int)CBC_IG_BASELINE_SHARED == CBC_K_BASE_SHARED &&
@@ -39,7 +45,7 @@ static const char *const kernel_names[K_GEMM0] = {
     "perturb_dimension_batched", "fd_accumulate", "fd_finish", "gemm_skinny_nt",
     "gemm_skinny_nn", "gemm_reduce", "mlp_output", "reduce_steps", "reduce_step_partials",
     "reduce_output", "build_uv_input", "copy_last_row", "gather_endpoints", "check_finite",
-    "row_sums",
+    "row_sums", "layer_forward", "layer_backward",
 };
 static const char *const family_names[F_COUNT] = {"nt_plain", "nt_act", "nt_interp", "nn"};
 static const char *const variant_names[V_COUNT] = {"s128", "s64", "tc"};
@@ -345,14 +351,30 @@ enum cbc_status cbc_ig_gpu_upload(struct cbc_ig_gpu *g, const struct cbc_mlp *m,
         const struct cbc_mlp_layer *L = &m->layers[l];
         md->size[l + 1] = L->out;
         md->act[l] = L->act;
-        size_t wb = sizeof(float) * (size_t)L->in * (size_t)L->out;
+        md->act_param[l] = (float)cbc_act_param_of(L);
+        md->norm[l] = (int)L->norm;
+        md->norm_eps[l] = L->norm_eps > 0 ? L->norm_eps : 1e-5f;
+        md->layered |= L->norm != CBC_NORM_NONE || L->act == CBC_ACT_SOFTMAX ||
+                       L->act == CBC_ACT_LOG_SOFTMAX ||
+                       (L->act_param != 0 && L->act_param != (float)cbc_act_param_default(L->act));
+        size_t wb = sizeof(float) * (size_t)L->in * (size_t)L->out, vb = sizeof(float) * (size_t)L->out;
         st = ig_dalloc(g, &md->w[l], wb, "weights", err);
         if (st == CBC_OK)
             st = ig_upload(g, md->w[l], L->w, wb, err);
         if (st == CBC_OK && L->b) {
-            st = ig_dalloc(g, &md->b[l], sizeof(float) * (size_t)L->out, "biases", err);
+            st = ig_dalloc(g, &md->b[l], vb, "biases", err);
             if (st == CBC_OK)
-                st = ig_upload(g, md->b[l], L->b, sizeof(float) * (size_t)L->out, err);
+                st = ig_upload(g, md->b[l], L->b, vb, err);
+        }
+        if (st == CBC_OK && L->norm && L->norm_w) {
+            st = ig_dalloc(g, &md->norm_w[l], vb, "LayerNorm weights", err);
+            if (st == CBC_OK)
+                st = ig_upload(g, md->norm_w[l], L->norm_w, vb, err);
+        }
+        if (st == CBC_OK && L->norm && L->norm_b) {
+            st = ig_dalloc(g, &md->norm_b[l], vb, "LayerNorm biases", err);
+            if (st == CBC_OK)
+                st = ig_upload(g, md->norm_b[l], L->norm_b, vb, err);
         }
     }
     const struct cbc_mlp_layer *last = &m->layers[m->n_layers - 1];
@@ -381,6 +403,8 @@ void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m)
     for (int l = 0; l < m->L; l++) {
         ig_dfree(m->g, &m->w[l]);
         ig_dfree(m->g, &m->b[l]);
+        ig_dfree(m->g, &m->norm_w[l]);
+        ig_dfree(m->g, &m->norm_b[l]);
     }
     ig_dfree(m->g, &m->fwd);
     free(m->last_bias);
@@ -518,6 +542,8 @@ enum cbc_status cbc_ig_gpu_mlp_forward(void *model, uint64_t in, uint64_t out, s
     if ((int)F != md->size[0])
         return ig_err_set(err, CBC_E_SHAPE, "forward of %zu features; the model takes %d", F,
                            md->size[0]);
+    if (md->layered)
+        return ig_layered_forward(md, in, out, rows, err);
     const int L = md->L, t = md->target;
     size_t need = 0;
     for (int l = 1; l < L; l++)

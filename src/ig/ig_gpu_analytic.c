@@ -48,70 +48,26 @@ static enum cbc_status host_out_init(struct cbc_ig_gpu *g, const struct cbc_ig_r
     return CBC_OK;
 }
 
-/* Enqueues the whole analytic computation on the engine's stream, results
- * copied to h; the caller waits. */
-static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,
-                                        CUdeviceptr d_al, CUdeviceptr d_wt,
-                                        const struct host_out *h, CUdeviceptr *d_flag,
-                                        struct cbc_err *err)
+/* Steps 2-3 on the fused kernels: every chunk of inputs forward and
+ * backward, D and the endpoints as ig_layered_chunks leaves them. */
+static enum cbc_status fused_chunks(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,
+                                    CUdeviceptr d_u, CUdeviceptr d_v, CUdeviceptr d_al,
+                                    CUdeviceptr d_wt, CUdeviceptr d_D, CUdeviceptr d_ends,
+                                    struct cbc_err *err)
 {
     struct cbc_ig_gpu *g = md->g;
-    const int L = md->L, F = md->size[0], H1 = md->size[1], t = r->target;
+    const int L = md->L, H1 = md->size[1], t = r->target;
     const int n = (int)r->n, S = r->steps + 2;
     int hmax = 1;
     for (int l = 1; l < L; l++)
         hmax = md->size[l] > hmax ? md->size[l] : hmax;
-    CUdeviceptr d_x = 0, d_base = 0, d_uvin = 0, d_uv = 0, d_D = 0, d_attr = 0, d_ends = 0,
-                d_work = 0;
-    const size_t nF = (size_t)n * F;
-    /* the GEMM tiles address layer 1 on the path (u, v: n x H1) with 32-bit offsets */
-    if ((size_t)n * (size_t)H1 > UINT32_MAX)
-        return ig_err_set(err, CBC_E_USAGE,
-                           "%d inputs x %d units of layer 1 exceed the GPU engine's 2^32 elements "
-                           "per call; pass the inputs in batches of at most %zu",
-                           n, H1, (size_t)UINT32_MAX / (size_t)H1);
+    CUdeviceptr d_work = 0;
     enum cbc_status st = CBC_OK;
 #define TRY(expr)                                                                                  \
     do {                                                                                           \
         if (st == CBC_OK)                                                                          \
             st = (expr);                                                                           \
     } while (0)
-    TRY(ig_stage_inputs(g, r, (size_t)F, &d_x, &d_base, d_flag, err));
-    TRY(ig_ws(g, WS_UVIN, sizeof(float) * 2 * nF, &d_uvin, "path inputs", err));
-    TRY(ig_ws(g, WS_UV, sizeof(float) * 2 * (size_t)n * H1, &d_uv, "layer 1 on the path", err));
-    TRY(ig_ws(g, WS_D, sizeof(float) * (size_t)n * H1, &d_D, "summed deltas", err));
-    TRY(ig_ws(g, WS_ENDS, sizeof(float) * 2 * (size_t)n, &d_ends, "F(x) and F(x')", err));
-    if (r->device_pointers)
-        d_attr = (CUdeviceptr)(uintptr_t)h->attr; /* out->attr, on the device */
-    else
-        TRY(ig_ws(g, WS_ATTR, sizeof(float) * nF, &d_attr, "attributions", err));
-    struct cbc_k_base kb = ig_kbase(&r->baseline, d_base);
-
-    /* 1. u and v. With one baseline for all inputs, u is computed once
-     * (into the last of the n rows, so v follows it in the same GEMM) and
-     * copied to the others. */
-    const int nu = r->baseline.kind == CBC_IG_BASELINE_PER_INPUT ? n : 1;
-    if (st == CBC_OK) {
-        int nn = n, nnu = nu, FF = F;
-        void *args[] = {&d_uvin, &d_x, &kb, &nn, &nnu, &FF};
-        st = ig_launch(g, K_UV_INPUT, ig_blocks((size_t)(nu + n) * F, 256), 1, 1, 256, args, err);
-    }
-    if (st == CBC_OK) {
-        struct cbc_k_gemm p = {0};
-        p.M = nu + n, p.N = H1, p.K = F, p.nn = 0;
-        p.A = d_uvin, p.lda = F, p.W = md->w[0], p.ldw = F, p.ldc = H1;
-        p.C = d_uv + sizeof(float) * (size_t)(n - nu) * H1;
-        p.bias = md->b[0], p.bias_rows = nu;
-        st = ig_gemm(g, &p, err);
-    }
-    if (st == CBC_OK && nu < n) {
-        int nn = n, K = H1;
-        void *args[] = {&d_uv, &nn, &K};
-        st = ig_launch(g, K_COPY_LAST_ROW, ig_blocks((size_t)(n - 1) * H1, 256), 1, 1, 256, args, err);
-    }
-    CUdeviceptr d_u = d_uv, d_v = d_uv + sizeof(float) * (size_t)n * H1;
-
-    /* 2-3. chunks of inputs */
     size_t per_row = 2 * sizeof(float); /* fo, dfo */
     for (int l = 2; l < L; l++)
         per_row += sizeof(float) * md->size[l]; /* Z_l */
@@ -236,6 +192,74 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
             st = ig_launch(g, K_REDUCE_STEPS, ig_blocks((size_t)cb * H1, 256), 1, 1, 256, args, err);
         }
     }
+#undef TRY
+    return st;
+}
+
+/* Enqueues the whole analytic computation on the engine's stream, results
+ * copied to h; the caller waits. */
+static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,
+                                        CUdeviceptr d_al, CUdeviceptr d_wt,
+                                        const struct host_out *h, CUdeviceptr *d_flag,
+                                        struct cbc_err *err)
+{
+    struct cbc_ig_gpu *g = md->g;
+    const int F = md->size[0], H1 = md->size[1];
+    const int n = (int)r->n;
+    CUdeviceptr d_x = 0, d_base = 0, d_uvin = 0, d_uv = 0, d_D = 0, d_attr = 0, d_ends = 0;
+    const size_t nF = (size_t)n * F;
+    /* the GEMM tiles address layer 1 on the path (u, v: n x H1) with 32-bit offsets */
+    if ((size_t)n * (size_t)H1 > UINT32_MAX)
+        return ig_err_set(err, CBC_E_USAGE,
+                           "%d inputs x %d units of layer 1 exceed the GPU engine's 2^32 elements "
+                           "per call; pass the inputs in batches of at most %zu",
+                           n, H1, (size_t)UINT32_MAX / (size_t)H1);
+    enum cbc_status st = CBC_OK;
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        if (st == CBC_OK)                                                                          \
+            st = (expr);                                                                           \
+    } while (0)
+    TRY(ig_stage_inputs(g, r, (size_t)F, &d_x, &d_base, d_flag, err));
+    TRY(ig_ws(g, WS_UVIN, sizeof(float) * 2 * nF, &d_uvin, "path inputs", err));
+    TRY(ig_ws(g, WS_UV, sizeof(float) * 2 * (size_t)n * H1, &d_uv, "layer 1 on the path", err));
+    TRY(ig_ws(g, WS_D, sizeof(float) * (size_t)n * H1, &d_D, "summed deltas", err));
+    TRY(ig_ws(g, WS_ENDS, sizeof(float) * 2 * (size_t)n, &d_ends, "F(x) and F(x')", err));
+    if (r->device_pointers)
+        d_attr = (CUdeviceptr)(uintptr_t)h->attr; /* out->attr, on the device */
+    else
+        TRY(ig_ws(g, WS_ATTR, sizeof(float) * nF, &d_attr, "attributions", err));
+    struct cbc_k_base kb = ig_kbase(&r->baseline, d_base);
+
+    /* 1. u and v. With one baseline for all inputs, u is computed once
+     * (into the last of the n rows, so v follows it in the same GEMM) and
+     * copied to the others. */
+    const int nu = r->baseline.kind == CBC_IG_BASELINE_PER_INPUT ? n : 1;
+    if (st == CBC_OK) {
+        int nn = n, nnu = nu, FF = F;
+        void *args[] = {&d_uvin, &d_x, &kb, &nn, &nnu, &FF};
+        st = ig_launch(g, K_UV_INPUT, ig_blocks((size_t)(nu + n) * F, 256), 1, 1, 256, args, err);
+    }
+    if (st == CBC_OK) {
+        struct cbc_k_gemm p = {0};
+        p.M = nu + n, p.N = H1, p.K = F, p.nn = 0;
+        p.A = d_uvin, p.lda = F, p.W = md->w[0], p.ldw = F, p.ldc = H1;
+        p.C = d_uv + sizeof(float) * (size_t)(n - nu) * H1;
+        p.bias = md->b[0], p.bias_rows = nu;
+        st = ig_gemm(g, &p, err);
+    }
+    if (st == CBC_OK && nu < n) {
+        int nn = n, K = H1;
+        void *args[] = {&d_uv, &nn, &K};
+        st = ig_launch(g, K_COPY_LAST_ROW, ig_blocks((size_t)(n - 1) * H1, 256), 1, 1, 256, args, err);
+    }
+    CUdeviceptr d_u = d_uv, d_v = d_uv + sizeof(float) * (size_t)n * H1;
+
+    /* 2-3. chunks of inputs */
+    if (md->layered)
+        TRY(ig_layered_chunks(md, r, d_u, d_v, d_al, d_wt, d_D, d_ends, err));
+    else
+        TRY(fused_chunks(md, r, d_u, d_v, d_al, d_wt, d_D, d_ends, err));
     /* 4. attributions */
     if (st == CBC_OK) {
         struct cbc_k_gemm p = {0};

@@ -42,6 +42,8 @@ enum {
     K_ENDPOINTS,
     K_CHECK_FINITE,
     K_ROW_SUMS,
+    K_LAYER_FWD,
+    K_LAYER_BWD,
     K_GEMM0, /* F_COUNT * V_COUNT GEMMs follow */
     K_COUNT = K_GEMM0 + F_COUNT * V_COUNT
 };
@@ -100,6 +102,14 @@ struct cbc_ig_gpu_model {
     struct cbc_ig_gpu *g;
     int L, size[MAX_LAYERS + 1];
     enum cbc_act act[MAX_LAYERS];
+    /* The layered path (ig_gpu_layered.c) runs the model when `layered`: a
+     * LayerNorm, a (log-)softmax output or an activation parameter other
+     * than PyTorch's default, which the fused kernels do not take. */
+    bool layered;
+    float act_param[MAX_LAYERS]; /* resolved: never 0 for LeakyReLU and ELU */
+    int norm[MAX_LAYERS];
+    float norm_eps[MAX_LAYERS];
+    CUdeviceptr norm_w[MAX_LAYERS], norm_b[MAX_LAYERS];
     CUdeviceptr w[MAX_LAYERS], b[MAX_LAYERS];
     float *last_bias; /* host copy: the output's bias is a kernel argument */
     unsigned long serial;
@@ -162,5 +172,19 @@ enum cbc_status ig_finish_stream(struct cbc_ig_gpu *g, CUdeviceptr d_flag, struc
 
 enum cbc_status ig_analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,
                             struct cbc_ig_output *out, struct cbc_err *err);
+
+/* ---- the layered path (ig_gpu_layered.c) --------------------------------- */
+
+/* Steps 2-3 of the analytic path for a layered model: every chunk of
+ * inputs forward and backward, leaving D [n][H1] (the weighted sum over
+ * steps of layer 1's deltas) and F(x), F(x') in d_ends, as the fused path
+ * does; u and v are layer 1's baseline and difference rows. */
+enum cbc_status ig_layered_chunks(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,
+                                  CUdeviceptr d_u, CUdeviceptr d_v, CUdeviceptr d_al,
+                                  CUdeviceptr d_wt, CUdeviceptr d_D, CUdeviceptr d_ends,
+                                  struct cbc_err *err);
+/* cbc_ig_gpu_mlp_forward for a layered model. */
+enum cbc_status ig_layered_forward(struct cbc_ig_gpu_model *md, CUdeviceptr in, CUdeviceptr out,
+                                   size_t rows, struct cbc_err *err);
 
 #endif

@@ -650,6 +650,78 @@ static void explanations(void)
     }
 }
 
+/* The layered path (a LayerNorm before or after the activation, Softmax
+ * and LogSoftmax outputs, LeakyReLU and ELU parameters) against the CPU
+ * reference: widths that are not multiples of a warp and wider than the
+ * kernels' registers, one layer, several targets, a baseline per input,
+ * chunks forced by a small budget, and central differences through its
+ * forward pass. */
+static void layered_models(void)
+{
+    printf("layered models (LayerNorm, softmax outputs, activation parameters):\n");
+    static const struct {
+        const char *name;
+        int layers;
+        enum cbc_norm n1, n2;
+        enum cbc_act a1, a2, out;
+        float p1;
+    } v[] = {
+        {"Linear, LayerNorm, tanh; GELU; identity", 3, CBC_NORM_BEFORE_ACT, CBC_NORM_NONE,
+         CBC_ACT_TANH, CBC_ACT_GELU, CBC_ACT_IDENTITY, 0},
+        {"Linear, ReLU, LayerNorm; LayerNorm, SiLU; softmax", 3, CBC_NORM_AFTER_ACT,
+         CBC_NORM_BEFORE_ACT, CBC_ACT_RELU, CBC_ACT_SILU, CBC_ACT_SOFTMAX, 0},
+        {"LeakyReLU(0.2); tanh; logsoftmax", 3, CBC_NORM_NONE, CBC_NORM_NONE,
+         CBC_ACT_LEAKY_RELU, CBC_ACT_TANH, CBC_ACT_LOG_SOFTMAX, 0.2f},
+        {"LayerNorm, ELU(0.5); softmax (two layers)", 2, CBC_NORM_BEFORE_ACT, CBC_NORM_NONE,
+         CBC_ACT_ELU, CBC_ACT_SOFTMAX, CBC_ACT_SOFTMAX, 0.5f},
+        {"one layer: Linear, softmax", 1, CBC_NORM_NONE, CBC_NORM_NONE, CBC_ACT_SOFTMAX,
+         CBC_ACT_SOFTMAX, CBC_ACT_SOFTMAX, 0},
+    };
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        const int F = 100, O = 10;
+        int sizes[4] = {F, v[k].layers == 1 ? O : 96, v[k].layers == 3 ? 300 : O, O};
+        enum cbc_act acts[3] = {v[k].layers == 1 ? v[k].out : v[k].a1,
+                                v[k].layers == 2 ? v[k].out : v[k].a2, v[k].out};
+        struct model m;
+        make(&m, sizes, v[k].layers, acts, true);
+        float *g[2], *be[2];
+        for (int l = 0; l < 2; l++) {
+            int h = sizes[l + 1];
+            g[l] = malloc(sizeof(float) * (size_t)h);
+            be[l] = malloc(sizeof(float) * (size_t)h);
+            for (int j = 0; j < h; j++)
+                g[l][j] = 1 + 0.5f * urand(), be[l][j] = 0.3f * urand();
+        }
+        if (v[k].layers > 1) {
+            m.L[0].norm = v[k].n1, m.L[0].norm_w = g[0], m.L[0].norm_b = be[0];
+            m.L[0].act_param = v[k].p1;
+        }
+        if (v[k].layers > 2)
+            m.L[1].norm = v[k].n2, m.L[1].norm_w = g[1], m.L[1].norm_eps = 1e-3f;
+        const size_t n = 70;
+        float *x = random_inputs(n, (size_t)F, 2.0f), *base = random_inputs(n, (size_t)F, 0.5f);
+        char what[160];
+        struct cbc_ig_request r;
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = n, r.target = 7;
+        snprintf(what, sizeof what, "%s, target 7", v[k].name);
+        compare(what, &m.m, &r, TOL_ANALYTIC);
+        r.target = 0, r.baseline.kind = CBC_IG_BASELINE_PER_INPUT, r.baseline.data = base;
+        r.mem_budget = 64u << 10; /* a few inputs per chunk */
+        r.method = CBC_IG_TRAPEZOID, r.steps = 33;
+        snprintf(what, sizeof what, "%s, target 0, baselines, chunks", v[k].name);
+        compare(what, &m.m, &r, TOL_ANALYTIC);
+        r.n = 5, r.gradient = CBC_IG_FD, r.mem_budget = 0;
+        snprintf(what, sizeof what, "%s, differences", v[k].name);
+        compare(what, &m.m, &r, 5e-2);
+        free(x);
+        free(base);
+        for (int l = 0; l < 2; l++)
+            free(g[l]), free(be[l]);
+        unmake(&m);
+    }
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0); /* keep what was printed if a check crashes */
@@ -666,11 +738,13 @@ int main(void)
     differences_and_completeness();
     device_pointers();
     explanations();
+    layered_models();
     /* --precision fp32: FP32 FMA GEMMs, against the same reference */
     printf("precision fp32 (FP32 FMA GEMMs):\n");
     cbc_ig_gpu_set_precision(G, CBC_IG_PRECISION_FP32);
     CHECK(strstr(cbc_ig_gpu_describe(G), "FP32 FMA") != NULL, "%s", cbc_ig_gpu_describe(G));
     analytic_matches_cpu();
+    layered_models();
     cbc_ig_gpu_set_precision(G, CBC_IG_PRECISION_FAST);
     const char *bdir = getenv("CBC_BUNDLES");
     struct cbc_bundle *b = NULL;
