@@ -24,6 +24,11 @@ step() { local t0=$SECONDS; "$@"; local rc=$?; say "  ($((SECONDS - t0)) s, exit
 say "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee -a "$S"
 nvcc --version | tail -1 | tee -a "$S"
+# pure-Python packages carried in .device-py (scripts/fetch_device_py.sh:
+# Captum and what it imports), for tests/gpu/torch_models.py's Captum script
+[ -d .device-py ] && export PYTHONPATH="$PWD/.device-py${PYTHONPATH:+:$PYTHONPATH}"
+python3 -c 'import sys, torch; print("Python", sys.version.split()[0], "PyTorch", torch.__version__)' 2>&1 | tee -a "$S"
+python3 -c 'import captum; print("Captum", captum.__version__)' 2>&1 | tail -1 | tee -a "$S"
 say "== build (meson setup + ninja; -Dcuda-arch=auto decides at build time)"
 if ! step bash -c "{ [ -f build-gpu/build.ninja ] || meson setup build-gpu; } > '$out/build.log' 2>&1 && ninja -C build-gpu >> '$out/build.log' 2>&1"; then
     tail -60 "$out/build.log"
@@ -35,7 +40,7 @@ build-gpu/tools/cubincache devices build-gpu/kernels/ig_kernels.bundle/ig_kernel
 if [ "$part" != bench ]; then
 say "== GPU test suite"
 step timeout 900 meson test -C build-gpu --suite gpu -v > "$out/gpu-tests.log" 2>&1
-grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|  8 calls|FAIL|gpu_ig:|gpu_loader:|explanations|precision fp32|  --precision|  torch.save|torch_models:)' "$out/gpu-tests.log" | tee -a "$S"
+grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|  8 calls|FAIL|gpu_ig:|gpu_loader:|explanations|layered models|precision fp32|  --precision|  torch.save|torch_models:)' "$out/gpu-tests.log" | tee -a "$S"
 grep -E '^ *[0-9]+/[0-9]+ ' "$out/gpu-tests.log" | tee -a "$S"
 say "== deploy-gate corpus: each program run, its kernels' results read back"
 step bash tests/corpus/run_truth.sh build-gpu/tests/corpus "$out/truth-sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .').txt" > /dev/null 2>&1

@@ -28,6 +28,9 @@ except ImportError as e:
           file=sys.stderr)
     sys.exit(77)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from igrun_noise import igrun_gaussians  # noqa: E402
+
 IGRUN = os.path.join(os.environ["BUILDDIR"], "tools", "igrun", "igrun")
 tmp = tempfile.mkdtemp(prefix="cbc-igrun.")
 failures = 0
@@ -271,6 +274,22 @@ for i in doc["inputs"]:
     if not np.allclose(i["attributions"], W3[1] * (X[i["index"]] - B.mean(axis=0)), rtol=1e-4,
                        atol=1e-5) or len(i["baseline_deltas"]) != 4:
         fail("--baselines, input %d: %s" % (i["index"], i))
+# --baseline mean: each feature's mean over the inputs (a linear model: W[t] (x - mean))
+out = path("mean.npy")
+expect(0, "delta", "--model", m3, "--input", path("x.npy"), "--target", "2", "--baseline", "mean",
+       "--out", out)
+if not np.allclose(np.load(out), W3[2] * (X - X.mean(axis=0)), rtol=1e-5, atol=1e-6):
+    fail("--baseline mean is not W[t] (x - the inputs' mean)")
+# the noise is tests/igrun_noise.py's for the seed (what lets a test hand the
+# same noise to Captum): SmoothGrad of a linear model is W[t] (mean noisy x)
+out = path("sgseed.npy")
+expect(0, "smoothgrad of 4 samples", "--model", m3, "--input", path("x.npy"), "--target", "1",
+       "--noise", "smoothgrad", "--samples", "4", "--stdev", "0.5", "--seed", "5", "--out", out)
+g = np.array(igrun_gaussians(5, n * 4 * F)).reshape(n, 4, F)
+noisy = (X.astype(np.float64)[:, None, :] + 0.5 * g).astype(np.float32)
+if not np.allclose(np.load(out), W3[1] * noisy.astype(np.float64).mean(axis=1), rtol=1e-5,
+                   atol=1e-6):
+    fail("--seed 5: the noise is not tests/igrun_noise.py's")
 # SmoothGrad without noise is IG; with it the JSON records the noise
 out = path("sg0.npy")
 expect(0, "smoothgrad of 3 samples", "--model", m3, "--input", path("x.npy"), "--target", "0",

@@ -25,6 +25,9 @@ except ImportError as e:
     print("PyTorch and numpy are needed: %s" % e, file=sys.stderr)
     sys.exit(77)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from igrun_noise import igrun_gaussians  # noqa: E402
+
 IGRUN = os.path.join(os.environ["BUILDDIR"], "tools", "igrun", "igrun")
 tmp = tempfile.mkdtemp(prefix="cbc-torch.")
 failures = 0
@@ -60,6 +63,48 @@ def save_safetensors(path, sd, metadata):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
+def autograd_ig(f, x, targets, baseline=None, steps=50):
+    """IG of f's output targets[i] for each row of x by autograd, with the
+    Gauss-Legendre rule igrun uses by default; baseline: None (zeros), a
+    row or a tensor like x. Computed in x's dtype and device."""
+    t_nodes, t_w = np.polynomial.legendre.leggauss(steps)
+    base = torch.zeros_like(x) if baseline is None else baseline.to(x).expand_as(x)
+    idx = torch.as_tensor(targets, device=x.device).reshape(-1, 1)
+    acc = torch.zeros_like(x)
+    for a, w in zip((t_nodes + 1) / 2, t_w / 2):
+        p = (base + float(a) * (x - base)).requires_grad_(True)
+        (g,) = torch.autograd.grad(f(p).gather(1, idx).sum(), p)
+        acc += float(w) * g
+    return (acc * (x - base)).detach().double().cpu().numpy()
+
+
+def igrun_attr(out):
+    """Attributions igrun wrote to out (.json or .npy), one row per input."""
+    if out.endswith(".npy"):
+        return np.load(out)
+    return np.array([i["attributions"] for i in json.load(open(out))["inputs"]])
+
+
+def compare(what, model, x_file, want, tol, *args, devices=("cpu", "cuda")):
+    """igrun on each device against want (relative L2 within tol); want is
+    torch's attributions, computed as `what` says."""
+    for device in devices:
+        out = os.path.join(tmp, "%s-%s.npy" % (what.split()[0].strip(",:"), device))
+        rc, text = igrun("--model", model, "--input", x_file, "--device", device, "--out", out,
+                         "-q", *args)
+        if rc != 0:
+            fail("%s on %s: %s" % (what, device, text))
+            continue
+        err = np.linalg.norm(igrun_attr(out) - want) / np.linalg.norm(want)
+        print("  %s on %s: rel L2 %.2e from torch's" % (what, device, err))
+        if not err <= tol[device]:
+            fail("%s on %s differs from torch's by %.3g (tolerance %g)"
+                 % (what, device, err, tol[device]))
+
+
+TOL = {"cpu": 1e-6, "cuda": 1e-4}
+
+
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
@@ -90,17 +135,9 @@ np.save(xfile, X.numpy().astype(np.float32))
 net64 = Net().double()
 net64.load_state_dict({k: v.double() if v.dtype == torch.float32 else v for k, v in sd.items()})
 net64.eval()
-t_nodes, t_w = np.polynomial.legendre.leggauss(50)
-alphas, weights = (t_nodes + 1) / 2, t_w / 2
 x64 = X.double()
 pred = net64(x64).argmax(dim=1)
-want = torch.zeros_like(x64)
-for a, w in zip(alphas, weights):
-    p = (a * x64).requires_grad_(True)
-    out = net64(p).gather(1, pred[:, None]).sum()
-    (g,) = torch.autograd.grad(out, p)
-    want += w * g
-want = (want * x64).numpy()
+want = autograd_ig(net64, x64, pred)
 
 for device, tol in (("cpu", 1e-6), ("cuda", 1e-4)):
     out = os.path.join(tmp, "ig-%s.json" % device)
@@ -110,7 +147,7 @@ for device, tol in (("cpu", 1e-6), ("cuda", 1e-4)):
         fail("igrun on %s: %s" % (device, text))
         continue
     doc = json.load(open(out))
-    got = np.array([i["attributions"] for i in doc["inputs"]])
+    got = igrun_attr(out)
     if [i["target"] for i in doc["inputs"]] != pred.tolist():
         fail("%s: targets %s, torch predicts %s" % (device, [i["target"] for i in doc["inputs"]],
                                                     pred.tolist()))
@@ -126,13 +163,7 @@ torch.backends.cuda.matmul.allow_tf32 = False
 net32 = Net().cuda()
 net32.load_state_dict(sd)
 net32.eval()
-x32 = X.cuda()
-acc = torch.zeros_like(x32)
-for a, w in zip(alphas, weights):
-    p = (float(a) * x32).requires_grad_(True)
-    (g,) = torch.autograd.grad(net32(p).gather(1, pred.cuda()[:, None]).sum(), p)
-    acc += float(w) * g
-t32 = (acc * x32).double().cpu().numpy()
+t32 = autograd_ig(net32, X.cuda(), pred)
 e_torch = np.linalg.norm(t32 - want) / np.linalg.norm(want)
 out = os.path.join(tmp, "ig-fp32.json")
 rc, text = igrun("--model", model, "--input", xfile, "--target", "pred", "--device", "cuda",
@@ -140,7 +171,7 @@ rc, text = igrun("--model", model, "--input", xfile, "--target", "pred", "--devi
 if rc != 0:
     fail("--precision fp32: %s" % text)
 else:
-    got = np.array([i["attributions"] for i in json.load(open(out))["inputs"]])
+    got = igrun_attr(out)
     e = np.linalg.norm(got - want) / np.linalg.norm(want)
     print("  --precision fp32 on cuda: rel L2 %.2e; PyTorch float32: %.2e (%.1fx)"
           % (e, e_torch, e / e_torch))
@@ -154,25 +185,72 @@ seq = nn.Sequential(nn.Linear(20, 24), nn.SiLU(), nn.Linear(24, 24), nn.Softplus
                     nn.Linear(8, 3)).eval()
 model2 = os.path.join(tmp, "acts.safetensors")
 save_safetensors(model2, seq.state_dict(), {"activations": "SiLU,Softplus,ELU,LeakyReLU,Identity"})
-seq64 = seq.double()
-want2 = torch.zeros_like(x64)
-for a, w in zip(alphas, weights):
-    p = (a * x64).requires_grad_(True)
-    (g,) = torch.autograd.grad(seq64(p)[:, 2].sum(), p)
-    want2 += w * g
-want2 = (want2 * x64).detach().numpy()
-for device, tol in (("cpu", 1e-6), ("cuda", 1e-4)):
-    out = os.path.join(tmp, "acts-%s.npy" % device)
-    rc, text = igrun("--model", model2, "--input", xfile, "--target", "2", "--device", device,
-                     "--out", out, "-q")
-    if rc != 0:
-        fail("activations on %s: %s" % (device, text))
-        continue
-    err = np.linalg.norm(np.load(out) - want2) / np.linalg.norm(want2)
-    print("  SiLU, Softplus, ELU, LeakyReLU on %s: rel L2 %.2e from torch float64 autograd IG"
-          % (device, err))
-    if not err <= tol:
-        fail("activations on %s differ from torch's by %.3g" % (device, err))
+compare("SiLU, Softplus, ELU, LeakyReLU", model2, xfile,
+        autograd_ig(seq.double(), x64, [2] * len(x64)), TOL, "--target", "2")
+
+# LayerNorm before and after an activation, LeakyReLU(0.2), a Softmax
+# output (the probability of each input's predicted class) and LogSoftmax
+torch.manual_seed(2)
+for last, spelled in ((nn.Softmax(dim=-1), "Softmax(dim=-1)"), (nn.LogSoftmax(dim=1), "LogSoftmax(dim=1)")):
+    seq3 = nn.Sequential(nn.Linear(20, 48), nn.LayerNorm(48), nn.GELU(), nn.Linear(48, 40),
+                         nn.LeakyReLU(0.2), nn.LayerNorm(40), nn.Linear(40, 6), last).eval()
+    with torch.no_grad():  # LayerNorm parameters away from 1 and 0
+        for m in seq3:
+            if isinstance(m, nn.LayerNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.3, 0.3)
+    model3 = os.path.join(tmp, "ln.safetensors")
+    save_safetensors(model3, seq3.state_dict(),
+                     {"activations": "GELU,nn.LeakyReLU(negative_slope=0.2),%s" % spelled})
+    s64 = seq3.double()
+    pred3 = s64(x64).argmax(dim=1)
+    compare("LayerNorm, LeakyReLU(0.2), %s, --target pred" % spelled, model3, xfile,
+            autograd_ig(s64, x64, pred3), TOL, "--target", "pred")
+
+# A Captum user's script: each input's predicted class, SmoothGrad over IG,
+# the inputs' mean as the baseline. igrun does it in one command; the only
+# change made to Captum is where its noise comes from: torch.normal, which
+# NoiseTunnel calls once for all noisy copies, returns igrun's draws for the
+# seed (xoshiro256** seeded by splitmix64, Marsaglia's polar method: the
+# generator src/ig/explain.c documents), so both explain the same points.
+try:
+    from captum.attr import IntegratedGradients, NoiseTunnel
+except ImportError as e:
+    print("  Captum: not importable here (%s); the Captum script comparison did not run" % e)
+    IntegratedGradients = None
+if IntegratedGradients is not None:
+    SAMPLES, STDEV, SEED = 8, 0.3, 11
+    noise = np.array(igrun_gaussians(SEED, X.numel() * SAMPLES)).reshape(len(X) * SAMPLES, -1)
+    real_normal = torch.normal
+
+    def igrun_normal(mean, std, *args, **kw):  # in the inputs' dtype (Captum's stdev is float32)
+        assert tuple(std.shape) == noise.shape, (std.shape, noise.shape)
+        return torch.as_tensor(noise * STDEV, dtype=noise_dtype, device=std.device)
+
+    for dtype, tol in ((torch.float32, {"cpu": 1e-5, "cuda": 1e-5}),
+                       (torch.float64, {"cpu": 1e-6, "cuda": 1e-4})):
+        # --- the user's script ---
+        model_c = Net().to(dtype)
+        model_c.load_state_dict({k: v.to(dtype) if v.is_floating_point() else v
+                                 for k, v in sd.items()})
+        model_c.eval()
+        inputs = X.to(dtype)
+        targets = model_c(inputs).argmax(dim=1)
+        baseline = inputs.mean(dim=0, keepdim=True)
+        nt = NoiseTunnel(IntegratedGradients(model_c))
+        noise_dtype = dtype
+        torch.normal = igrun_normal
+        try:
+            attr = nt.attribute(inputs, nt_type="smoothgrad", nt_samples=SAMPLES, stdevs=STDEV,
+                                baselines=baseline, target=targets, n_steps=50,
+                                method="gausslegendre")
+        finally:
+            torch.normal = real_normal
+        # --- the one igrun command ---
+        compare("Captum NoiseTunnel(IntegratedGradients) in %s" % str(dtype).split(".")[1],
+                model, xfile, attr.detach().double().numpy(), tol, "--target", "pred",
+                "--baseline", "mean", "--noise", "smoothgrad", "--samples", str(SAMPLES),
+                "--stdev", str(STDEV), "--seed", str(SEED))
 
 # torch.save files: what they are and the fix
 for name, kw, what in (("zip.pt", {}, "PyTorch checkpoint"),

@@ -1,6 +1,6 @@
 /* igrun.c: the bundled Integrated Gradients driver.
  *
- *   igrun --model FILE.safetensors --input X.npy|X.csv [--baseline B|zeros|VALUE]
+ *   igrun --model FILE.safetensors --input X.npy|X.csv [--baseline B|zeros|mean|VALUE]
  *         [--steps 50] [--method gausslegendre] [--target K] [--device auto|cuda|cpu]
  *         [--gradient auto|analytic|fd] [--out FILE.json|.csv|.npy] [--plot FILE.svg]
  *         [--tolerance T] [--demo]
@@ -37,7 +37,8 @@
 static const char usage[] =
     "usage: igrun --model FILE.safetensors --input X.npy|X.csv [options]\n"
     "       igrun --demo [options]\n"
-    "  --baseline B.npy|B.csv|zeros|VALUE   default zeros\n"
+    "  --baseline B.npy|B.csv|zeros|mean|VALUE   default zeros; mean: each feature's\n"
+    "                       mean over the inputs\n"
     "  --steps N            quadrature points (default 50)\n"
     "  --method M           gausslegendre (default), riemann_left, riemann_right,\n"
     "                       riemann_middle, riemann_trapezoid\n"
@@ -56,7 +57,10 @@ static const char usage[] =
     "                       (FP32 FMA GEMMs); README has the accuracy of each\n"
     "  --gradient G         auto (default: analytic), analytic, fd; naive is a\n"
     "                       per-feature loop, a benchmark baseline\n"
-    "  --activations LIST   one per Linear layer (default: from the file's metadata)\n"
+    "  --activations LIST   one per Linear layer (default: from the file's metadata), in\n"
+    "                       igrun's or PyTorch's spelling: relu, tanh, GELU, SiLU,\n"
+    "                       LeakyReLU(0.2), ELU(alpha=0.5), ...; the last may be\n"
+    "                       Softmax or LogSoftmax (the target's probability)\n"
     "  --out FILE           results as .json, .csv or .npy (attributions only)\n"
     "  --plot FILE.svg      attributions as SVG: a bar chart, or a heat map with --image\n"
     "  --plot-inputs LIST   the inputs plotted, one panel each (default 0), e.g. 0,5,9\n"
@@ -621,6 +625,18 @@ int main(int argc, char **argv)
         double v = strtod(baseline, &e2);
         if (!strcmp(baseline, "zeros")) {
             req.baseline.kind = CBC_IG_BASELINE_ZEROS;
+        } else if (!strcmp(baseline, "mean")) { /* each feature's mean over the inputs */
+            Bm.data = calloc(F, sizeof *Bm.data);
+            Bm.rows = 1, Bm.cols = F;
+            if (!Bm.data)
+                st = cbc_err_oom(&err);
+            for (size_t i = 0; st == CBC_OK && i < F; i++) {
+                double acc = 0;
+                for (size_t b = 0; b < X.rows; b++)
+                    acc += X.data[b * F + i];
+                Bm.data[i] = (float)(acc / (double)X.rows);
+            }
+            req.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_SHARED, 0, Bm.data};
         } else if (*e2 == '\0' && e2 != baseline) {
             req.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_SCALAR, (float)v, NULL};
         } else if ((st = cbc_matrix_load(baseline, &Bm, &err)) == CBC_OK) {
