@@ -312,6 +312,46 @@ def ig_table(rows, args):
     print()
 
 
+EXPLAIN_CASES = [("one_target", "one target for every input"),
+                 ("pred_targets", "each input's predicted class (`--target pred`)"),
+                 ("smoothgrad_8", "SmoothGrad of 8 noisy copies, predicted classes")]
+
+
+def explain_table(rows, args):
+    ours = {r["bench"]: r for r in rows if r.get("impl") == "cubincache"
+            and r.get("bench", "").startswith(("explain_", "layered_"))}
+    torch = {r["bench"]: r for r in rows if r.get("impl") == "pytorch" and "median_ms" in r}
+    if not ours:
+        return
+    header("Explaining a classifier as Captum does (`bench/ig_bench.c`, `bench/torch_ig.py`)", args,
+           args.command or "scripts/gpu_run.sh OUT")
+    print("256 inputs of 784 features, 50 Gauss-Legendre steps, zero baseline; `cbc_ig_explain` on "
+          "the GPU (fast precision) against the same computation in PyTorch as Captum runs it (all "
+          "steps, targets and noisy copies in one batch, TF32 off, eager). End to end from host "
+          "arrays, medians of 10; ratio = PyTorch / ours. The fused model is 784-512-256-10 tanh; "
+          "the layered one adds a LayerNorm before each tanh and a softmax output (the probability "
+          "of the class), which the engine runs on its layered path.\n")
+    print("| model | case | ours | PyTorch | ratio | ours / one target |")
+    print("|---|---|---|---|---|---|")
+    for prefix, model in (("explain_", "fused"), ("layered_", "layered")):
+        base = ours.get(prefix + "one_target")
+        for case, label in EXPLAIN_CASES:
+            o, t = ours.get(prefix + case), torch.get(prefix + case)
+            if not o:
+                continue
+            print("| %s | %s | %s | %s | %s | %s |" % (
+                model, label, ms(o["median_ms"]), ms(t["median_ms"]) if t else "",
+                "%.1fx" % (t["median_ms"] / o["median_ms"]) if t else "",
+                "%.2fx" % (o["median_ms"] / base["median_ms"]) if base else ""))
+    for prefix, model in (("explain_", "fused"), ("layered_", "layered")):
+        sg, one = ours.get(prefix + "smoothgrad_8"), ours.get(prefix + "pred_targets")
+        if sg and one:
+            print("\nNoiseTunnel on the %s model: 8 samples cost %.2fx one IG of the same batch "
+                  "and targets (the target: at most 8x)." % (model, sg["median_ms"] / one["median_ms"]),
+                  end="")
+    print("\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--commit", default="?")
@@ -328,6 +368,7 @@ def main():
     remote_table(rows, args)
     loader_table(rows, args)
     ig_table(rows, args)
+    explain_table(rows, args)
     accuracy_table(rows, args)
     return 0
 

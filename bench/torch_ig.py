@@ -12,7 +12,15 @@ static buffers), since cubincache replays small requests as graphs too.
 It checks its attributions of inputs 0..7 against cubincache's
 (DIR/ours_<F>.npy) and exits 1 when they differ by more than float32
 rounding can explain: relative L2 over 1e-5, or any single feature off by
-more than 1e-4 of the largest attribution."""
+more than 1e-4 of the largest attribution.
+
+Then the classifiers ig_bench wrote (DIR/cls.safetensors, cls_ln.safetensors
+with LayerNorm and a softmax output), explained as Captum does: one target
+for all 256 inputs, each input's predicted class (a gather of the target
+column), and NoiseTunnel's SmoothGrad of 8 noisy copies (Captum's
+NoiseTunnel(IntegratedGradients) with nt_samples_batch_size unset: the
+copies stacked into one IG batch, targets repeated, the mean over copies);
+eager, from host arrays, cross-checked on the predicted-class case."""
 import json, statistics, sys, time
 
 import numpy as np
@@ -123,10 +131,71 @@ def main():
                 print(f'pytorch {mode:5s} {name:16s} F={F:<5d} n={n:<5d} median {med:9.4f} ms '
                       f'({n / (med / 1e3):,.0f} expl/s); |ours - torch| / |torch| = {rel:.2e}, '
                       f'worst feature {worst:.2e}', file=sys.stderr)
+    bad += classifiers(d, steps, alphas, weights)
     if bad:
         print('torch_ig: cubincache and PyTorch disagree beyond float32 rounding: ' + '; '.join(bad),
               file=sys.stderr)
         sys.exit(1)
+
+
+def classifier_model(d, ln):
+    sd = load_file(f'{d}/cls_ln.safetensors' if ln else f'{d}/cls.safetensors')
+    nn = torch.nn
+    if ln:
+        layers = [nn.Linear(784, 512), nn.LayerNorm(512), nn.Tanh(), nn.Linear(512, 256),
+                  nn.LayerNorm(256), nn.Tanh(), nn.Linear(256, 10), nn.Softmax(dim=-1)]
+    else:
+        layers = [nn.Linear(784, 512), nn.Tanh(), nn.Linear(512, 256), nn.Tanh(),
+                  nn.Linear(256, 10)]
+    model = nn.Sequential(*layers)
+    model.load_state_dict(sd)
+    return model.cuda().eval()
+
+
+def explain(model, x_host, targets, steps, alphas, weights, samples=0, stdev=0.1):
+    """Captum's IG (and NoiseTunnel smoothgrad) for per-input targets, zero
+    baseline, all rows in one batch; from and to host memory."""
+    x = x_host.cuda()
+    t = targets.cuda()
+    if samples:
+        x = x.repeat_interleave(samples, dim=0)
+        x = x + torch.normal(0.0, stdev, size=x.shape, device='cuda')
+        t = t.repeat_interleave(samples)
+    n, F = x.shape
+    pts = (alphas[None, :, None] * x[:, None, :]).reshape(n * steps, F).requires_grad_(True)
+    out = model(pts).gather(1, t.repeat_interleave(steps)[:, None])
+    (grads,) = torch.autograd.grad(out.sum(), pts)
+    attr = x * (grads.reshape(n, steps, F) * weights[None, :, None]).sum(dim=1)
+    if samples:
+        attr = attr.reshape(-1, samples, F).mean(dim=1)
+    return attr.cpu()
+
+
+def classifiers(d, steps, alphas, weights):
+    bad = []
+    x = torch.from_numpy(np.load(f'{d}/cls_inputs.npy'))
+    pred = torch.from_numpy(np.load(f'{d}/cls_targets.npy')).long()
+    for ln, prefix, ours_file in ((False, 'explain_', 'ours_cls.npy'), (True, 'layered_', 'ours_cls_ln.npy')):
+        model = classifier_model(d, ln)
+        theirs = explain(model, x[:8], pred[:8], steps, alphas, weights).numpy()
+        ours = np.load(f'{d}/{ours_file}')
+        rel = float(np.linalg.norm(theirs - ours) / np.linalg.norm(theirs))
+        worst = float(np.max(np.abs(theirs - ours)) / np.max(np.abs(theirs)))
+        if rel > 1e-5 or worst > 1e-4:
+            bad.append(f'{prefix}pred_targets: relative L2 {rel:.2e}, worst feature {worst:.2e}')
+        for case, t, samples in (('one_target', torch.zeros_like(pred), 0),
+                                 ('pred_targets', pred, 0), ('smoothgrad_8', pred, 8)):
+            t_ms = timed(lambda: explain(model, x, t, steps, alphas, weights, samples), 2, 10)
+            med = statistics.median(t_ms)
+            print(json.dumps({'impl': 'pytorch', 'bench': prefix + case, 'features': 784,
+                              'inputs': len(x), 'steps': steps, 'runs': 10, 'median_ms': med,
+                              'min_ms': min(t_ms), 'max_ms': max(t_ms),
+                              'explanations_per_s': len(x) / (med / 1e3),
+                              'attr_rel_l2_vs_cubincache': rel,
+                              'attr_worst_feature_vs_cubincache': worst}), flush=True)
+            print(f'pytorch {prefix + case:26s} n={len(x)} median {med:9.4f} ms; '
+                  f'|ours - torch| / |torch| = {rel:.2e}', file=sys.stderr)
+    return bad
 
 
 if __name__ == '__main__':
