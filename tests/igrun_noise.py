@@ -1,8 +1,9 @@
 """igrun_noise.py: igrun's noise generator in Python, for tests that feed
-the same noise to PyTorch or Captum: xoshiro256** seeded by four splitmix64
-outputs of the seed, and Marsaglia's polar method in double, two draws per
-accepted pair, in the order igrun adds them (input, sample, feature). Its
-contract is src/ig/explain.c's; tests/cli/igrun_io.py holds igrun to it."""
+the same noise to PyTorch or Captum. Input b has its own xoshiro256**,
+seeded by the splitmix64 outputs 4b to 4b + 3 of the seed, and draws with
+Marsaglia's polar method in double (two per accepted pair) in the order
+igrun adds them: sample by sample, feature by feature. Its contract is
+src/ig/explain.c's; tests/cli/igrun_io.py holds igrun to it."""
 import math
 
 M64 = (1 << 64) - 1
@@ -12,9 +13,15 @@ def _rotl(x, k):
     return ((x << k) | (x >> (64 - k))) & M64
 
 
-def igrun_gaussians(seed, count):
-    """The first `count` standard normal draws of igrun's generator for `seed`."""
-    state, s = seed & M64, []
+def igrun_noise(seed, inputs, per_input):
+    """igrun's standard normal draws for `inputs` inputs, `per_input` each
+    (samples x features): a list of lists."""
+    return [igrun_gaussians(seed, per_input, b) for b in range(inputs)]
+
+
+def igrun_gaussians(seed, count, b=0):
+    """The first `count` standard normal draws of input b's generator."""
+    state, s = (seed + 4 * b * 0x9E3779B97F4A7C15) & M64, []
     for _ in range(4):
         state = (state + 0x9E3779B97F4A7C15) & M64
         z = state

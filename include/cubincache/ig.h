@@ -259,7 +259,8 @@ struct cbc_ig_plan {
     int samples;         /* noisy copies of each input (Captum's nt_samples) */
     double stdev;        /* of the Gaussian noise added to every feature (Captum's stdevs) */
     bool stdev_relative; /* the noise's stdev is stdev times (max - min) of each input */
-    uint64_t seed;       /* the noise generator's seed: a run is reproducible */
+    uint64_t seed;       /* the noise generator's seed: a run is reproducible, and input b's
+                            noise depends on the seed and b only */
     const float *baselines; /* [n_baselines][F]: IG of each input averaged over every one of
                                them (expected gradients; Captum's multiple baselines); NULL:
                                the request's baseline */

@@ -5,13 +5,14 @@
  * signature.
  *
  * How: the batch is expanded (each input times its noisy samples times its
- * baselines), grouped by target so each engine call explains one output of
- * a batch as large as the data allows (on the GPU all noisy copies and
+ * baselines) straight into target order, so each engine call explains one
+ * output of a contiguous batch as large as the data allows (on the GPU all noisy copies and
  * baselines of the inputs sharing a target are one batch), and reduced
  * back: the mean over baselines, then over samples the mean (SmoothGrad),
  * the mean of squares (SmoothGrad squared) or the variance (VarGrad).
- * Noise is Gaussian from a seeded generator (xoshiro256**, Box-Muller in
- * double), so a run is reproducible.
+ * Noise is Gaussian from a seeded generator per input (xoshiro256**,
+ * Marsaglia's polar method in double; see expand_inputs), so a run is
+ * reproducible and inputs are expanded on several threads.
  *
  * Invariants: every size product is checked for overflow before it is
  * allocated; targets are checked against the model's outputs by the caller
@@ -20,8 +21,10 @@
  */
 #include "ig_int.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const noise_names[] = {"none", "smoothgrad", "smoothgrad_sq", "vargrad"};
 
@@ -118,6 +121,118 @@ static bool mul_ok(size_t a, size_t b, size_t *out)
     return true;
 }
 
+/* What the expansion of a batch needs: input b's rows go to the blocks of
+ * its (b, j) pairs, at slot[b * T + j] (in target order), each block
+ * per_input = S * K rows (sample-major) of F features. */
+struct expand {
+    const struct cbc_ig_request *r;
+    const struct cbc_ig_plan *p;
+    size_t F, T, S, K, per_input;
+    const size_t *slot;
+    float *X, *Bx; /* the rows and, when every row has its own, their baselines */
+    bool noisy;
+};
+
+struct expand_part {
+    const struct expand *e;
+    size_t b0, b1;
+};
+
+/* Input b's noise comes from its own generator: xoshiro256** seeded by the
+ * splitmix64 outputs 4b to 4b + 3 of the seed (input 0's are the first four),
+ * drawn sample by sample, feature by feature. A run is reproducible, input
+ * b's noise does not depend on the other inputs, and inputs are expanded
+ * on several threads. tests/igrun_noise.py is the same generator. */
+static void expand_inputs(const struct expand *e, size_t b0, size_t b1)
+{
+    const size_t F = e->F, T = e->T, S = e->S, K = e->K;
+    const struct cbc_ig_plan *p = e->p;
+    for (size_t b = b0; b < b1; b++) {
+        const float *x = e->r->x + b * F;
+        struct rng g = {{0}, false, 0};
+        uint64_t seed = p->seed + 4 * (uint64_t)b * 0x9e3779b97f4a7c15ull;
+        for (int i = 0; i < 4; i++)
+            g.s[i] = splitmix(&seed);
+        double sd = p->stdev;
+        if (e->noisy && p->stdev_relative) {
+            float lo = x[0], hi = x[0];
+            for (size_t i = 1; i < F; i++)
+                lo = x[i] < lo ? x[i] : lo, hi = x[i] > hi ? x[i] : hi;
+            sd *= (double)hi - (double)lo;
+        }
+        float *first = e->X + e->slot[b * T] * e->per_input * F;
+        for (size_t s = 0; s < S; s++) {
+            float *dst = first + s * K * F;
+            for (size_t i = 0; i < F; i++)
+                dst[i] = e->noisy ? (float)((double)x[i] + sd * gauss(&g)) : x[i];
+            for (size_t k = 1; k < K; k++)
+                memcpy(dst + k * F, dst, F * sizeof *dst);
+            for (size_t k = 0; e->Bx && k < K; k++)
+                memcpy(e->Bx + (e->slot[b * T] * e->per_input + s * K + k) * F,
+                       p->baselines ? p->baselines + k * F : e->r->baseline.data + b * F,
+                       F * sizeof *e->Bx);
+        }
+        for (size_t j = 1; j < T; j++) { /* the same rows for the input's other targets */
+            memcpy(e->X + e->slot[b * T + j] * e->per_input * F, first,
+                   e->per_input * F * sizeof *first);
+            if (e->Bx)
+                memcpy(e->Bx + e->slot[b * T + j] * e->per_input * F,
+                       e->Bx + e->slot[b * T] * e->per_input * F, e->per_input * F * sizeof *e->Bx);
+        }
+    }
+}
+
+static void *expand_thread(void *arg)
+{
+    struct expand_part *t = arg;
+    expand_inputs(t->e, t->b0, t->b1);
+    return NULL;
+}
+
+/* Expands every input, on up to 16 threads when the batch is large enough
+ * to pay for them (the result does not depend on how many ran). */
+static void expand_all(const struct expand *e)
+{
+    size_t n = e->r->n, work = n * e->per_input * e->F;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nt = cpus > 1 ? (size_t)cpus : 1;
+    nt = nt > 16 ? 16 : nt;
+    if (nt > n)
+        nt = n;
+    if (work < (1u << 18) || nt < 2) {
+        expand_inputs(e, 0, n);
+        return;
+    }
+    struct expand_part parts[16];
+    pthread_t tid[16];
+    bool started[16] = {false};
+    for (size_t t = 0; t < nt; t++) {
+        parts[t] = (struct expand_part){e, n * t / nt, n * (t + 1) / nt};
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, expand_thread, &parts[t]) == 0;
+    }
+    for (size_t t = 0; t < nt; t++) /* this thread: part 0 and any that did not start */
+        if (!started[t])
+            expand_inputs(e, parts[t].b0, parts[t].b1);
+    for (size_t t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+}
+
+/* A pair (input, j-th target) and its target: sorted by target, then
+ * pair, so each target's pairs are contiguous and in input order. */
+struct pair {
+    int target;
+    size_t q;
+};
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const struct pair *x = a, *y = b;
+    if (x->target != y->target)
+        return x->target < y->target ? -1 : 1;
+    return x->q < y->q ? -1 : x->q > y->q;
+}
+
 enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
                                const struct cbc_ig_request *r, const struct cbc_ig_plan *p,
                                struct cbc_ig_output *out, double *base_delta, struct cbc_err *err)
@@ -136,122 +251,80 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
                           p->stdev);
     if (p->baselines && K == 0)
         return ig_err_set(err, CBC_E_SHAPE, "no baselines given");
-    size_t per_input, rows, cells;
-    if (!mul_ok(S, K, &per_input) || !mul_ok(r->n, per_input, &rows) || !mul_ok(rows, F, &cells) ||
-        cells > SIZE_MAX / sizeof(float) / 2)
-        return ig_err_set(err, CBC_E_USAGE, "%zu inputs x %zu samples x %zu baselines x %zu "
-                          "features is too large", r->n, S, K, F);
-    enum cbc_status st = CBC_OK;
-    /* the expanded inputs and their baselines: row (b, s, k) = (b * S + s) * K + k */
-    float *X = malloc((cells ? cells : 1) * sizeof *X);
-    float *Bx = NULL;
-    bool per_row_base = p->baselines || r->baseline.kind == CBC_IG_BASELINE_PER_INPUT;
-    if (per_row_base)
-        Bx = malloc((cells ? cells : 1) * sizeof *Bx);
-    if (!X || (per_row_base && !Bx)) {
-        free(X), free(Bx);
-        return ig_err_oom(err);
+    if (!r->x || r->n == 0)
+        return ig_err_set(err, CBC_E_USAGE, "no inputs");
+    /* one target for all, no noise, the request's baseline: the engine's own call */
+    bool one_target = T == 1 && !noisy && !p->baselines;
+    for (size_t q = 1; one_target && p->targets && q < r->n; q++)
+        one_target = p->targets[q] == p->targets[0];
+    if (one_target) {
+        struct cbc_ig_request sub = *r;
+        if (p->targets)
+            sub.target = p->targets[0];
+        return run(ctx, &sub, out, err);
     }
-    struct rng g = {{0}, false, 0};
-    uint64_t seed = p->seed;
-    for (int i = 0; i < 4; i++)
-        g.s[i] = splitmix(&seed);
-    for (size_t b = 0; b < r->n; b++) {
-        const float *x = r->x + b * F;
-        double sd = p->stdev;
-        if (noisy && p->stdev_relative) {
-            float lo = x[0], hi = x[0];
-            for (size_t i = 1; i < F; i++)
-                lo = x[i] < lo ? x[i] : lo, hi = x[i] > hi ? x[i] : hi;
-            sd *= (double)hi - (double)lo;
-        }
-        for (size_t s = 0; s < S; s++) {
-            float *dst = X + ((b * S + s) * K) * F;
-            for (size_t i = 0; i < F; i++)
-                dst[i] = noisy ? (float)((double)x[i] + sd * gauss(&g)) : x[i];
-            for (size_t k = 1; k < K; k++)
-                memcpy(dst + k * F, dst, F * sizeof *dst);
-            for (size_t k = 0; per_row_base && k < K; k++)
-                memcpy(Bx + ((b * S + s) * K + k) * F,
-                       p->baselines ? p->baselines + k * F : r->baseline.data + b * F,
-                       F * sizeof *Bx);
-        }
-    }
-    /* the distinct targets, and for each the rows that explain it */
-    size_t n_pairs = r->n * T;
-    /* per (pair, sample, baseline): attributions and values, before reduction;
-     * a target group holds at most all of them (one input may name a target twice) */
-    size_t all_rows, all_cells;
-    if (!mul_ok(rows, T, &all_rows) || !mul_ok(all_rows, F, &all_cells) ||
-        all_cells > SIZE_MAX / sizeof(double) / 4) {
-        free(X), free(Bx);
+    /* every row: (pair, sample, baseline), pairs (input, j-th target) in
+     * target order, so each engine call is one contiguous slice */
+    size_t per_input, n_pairs, rows, cells;
+    if (!mul_ok(S, K, &per_input) || !mul_ok(r->n, T, &n_pairs) ||
+        !mul_ok(n_pairs, per_input, &rows) || !mul_ok(rows, F, &cells) ||
+        cells > SIZE_MAX / sizeof(double) / 4)
         return ig_err_set(err, CBC_E_USAGE, "%zu inputs x %zu targets x %zu samples x %zu "
-                          "baselines is too large", r->n, T, S, K);
-    }
-    size_t ac = all_cells ? all_cells : 1, ar = all_rows ? all_rows : 1;
-    int *tgt = malloc((n_pairs ? n_pairs : 1) * sizeof *tgt);
-    size_t *idx = malloc(ar * sizeof *idx);
-    float *gx = malloc(ac * sizeof *gx);
-    float *gb = per_row_base ? malloc(ac * sizeof *gb) : NULL;
-    float *ga = malloc(ac * sizeof *ga);
-    double *gv = malloc(ar * 4 * sizeof *gv);
-    float *A = malloc(ac * sizeof *A);
-    double *V = malloc(ar * 4 * sizeof *V);
-    if (!tgt || !idx || !gx || (per_row_base && !gb) || !ga || !gv || !A || !V) {
+                          "baselines x %zu features is too large", r->n, T, S, K, F);
+    bool per_row_base = p->baselines || r->baseline.kind == CBC_IG_BASELINE_PER_INPUT;
+    size_t cl = cells ? cells : 1;
+    struct pair *order = malloc(n_pairs * sizeof *order);
+    size_t *slot = malloc(n_pairs * sizeof *slot), *group = malloc(2 * n_pairs * sizeof *group);
+    float *X = malloc(cl * sizeof *X), *Bx = per_row_base ? malloc(cl * sizeof *Bx) : NULL;
+    float *A = malloc(cl * sizeof *A);
+    double *V = malloc(rows * 4 * sizeof *V);
+    enum cbc_status st = CBC_OK;
+    if (!order || !slot || !group || !X || (per_row_base && !Bx) || !A || !V) {
         st = ig_err_oom(err);
         goto out;
     }
     for (size_t q = 0; q < n_pairs; q++)
-        tgt[q] = p->targets ? p->targets[q] : r->target;
-    for (size_t q0 = 0; q0 < n_pairs && st == CBC_OK; q0++) {
-        int t = tgt[q0];
-        bool first = true; /* the first pair of this target does the work for all */
-        for (size_t q = 0; q < q0; q++)
-            first &= tgt[q] != t;
-        if (!first)
-            continue;
-        /* gather every row of every pair (b, j) with target t */
-        size_t m = 0;
-        for (size_t q = q0; q < n_pairs; q++) {
-            if (tgt[q] != t)
-                continue;
-            size_t b = q / T;
-            for (size_t e = 0; e < per_input; e++) {
-                size_t row = b * per_input + e;
-                memcpy(gx + m * F, X + row * F, F * sizeof *gx);
-                if (per_row_base)
-                    memcpy(gb + m * F, Bx + row * F, F * sizeof *gb);
-                idx[m++] = q * per_input + e;
-            }
-        }
+        order[q] = (struct pair){p->targets ? p->targets[q] : r->target, q};
+    qsort(order, n_pairs, sizeof *order, cmp_pair);
+    for (size_t j = 0; j < n_pairs; j++)
+        slot[order[j].q] = j;
+    struct expand e = {r, p, F, T, S, K, per_input, slot, X, Bx, noisy};
+    expand_all(&e);
+    /* one engine call per distinct target, on its contiguous rows */
+    for (size_t j0 = 0; j0 < n_pairs && st == CBC_OK;) {
+        size_t j1 = j0 + 1;
+        while (j1 < n_pairs && order[j1].target == order[j0].target)
+            j1++;
+        for (size_t j = j0; j < j1; j++) /* the engine call that computed pair j */
+            group[2 * j] = j0, group[2 * j + 1] = j1;
+        size_t m = (j1 - j0) * per_input, row0 = j0 * per_input;
         struct cbc_ig_request sub = *r;
-        sub.x = gx;
+        sub.x = X + row0 * F;
         sub.n = m;
-        sub.target = t;
+        sub.target = order[j0].target;
         if (per_row_base)
-            sub.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_PER_INPUT, 0, gb};
-        struct cbc_ig_output so = {ga, gv, gv + m, gv + 2 * m, gv + 3 * m};
+            sub.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_PER_INPUT, 0, Bx + row0 * F};
+        double *v = V + row0 * 4;
+        struct cbc_ig_output so = {A + row0 * F, v, v + m, v + 2 * m, v + 3 * m};
         st = run(ctx, &sub, &so, err);
-        for (size_t i = 0; st == CBC_OK && i < m; i++) {
-            memcpy(A + idx[i] * F, ga + i * F, F * sizeof *A);
-            V[idx[i] * 4 + 0] = so.f_x[i];
-            V[idx[i] * 4 + 1] = so.f_base[i];
-            V[idx[i] * 4 + 2] = so.sum[i];
-            V[idx[i] * 4 + 3] = so.delta[i];
-        }
+        j0 = j1;
     }
     if (st != CBC_OK)
         goto out;
     /* reduce: the mean over baselines, then the noise's statistic over samples */
     for (size_t q = 0; q < n_pairs; q++) {
+        /* the values are laid out per engine call: this pair's group */
+        size_t j = slot[q], row0 = j * per_input, g0 = group[2 * j], g1 = group[2 * j + 1];
+        size_t m = (g1 - g0) * per_input, off = row0 - g0 * per_input;
+        const double *gv = V + g0 * per_input * 4;
+        const float *a0 = A + row0 * F;
         float *dst = out->attr + q * F;
-        double fx = 0, fb = 0, sum = 0, delta = 0;
         for (size_t i = 0; i < F; i++) {
             double m1 = 0, m2 = 0;
             for (size_t s = 0; s < S; s++) {
                 double a = 0;
                 for (size_t k = 0; k < K; k++)
-                    a += A[(q * per_input + s * K + k) * F + i];
+                    a += a0[(s * K + k) * F + i];
                 a /= (double)K;
                 m1 += a;
                 m2 += a * a;
@@ -263,9 +336,10 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
                                                         : m1;
             dst[i] = (float)v;
         }
-        for (size_t e = 0; e < per_input; e++) {
-            const double *v = V + (q * per_input + e) * 4;
-            fx += v[0], fb += v[1], sum += v[2], delta += v[3];
+        double fx = 0, fb = 0, sum = 0, delta = 0;
+        for (size_t e2 = 0; e2 < per_input; e2++) {
+            fx += gv[off + e2], fb += gv[m + off + e2];
+            sum += gv[2 * m + off + e2], delta += gv[3 * m + off + e2];
         }
         out->f_x[q] = fx / (double)per_input;
         out->f_base[q] = fb / (double)per_input;
@@ -279,12 +353,11 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
         for (size_t k = 0; base_delta && k < K; k++) { /* each baseline's delta, over samples */
             double d = 0;
             for (size_t s = 0; s < S; s++)
-                d += V[(q * per_input + s * K + k) * 4 + 3];
+                d += gv[3 * m + off + s * K + k];
             base_delta[q * K + k] = d / (double)S;
         }
     }
 out:
-    free(X), free(Bx), free(tgt), free(idx), free(gx), free(gb), free(ga), free(gv), free(A),
-        free(V);
+    free(order), free(slot), free(group), free(X), free(Bx), free(A), free(V);
     return st;
 }

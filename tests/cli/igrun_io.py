@@ -29,7 +29,7 @@ except ImportError as e:
     sys.exit(77)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from igrun_noise import igrun_gaussians  # noqa: E402
+from igrun_noise import igrun_noise  # noqa: E402
 
 IGRUN = os.path.join(os.environ["BUILDDIR"], "tools", "igrun", "igrun")
 tmp = tempfile.mkdtemp(prefix="cbc-igrun.")
@@ -285,11 +285,27 @@ if not np.allclose(np.load(out), W3[2] * (X - X.mean(axis=0)), rtol=1e-5, atol=1
 out = path("sgseed.npy")
 expect(0, "smoothgrad of 4 samples", "--model", m3, "--input", path("x.npy"), "--target", "1",
        "--noise", "smoothgrad", "--samples", "4", "--stdev", "0.5", "--seed", "5", "--out", out)
-g = np.array(igrun_gaussians(5, n * 4 * F)).reshape(n, 4, F)
+g = np.array(igrun_noise(5, n, 4 * F)).reshape(n, 4, F)
 noisy = (X.astype(np.float64)[:, None, :] + 0.5 * g).astype(np.float32)
 if not np.allclose(np.load(out), W3[1] * noisy.astype(np.float64).mean(axis=1), rtol=1e-5,
                    atol=1e-6):
     fail("--seed 5: the noise is not tests/igrun_noise.py's")
+# the same on a batch large enough to be expanded on several threads: the
+# draws do not depend on how the work was split
+FW = 1000
+Wb = rng.standard_normal((1, FW)).astype(np.float32)
+Xb = rng.standard_normal((40, FW)).astype(np.float32)
+save_file({"0.weight": Wb}, path("wide.safetensors"), metadata={"activations": "identity"})
+np.save(path("xwide.npy"), Xb)
+out = path("sgwide.npy")
+expect(0, "smoothgrad of 8 samples", "--model", path("wide.safetensors"), "--input",
+       path("xwide.npy"), "--target", "0", "--noise", "smoothgrad", "--samples", "8", "--stdev",
+       "0.5", "--seed", "9", "--out", out)
+g = np.array(igrun_noise(9, 40, 8 * FW)).reshape(40, 8, FW)
+noisy = (Xb.astype(np.float64)[:, None, :] + 0.5 * g).astype(np.float32)
+if not np.allclose(np.load(out), Wb[0] * noisy.astype(np.float64).mean(axis=1), rtol=1e-5,
+                   atol=1e-6):
+    fail("--seed 9, 40 inputs of 1000 features: the noise is not tests/igrun_noise.py's")
 # SmoothGrad without noise is IG; with it the JSON records the noise
 out = path("sg0.npy")
 expect(0, "smoothgrad of 3 samples", "--model", m3, "--input", path("x.npy"), "--target", "0",

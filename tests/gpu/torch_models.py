@@ -26,7 +26,7 @@ except ImportError as e:
     sys.exit(77)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from igrun_noise import igrun_gaussians  # noqa: E402
+from igrun_noise import igrun_noise  # noqa: E402
 
 IGRUN = os.path.join(os.environ["BUILDDIR"], "tools", "igrun", "igrun")
 tmp = tempfile.mkdtemp(prefix="cbc-torch.")
@@ -211,8 +211,9 @@ for last, spelled in ((nn.Softmax(dim=-1), "Softmax(dim=-1)"), (nn.LogSoftmax(di
 # the inputs' mean as the baseline. igrun does it in one command; the only
 # change made to Captum is where its noise comes from: torch.normal, which
 # NoiseTunnel calls once for all noisy copies, returns igrun's draws for the
-# seed (xoshiro256** seeded by splitmix64, Marsaglia's polar method: the
-# generator src/ig/explain.c documents), so both explain the same points.
+# seed (a xoshiro256** per input seeded by splitmix64, Marsaglia's polar
+# method: the generator src/ig/explain.c documents), so both explain the
+# same points.
 try:
     from captum.attr import IntegratedGradients, NoiseTunnel
 except ImportError as e:
@@ -220,7 +221,7 @@ except ImportError as e:
     IntegratedGradients = None
 if IntegratedGradients is not None:
     SAMPLES, STDEV, SEED = 8, 0.3, 11
-    noise = np.array(igrun_gaussians(SEED, X.numel() * SAMPLES)).reshape(len(X) * SAMPLES, -1)
+    noise = np.array(igrun_noise(SEED, len(X), SAMPLES * X.shape[1])).reshape(len(X) * SAMPLES, -1)
     real_normal = torch.normal
 
     def igrun_normal(mean, std, *args, **kw):  # in the inputs' dtype (Captum's stdev is float32)
