@@ -17,13 +17,16 @@
  * Invariants: every size product is checked for overflow before it is
  * allocated; targets are checked against the model's outputs by the caller
  * (cbc_ig_check_targets); nothing is written to `out` unless every engine
- * call succeeded.
+ * call succeeded (a plan that asks nothing beyond the request is passed to
+ * the engine as it is, with the engine's own guarantee); threads write
+ * disjoint rows only, so results never depend on how many ran.
  */
 #include "ig_int.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static const char *const noise_names[] = {"none", "smoothgrad", "smoothgrad_sq", "vargrad"};
@@ -133,18 +136,56 @@ struct expand {
     bool noisy;
 };
 
-struct expand_part {
-    const struct expand *e;
+/* fn(ctx, b0, b1) over [0, n) split into ranges, on up to 16 threads when
+ * `work` (elements touched) pays for them; the results never depend on how
+ * many ran, as each range writes its own rows only. */
+typedef void (*range_fn)(void *ctx, size_t b0, size_t b1);
+
+struct range_part {
+    range_fn fn;
+    void *ctx;
     size_t b0, b1;
 };
+
+static void *range_thread(void *arg)
+{
+    struct range_part *t = arg;
+    t->fn(t->ctx, t->b0, t->b1);
+    return NULL;
+}
+
+static void parallel_ranges(size_t n, size_t work, range_fn fn, void *ctx)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nt = cpus > 1 ? (size_t)cpus : 1;
+    nt = nt > 16 ? 16 : nt > n ? n : nt;
+    if (work < (1u << 18) || nt < 2) {
+        fn(ctx, 0, n);
+        return;
+    }
+    struct range_part parts[16];
+    pthread_t tid[16];
+    bool started[16] = {false};
+    for (size_t t = 0; t < nt; t++) {
+        parts[t] = (struct range_part){fn, ctx, n * t / nt, n * (t + 1) / nt};
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, range_thread, &parts[t]) == 0;
+    }
+    for (size_t t = 0; t < nt; t++) /* this thread: part 0 and any that did not start */
+        if (!started[t])
+            fn(ctx, parts[t].b0, parts[t].b1);
+    for (size_t t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+}
 
 /* Input b's noise comes from its own generator: xoshiro256** seeded by the
  * splitmix64 outputs 4b to 4b + 3 of the seed (input 0's are the first four),
  * drawn sample by sample, feature by feature. A run is reproducible, input
  * b's noise does not depend on the other inputs, and inputs are expanded
  * on several threads. tests/igrun_noise.py is the same generator. */
-static void expand_inputs(const struct expand *e, size_t b0, size_t b1)
+static void expand_inputs(void *ctx, size_t b0, size_t b1)
 {
+    const struct expand *e = ctx;
     const size_t F = e->F, T = e->T, S = e->S, K = e->K;
     const struct cbc_ig_plan *p = e->p;
     for (size_t b = b0; b < b1; b++) {
@@ -182,40 +223,41 @@ static void expand_inputs(const struct expand *e, size_t b0, size_t b1)
     }
 }
 
-static void *expand_thread(void *arg)
+/* The expanded rows and their attributions are written once per call into
+ * fresh memory: tens of megabytes for a NoiseTunnel batch, whose 4 KiB page
+ * faults cost more than the GPU's work on a virtual machine. Buffers of 2 MiB
+ * and more are asked for as transparent huge pages (where the kernel's
+ * policy is madvise, as on the H200 machine); smaller ones come from malloc. */
+struct big {
+    void *p;
+    size_t bytes;
+    bool mapped;
+};
+
+static void *big_alloc(struct big *b, size_t bytes)
 {
-    struct expand_part *t = arg;
-    expand_inputs(t->e, t->b0, t->b1);
-    return NULL;
+    b->bytes = bytes ? bytes : 1;
+    b->mapped = false;
+    b->p = NULL;
+    if (b->bytes >= (2u << 20)) {
+        void *p = mmap(NULL, b->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+            (void)madvise(p, b->bytes, MADV_HUGEPAGE); /* a hint: refused, pages stay 4 KiB */
+            b->p = p;
+            b->mapped = true;
+            return p;
+        }
+    }
+    return b->p = malloc(b->bytes);
 }
 
-/* Expands every input, on up to 16 threads when the batch is large enough
- * to pay for them (the result does not depend on how many ran). */
-static void expand_all(const struct expand *e)
+static void big_free(struct big *b)
 {
-    size_t n = e->r->n, work = n * e->per_input * e->F;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t nt = cpus > 1 ? (size_t)cpus : 1;
-    nt = nt > 16 ? 16 : nt;
-    if (nt > n)
-        nt = n;
-    if (work < (1u << 18) || nt < 2) {
-        expand_inputs(e, 0, n);
-        return;
-    }
-    struct expand_part parts[16];
-    pthread_t tid[16];
-    bool started[16] = {false};
-    for (size_t t = 0; t < nt; t++) {
-        parts[t] = (struct expand_part){e, n * t / nt, n * (t + 1) / nt};
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, expand_thread, &parts[t]) == 0;
-    }
-    for (size_t t = 0; t < nt; t++) /* this thread: part 0 and any that did not start */
-        if (!started[t])
-            expand_inputs(e, parts[t].b0, parts[t].b1);
-    for (size_t t = 1; t < nt; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
+    if (b->mapped)
+        munmap(b->p, b->bytes);
+    else
+        free(b->p);
+    b->p = NULL;
 }
 
 /* A pair (input, j-th target) and its target: sorted by target, then
@@ -233,86 +275,30 @@ static int cmp_pair(const void *a, const void *b)
     return x->q < y->q ? -1 : x->q > y->q;
 }
 
-enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
-                               const struct cbc_ig_request *r, const struct cbc_ig_plan *p,
-                               struct cbc_ig_output *out, double *base_delta, struct cbc_err *err)
+/* The reduction of pairs [q0, q1): the mean over baselines, then the
+ * noise's statistic over samples, from the rows of the engine call (group)
+ * that computed each pair. */
+struct reduce {
+    const struct cbc_ig_plan *p;
+    struct cbc_ig_output *out;
+    double *base_delta;
+    size_t F, S, K, per_input;
+    const size_t *slot, *group;
+    const float *A;
+    const double *V;
+};
+
+static void reduce_pairs(void *ctx, size_t q0, size_t q1)
 {
-    if (r->device_pointers)
-        return ig_err_set(err, CBC_E_USAGE, "an explanation plan takes host arrays, not device "
-                          "pointers");
-    size_t T = p->n_targets ? p->n_targets : 1;
-    bool noisy = p->noise != CBC_IG_NOISE_NONE;
-    size_t S = noisy ? (size_t)p->samples : 1;
-    size_t K = p->baselines ? p->n_baselines : 1;
-    if (noisy && (p->samples < 1 || p->samples > 100000))
-        return ig_err_set(err, CBC_E_USAGE, "%d noise samples: expected 1 to 100000", p->samples);
-    if (noisy && !(p->stdev >= 0 && isfinite(p->stdev)))
-        return ig_err_set(err, CBC_E_USAGE, "noise stdev %g: expected a finite number >= 0",
-                          p->stdev);
-    if (p->baselines && K == 0)
-        return ig_err_set(err, CBC_E_SHAPE, "no baselines given");
-    if (!r->x || r->n == 0)
-        return ig_err_set(err, CBC_E_USAGE, "no inputs");
-    /* one target for all, no noise, the request's baseline: the engine's own call */
-    bool one_target = T == 1 && !noisy && !p->baselines;
-    for (size_t q = 1; one_target && p->targets && q < r->n; q++)
-        one_target = p->targets[q] == p->targets[0];
-    if (one_target) {
-        struct cbc_ig_request sub = *r;
-        if (p->targets)
-            sub.target = p->targets[0];
-        return run(ctx, &sub, out, err);
-    }
-    /* every row: (pair, sample, baseline), pairs (input, j-th target) in
-     * target order, so each engine call is one contiguous slice */
-    size_t per_input, n_pairs, rows, cells;
-    if (!mul_ok(S, K, &per_input) || !mul_ok(r->n, T, &n_pairs) ||
-        !mul_ok(n_pairs, per_input, &rows) || !mul_ok(rows, F, &cells) ||
-        cells > SIZE_MAX / sizeof(double) / 4)
-        return ig_err_set(err, CBC_E_USAGE, "%zu inputs x %zu targets x %zu samples x %zu "
-                          "baselines x %zu features is too large", r->n, T, S, K, F);
-    bool per_row_base = p->baselines || r->baseline.kind == CBC_IG_BASELINE_PER_INPUT;
-    size_t cl = cells ? cells : 1;
-    struct pair *order = malloc(n_pairs * sizeof *order);
-    size_t *slot = malloc(n_pairs * sizeof *slot), *group = malloc(2 * n_pairs * sizeof *group);
-    float *X = malloc(cl * sizeof *X), *Bx = per_row_base ? malloc(cl * sizeof *Bx) : NULL;
-    float *A = malloc(cl * sizeof *A);
-    double *V = malloc(rows * 4 * sizeof *V);
-    enum cbc_status st = CBC_OK;
-    if (!order || !slot || !group || !X || (per_row_base && !Bx) || !A || !V) {
-        st = ig_err_oom(err);
-        goto out;
-    }
-    for (size_t q = 0; q < n_pairs; q++)
-        order[q] = (struct pair){p->targets ? p->targets[q] : r->target, q};
-    qsort(order, n_pairs, sizeof *order, cmp_pair);
-    for (size_t j = 0; j < n_pairs; j++)
-        slot[order[j].q] = j;
-    struct expand e = {r, p, F, T, S, K, per_input, slot, X, Bx, noisy};
-    expand_all(&e);
-    /* one engine call per distinct target, on its contiguous rows */
-    for (size_t j0 = 0; j0 < n_pairs && st == CBC_OK;) {
-        size_t j1 = j0 + 1;
-        while (j1 < n_pairs && order[j1].target == order[j0].target)
-            j1++;
-        for (size_t j = j0; j < j1; j++) /* the engine call that computed pair j */
-            group[2 * j] = j0, group[2 * j + 1] = j1;
-        size_t m = (j1 - j0) * per_input, row0 = j0 * per_input;
-        struct cbc_ig_request sub = *r;
-        sub.x = X + row0 * F;
-        sub.n = m;
-        sub.target = order[j0].target;
-        if (per_row_base)
-            sub.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_PER_INPUT, 0, Bx + row0 * F};
-        double *v = V + row0 * 4;
-        struct cbc_ig_output so = {A + row0 * F, v, v + m, v + 2 * m, v + 3 * m};
-        st = run(ctx, &sub, &so, err);
-        j0 = j1;
-    }
-    if (st != CBC_OK)
-        goto out;
-    /* reduce: the mean over baselines, then the noise's statistic over samples */
-    for (size_t q = 0; q < n_pairs; q++) {
+    const struct reduce *rd = ctx;
+    const struct cbc_ig_plan *p = rd->p;
+    struct cbc_ig_output *out = rd->out;
+    double *base_delta = rd->base_delta;
+    const size_t F = rd->F, S = rd->S, K = rd->K, per_input = rd->per_input;
+    const size_t *slot = rd->slot, *group = rd->group;
+    const float *A = rd->A;
+    const double *V = rd->V;
+    for (size_t q = q0; q < q1; q++) {
         /* the values are laid out per engine call: this pair's group */
         size_t j = slot[q], row0 = j * per_input, g0 = group[2 * j], g1 = group[2 * j + 1];
         size_t m = (g1 - g0) * per_input, off = row0 - g0 * per_input;
@@ -357,7 +343,92 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
             base_delta[q * K + k] = d / (double)S;
         }
     }
+}
+
+enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
+                               const struct cbc_ig_request *r, const struct cbc_ig_plan *p,
+                               struct cbc_ig_output *out, double *base_delta, struct cbc_err *err)
+{
+    if (r->device_pointers)
+        return ig_err_set(err, CBC_E_USAGE, "an explanation plan takes host arrays, not device "
+                          "pointers");
+    size_t T = p->n_targets ? p->n_targets : 1;
+    bool noisy = p->noise != CBC_IG_NOISE_NONE;
+    size_t S = noisy ? (size_t)p->samples : 1;
+    size_t K = p->baselines ? p->n_baselines : 1;
+    if (noisy && (p->samples < 1 || p->samples > 100000))
+        return ig_err_set(err, CBC_E_USAGE, "%d noise samples: expected 1 to 100000", p->samples);
+    if (noisy && !(p->stdev >= 0 && isfinite(p->stdev)))
+        return ig_err_set(err, CBC_E_USAGE, "noise stdev %g: expected a finite number >= 0",
+                          p->stdev);
+    if (p->baselines && K == 0)
+        return ig_err_set(err, CBC_E_SHAPE, "no baselines given");
+    if (!r->x || r->n == 0)
+        return ig_err_set(err, CBC_E_USAGE, "no inputs");
+    /* one target for all, no noise, the request's baseline: the engine's own call */
+    bool one_target = T == 1 && !noisy && !p->baselines;
+    for (size_t q = 1; one_target && p->targets && q < r->n; q++)
+        one_target = p->targets[q] == p->targets[0];
+    if (one_target) {
+        struct cbc_ig_request sub = *r;
+        if (p->targets)
+            sub.target = p->targets[0];
+        return run(ctx, &sub, out, err);
+    }
+    /* every row: (pair, sample, baseline), pairs (input, j-th target) in
+     * target order, so each engine call is one contiguous slice */
+    size_t per_input, n_pairs, rows, cells;
+    if (!mul_ok(S, K, &per_input) || !mul_ok(r->n, T, &n_pairs) ||
+        !mul_ok(n_pairs, per_input, &rows) || !mul_ok(rows, F, &cells) ||
+        cells > SIZE_MAX / sizeof(double) / 4)
+        return ig_err_set(err, CBC_E_USAGE, "%zu inputs x %zu targets x %zu samples x %zu "
+                          "baselines x %zu features is too large", r->n, T, S, K, F);
+    bool per_row_base = p->baselines || r->baseline.kind == CBC_IG_BASELINE_PER_INPUT;
+    size_t cl = cells ? cells : 1;
+    struct pair *order = malloc(n_pairs * sizeof *order);
+    size_t *slot = malloc(n_pairs * sizeof *slot), *group = malloc(2 * n_pairs * sizeof *group);
+    struct big bx = {0}, bbx = {0}, ba = {0};
+    float *X = big_alloc(&bx, cl * sizeof(float));
+    float *Bx = per_row_base ? big_alloc(&bbx, cl * sizeof(float)) : NULL;
+    float *A = big_alloc(&ba, cl * sizeof(float));
+    double *V = malloc(rows * 4 * sizeof *V);
+    enum cbc_status st = CBC_OK;
+    if (!order || !slot || !group || !X || (per_row_base && !Bx) || !A || !V) {
+        st = ig_err_oom(err);
+        goto out;
+    }
+    for (size_t q = 0; q < n_pairs; q++)
+        order[q] = (struct pair){p->targets ? p->targets[q] : r->target, q};
+    qsort(order, n_pairs, sizeof *order, cmp_pair);
+    for (size_t j = 0; j < n_pairs; j++)
+        slot[order[j].q] = j;
+    struct expand e = {r, p, F, T, S, K, per_input, slot, X, Bx, noisy};
+    parallel_ranges(r->n, rows * F, expand_inputs, &e);
+    /* one engine call per distinct target, on its contiguous rows */
+    for (size_t j0 = 0; j0 < n_pairs && st == CBC_OK;) {
+        size_t j1 = j0 + 1;
+        while (j1 < n_pairs && order[j1].target == order[j0].target)
+            j1++;
+        for (size_t j = j0; j < j1; j++) /* the engine call that computed pair j */
+            group[2 * j] = j0, group[2 * j + 1] = j1;
+        size_t m = (j1 - j0) * per_input, row0 = j0 * per_input;
+        struct cbc_ig_request sub = *r;
+        sub.x = X + row0 * F;
+        sub.n = m;
+        sub.target = order[j0].target;
+        if (per_row_base)
+            sub.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_PER_INPUT, 0, Bx + row0 * F};
+        double *v = V + row0 * 4;
+        struct cbc_ig_output so = {A + row0 * F, v, v + m, v + 2 * m, v + 3 * m};
+        st = run(ctx, &sub, &so, err);
+        j0 = j1;
+    }
+    if (st != CBC_OK)
+        goto out;
+    struct reduce rd = {p, out, base_delta, F, S, K, per_input, slot, group, A, V};
+    parallel_ranges(n_pairs, rows * F, reduce_pairs, &rd);
 out:
-    free(order), free(slot), free(group), free(X), free(Bx), free(A), free(V);
+    free(order), free(slot), free(group), free(V);
+    big_free(&bx), big_free(&bbx), big_free(&ba);
     return st;
 }
