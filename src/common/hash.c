@@ -1,7 +1,13 @@
 /* hash.c: XXH3-128 over bytes, files and typed fields, in canonical form.
  *
  * Where libxxhash has its x86 dispatcher, the widest vector unit of the CPU
- * at hand computes the same XXH3.
+ * at hand computes the same XXH3. Its AVX2 and AVX-512 code returns with the
+ * upper halves of the vector registers in use (no vzeroupper): every later
+ * SSE instruction and libm call of the thread, and of every thread it then
+ * creates, ran many times slower (glibc's log() 25x on the H200 machine's
+ * Xeon: a process that loaded a module through us and then did host math
+ * paid for it). Invariant: every function here that ran dispatched code
+ * returns with the upper state clear (tests/unit/test_key.c reads it back).
  *
  * The canonical form (XXH128_canonicalFromHash, big-endian) is what goes on
  * disk and into hex, so a key written on one host reads the same on any
@@ -24,8 +30,26 @@
 #include <string.h>
 #include <unistd.h>
 
+#if defined(CBC_XXH_DISPATCH) && (defined(__x86_64__) || defined(__i386__))
+__attribute__((target("avx"))) static void zero_upper(void)
+{
+    __builtin_ia32_vzeroupper();
+}
+/* Clears the upper vector state the dispatched XXH3 left in use. */
+static void clear_upper(void)
+{
+    if (__builtin_cpu_supports("avx")) /* libgcc's CPU model, read-only after start-up */
+        zero_upper();
+}
+#else
+static void clear_upper(void)
+{
+}
+#endif
+
 static void to_canonical(XXH128_hash_t h, struct cbc_hash *out)
 {
+    clear_upper();
     XXH128_canonical_t c;
     XXH128_canonicalFromHash(&c, h);
     memcpy(out->b, c.digest, sizeof out->b);
@@ -93,6 +117,7 @@ enum cbc_status cbc_hash_file(const char *path, struct cbc_hash *out, uint64_t *
                 continue;
             int e = errno;
             close(fd);
+            clear_upper();
             return cbc_err_set(err, CBC_E_IO, "cannot read '%s': %s", path, strerror(e));
         }
         if (n == 0)
@@ -100,6 +125,7 @@ enum cbc_status cbc_hash_file(const char *path, struct cbc_hash *out, uint64_t *
         XXH3_128bits_update(&st, chunk, (size_t)n);
         total += (uint64_t)n;
     }
+    clear_upper();
     close(fd);
     to_canonical(XXH3_128bits_digest(&st), out);
     if (size)
@@ -132,6 +158,7 @@ void cbc_hasher_field(struct cbc_hasher *h, uint32_t tag, const void *data, size
     XXH3_128bits_update(&h->st, head, sizeof head);
     if (len)
         XXH3_128bits_update(&h->st, data, len);
+    clear_upper();
 }
 
 void cbc_hasher_str(struct cbc_hasher *h, uint32_t tag, const char *s)

@@ -77,6 +77,59 @@ Test(hash, canonical_xxh3_128_matches_the_reference_implementation)
     cr_assert_not(cbc_hash_from_hex("99aa06d3014798d86001c324468d497g", &h));
 }
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+/* The state components in use (XGETBV with ECX 1), where the CPU reports
+ * them; bit 2: the upper halves of the YMM registers, 6 and 7: ZMM's. */
+static bool xinuse(uint64_t *v)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(0xd, 1, &a, &b, &c, &d) || !(a & 4)) /* XGETBV ECX 1 */
+        return false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) /* OSXSAVE */
+        return false;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+    *v = (uint64_t)hi << 32 | lo;
+    return true;
+}
+#endif
+
+/* libxxhash's dispatched AVX2 / AVX-512 XXH3 returns with the upper vector
+ * state in use; left so, every later SSE instruction and libm call of the
+ * thread (and of the threads it creates) runs many times slower. Every
+ * hashing function clears it. */
+Test(hash, leaves_no_upper_vector_state_in_use)
+{
+#if defined(__x86_64__)
+    static uint8_t buf[1 << 20];
+    memset(buf, 7, sizeof buf);
+    uint64_t v;
+    if (!xinuse(&v))
+        cr_skip_test("this CPU does not report the state components in use");
+    struct cbc_hash h;
+    cbc_hash_bytes(buf, sizeof buf, &h);
+    cr_assert(xinuse(&v) && !(v & 0xc4), "after cbc_hash_bytes: XINUSE %#llx",
+              (unsigned long long)v);
+    struct cbc_hasher *hs = cbc_hasher_new();
+    cbc_hasher_field(hs, 1, buf, sizeof buf);
+    cr_assert(xinuse(&v) && !(v & 0xc4), "after cbc_hasher_field: XINUSE %#llx",
+              (unsigned long long)v);
+    cbc_hasher_digest(hs, &h);
+    cbc_hasher_free(hs);
+    char path[] = "/tmp/cbc-hash.XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0 && write(fd, buf, sizeof buf) == (ssize_t)sizeof buf);
+    close(fd);
+    cr_assert_eq(cbc_hash_file(path, &h, NULL, NULL), CBC_OK);
+    unlink(path);
+    cr_assert(xinuse(&v) && !(v & 0xc4), "after cbc_hash_file: XINUSE %#llx",
+              (unsigned long long)v);
+#else
+    cr_skip_test("x86 only");
+#endif
+}
+
 Test(key, encoding_is_frozen)
 {
     struct cbc_key_inputs in = base();
