@@ -14,6 +14,7 @@ real `safetensors` and `numpy` packages, and on damaged copies of them.
 Meson passes BUILDDIR; CBC_PYTHON is the interpreter with numpy and
 safetensors (scripts/run.sh installs them)."""
 import json
+import re
 import os
 import struct
 import subprocess
@@ -351,8 +352,9 @@ expect(2, ["--image 3x3 is 9 features"], "--model", m3, "--input", path("x.npy")
 expect(2, ["--plot-inputs: input 7 of 3"], "--model", m3, "--input", path("x.npy"), "--target",
        "1", "--plot", svg, "--plot-inputs", "7")
 
-# image-shaped inputs: [n, H, W] and [n, 1, H, W] are drawn as images without
-# --image, their features flattened in C order; [n, 2, 1, 3] (two channels) is not
+# image-shaped inputs: [n, H, W] and [n, C, H, W] are drawn as images without
+# --image, their features flattened in C order; two channels are a row each
+# and a row of their sum
 np.save(path("img3.npy"), X.reshape(n, 2, 3))
 out = path("img3.npy.out.npy")
 expect(0, "delta", "--model", m3, "--input", path("img3.npy"), "--target", "0", "--out", out,
@@ -367,10 +369,20 @@ expect(0, "delta", "--model", m3, "--input", path("img4.npy"), "--target", "0", 
 if "attributions (red +" not in open(path("img4.svg")).read():
     fail("an [n, 1, H, W] input was not drawn as an image")
 np.save(path("img2c.npy"), X.reshape(n, 2, 1, 3))
-expect(0, "delta", "--model", m3, "--input", path("img2c.npy"), "--target", "0", "--plot",
-       path("img2c.svg"))
-if "attributions (red +" in open(path("img2c.svg")).read():
-    fail("a two-channel input was drawn as one image")
+a0 = W3[0] * X[0]
+want = list(a0[:3]) + list(a0[3:]) + list(a0[:3] + a0[3:])  # channel 0, channel 1, their sum
+for args in (("--input", path("img2c.npy")), ("--input", path("x.npy"), "--image", "2x1x3")):
+    expect(0, "delta", "--model", m3, *args, "--target", "0", "--plot", path("img2c.svg"))
+    text = open(path("img2c.svg")).read()
+    cells = [float(v) for v in re.findall(r"<title>\[\d+,\d+\] ([-0-9.e+]+)</title>", text)]
+    if ("channel 1" not in text or "summed over the channels" not in text or
+            not np.allclose(cells, want, rtol=1e-4, atol=1e-6)):
+        fail("%s: two channels are not a row each and their sum: %s, expected %s"
+             % (" ".join(args), cells, want))
+expect(2, ["--image 3x1x3 is 9 features"], "--model", m3, "--input", path("x.npy"), "--target",
+       "1", "--plot", svg, "--image", "3x1x3")
+expect(2, ["--image '2x3x'"], "--model", m3, "--input", path("x.npy"), "--target", "1",
+       "--plot", svg, "--image", "2x3x")
 np.save(path("imgf.npy"), np.asfortranarray(X.reshape(n, 2, 3)))
 expect(2, ["Fortran-ordered 3-D array"], "--model", m3, "--input", path("imgf.npy"), "--target", "0")
 np.save(path("x5.npy"), X.reshape(n, 1, 1, 2, 3))

@@ -64,8 +64,9 @@ static const char usage[] =
     "  --out FILE           results as .json, .csv or .npy (attributions only)\n"
     "  --plot FILE.svg      attributions as SVG: a bar chart, or a heat map with --image\n"
     "  --plot-inputs LIST   the inputs plotted, one panel each (default 0), e.g. 0,5,9\n"
-    "  --image HxW          the input is an H x W image (its features row by row); an\n"
-    "                       .npy of shape [n, H, W] or [n, 1, H, W] says so itself\n"
+    "  --image [C]xHxW      the input is an H x W image of C channels (default 1; its\n"
+    "                       features channel by channel, row by row); an .npy of shape\n"
+    "                       [n, H, W] or [n, C, H, W] says so itself\n"
     "  --feature-names FILE one name per feature (a line each, or one line of commas;\n"
     "                       default: an input .csv's header): CSV, JSON and plots use them\n"
     "  --tolerance T        exit 3 when any |delta| exceeds T\n"
@@ -555,9 +556,17 @@ int main(int argc, char **argv)
         return tool_usage_error(&t, usage, "--gradient '%s': expected auto, analytic or fd", gradient);
     if (bases && strcmp(baseline, "zeros") != 0)
         return tool_usage_error(&t, usage, "--baseline and --baselines both given: use one");
-    int ih = 0, iw = 0;
-    if (image && (sscanf(image, "%dx%d", &ih, &iw) != 2 || ih < 1 || iw < 1))
-        return tool_usage_error(&t, usage, "--image '%s': expected HxW such as 28x28", image);
+    int ih = 0, iw = 0, ic = 1;
+    if (image) { /* HxW, or CxHxW for C channels */
+        int n = sscanf(image, "%dx%dx%d", &ic, &ih, &iw);
+        if (n == 2)
+            iw = ih, ih = ic, ic = 1;
+        char tail;
+        if ((n != 2 && n != 3) || ic < 1 || ic > 64 || ih < 1 || iw < 1 ||
+            sscanf(image, n == 2 ? "%*dx%*d%c" : "%*dx%*dx%*d%c", &tail) == 1)
+            return tool_usage_error(&t, usage, "--image '%s': expected HxW or CxHxW such as 28x28 "
+                                    "or 3x32x32", image);
+    }
     if (plot && !ends_with(plot, ".svg"))
         return tool_usage_error(&t, usage, "--plot '%s': igrun writes SVG only: name it .svg", plot);
     if (plot_inputs && !plot)
@@ -814,14 +823,20 @@ int main(int argc, char **argv)
                  : cbc_err_set(&err, CBC_E_USAGE, "--out '%s': expected .json, .csv or .npy", outp);
     }
     if (st == CBC_OK && plot) {
-        /* an image-shaped .npy ([n, H, W], [n, 1, H, W]) is drawn as one */
+        /* an image-shaped .npy ([n, H, W], [n, C, H, W]) is drawn as one */
         if (!image && X.ndim == 3)
-            ih = (int)X.dims[1], iw = (int)X.dims[2];
-        else if (!image && X.ndim == 4 && X.dims[1] == 1)
-            ih = (int)X.dims[2], iw = (int)X.dims[3];
-        if (ih && (size_t)ih * (size_t)iw != F)
-            st = cbc_err_set(&err, CBC_E_USAGE, "--image %dx%d is %d features; the model takes %zu",
-                             ih, iw, ih * iw, F);
+            ic = 1, ih = (int)X.dims[1], iw = (int)X.dims[2];
+        else if (!image && X.ndim == 4 && X.dims[1] <= 64)
+            ic = (int)X.dims[1], ih = (int)X.dims[2], iw = (int)X.dims[3];
+        if (ih && (size_t)ic * (size_t)ih * (size_t)iw != F) {
+            char spec[64];
+            if (ic > 1)
+                snprintf(spec, sizeof spec, "%dx%dx%d", ic, ih, iw);
+            else
+                snprintf(spec, sizeof spec, "%dx%d", ih, iw);
+            st = cbc_err_set(&err, CBC_E_USAGE, "--image %s is %zu features; the model takes %zu",
+                             spec, (size_t)ic * (size_t)ih * (size_t)iw, F);
+        }
         if (!n_pin)
             pin[n_pin++] = 0;
         struct igrun_panel panels[64];
@@ -855,7 +870,7 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < n_pin; k++)
             panels[k].names = xnames;
         if (st == CBC_OK)
-            st = igrun_plot_svg(plot, panels, n_pin, F, ih, iw, &err);
+            st = igrun_plot_svg(plot, panels, n_pin, F, ih, iw, ic, &err);
         free_names(xnames, xnames ? F : 0);
     }
     if (st != CBC_OK) {

@@ -1,13 +1,16 @@
 /* svg.c: igrun's --plot: attributions as an SVG, one panel per input shown
- * (stacked). An input that is an image (--image H x W) is drawn as the input
- * in grey beside a diverging heat map (red positive, blue negative, scaled
- * to the panel's largest magnitude); anything else as a bar chart. Pure
+ * (stacked). An input that is an image (--image [C x] H x W, or an
+ * image-shaped .npy) is drawn as the input in grey beside a diverging heat
+ * map (red positive, blue negative, scaled to the panel's largest
+ * magnitude), a row per channel and one of their sum; anything else as a
+ * bar chart. Pure
  * text generation: no library, and the file is written atomically.
  */
 #include "svg.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static void color(double t, char *buf, size_t len)
 {
@@ -29,43 +32,77 @@ static double max_abs(const float *v, size_t n)
     return m > 0 ? m : 1;
 }
 
-/* One panel at the origin; *w and *h get its size. */
-static void panel(struct cbc_buf *b, const struct igrun_panel *p, size_t F, int height, int width,
-                  double *w, double *h)
+/* One row of an image panel at y0: the plane x (grey, scaled to its own
+ * range; NULL: none) beside the attributions a (colours scaled to m). */
+static void image_row(struct cbc_buf *b, const char *label, const float *x, const float *a,
+                      int height, int width, double cell, double m, double y0)
 {
-    const float *x = p->x, *attr = p->attr;
-    double m = max_abs(attr, F);
+    double pw = cell * width, ph = cell * height;
     char c[32];
-    if (height > 0 && width > 0 && (size_t)height * (size_t)width == F) {
-        double cell = 320.0 / (width > height ? width : height);
-        double pw = cell * width, ph = cell * height;
-        double xmin = x[0], xmax = x[0];
-        for (size_t i = 1; i < F; i++) {
+    double xmin = 0, xr = 1;
+    if (x) {
+        double xmax = x[0];
+        xmin = x[0];
+        for (size_t i = 1; i < (size_t)height * (size_t)width; i++) {
             xmin = x[i] < xmin ? x[i] : xmin;
             xmax = x[i] > xmax ? x[i] : xmax;
         }
-        double xr = xmax > xmin ? xmax - xmin : 1;
-        cbc_buf_printf(b,
-                       "<text x=\"10\" y=\"18\">%s</text>\n"
-                       "<text x=\"10\" y=\"%.0f\">input</text>\n"
-                       "<text x=\"%.0f\" y=\"%.0f\">attributions (red +, blue -, max |a| = %.4g)</text>\n",
-                       p->title, ph + 52, pw + 20, ph + 52, m);
-        for (int r = 0; r < height; r++)
-            for (int q = 0; q < width; q++) {
-                size_t i = (size_t)r * width + q;
+        xr = xmax > xmin ? xmax - xmin : 1;
+        cbc_buf_printf(b, "<text x=\"10\" y=\"%.0f\">input%s</text>\n", y0 + ph + 16, label);
+    }
+    cbc_buf_printf(b, "<text x=\"%.0f\" y=\"%.0f\">attributions%s (red +, blue -, max |a| = %.4g)</text>\n",
+                   pw + 20, y0 + ph + 16, label, m);
+    for (int r = 0; r < height; r++)
+        for (int q = 0; q < width; q++) {
+            size_t i = (size_t)r * width + q;
+            if (x) {
                 int g = (int)lround(255 * (x[i] - xmin) / xr);
                 cbc_buf_printf(b,
                                "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
                                "fill=\"rgb(%d,%d,%d)\"/>\n",
-                               10 + q * cell, 28 + r * cell, cell, cell, g, g, g);
-                color(attr[i] / m, c, sizeof c);
-                cbc_buf_printf(b,
-                               "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-                               "fill=\"%s\"><title>[%d,%d] %.6g</title></rect>\n",
-                               pw + 20 + q * cell, 28 + r * cell, cell, cell, c, r, q, attr[i]);
+                               10 + q * cell, y0 + r * cell, cell, cell, g, g, g);
             }
-        *w = 2 * pw + 30;
-        *h = ph + 60;
+            color(a[i] / m, c, sizeof c);
+            cbc_buf_printf(b,
+                           "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                           "fill=\"%s\"><title>[%d,%d] %.6g</title></rect>\n",
+                           pw + 20 + q * cell, y0 + r * cell, cell, cell, c, r, q, a[i]);
+        }
+}
+
+/* One panel at the origin; *w and *h get its size. An image of C channels
+ * ([C][H][W], C order) is a row per channel, then, for C > 1, a row of the
+ * attributions summed over the channels; one colour scale for the panel. */
+static void panel(struct cbc_buf *b, const struct igrun_panel *p, size_t F, int height, int width,
+                  int channels, double *w, double *h)
+{
+    const float *attr = p->attr;
+    double m = max_abs(attr, F);
+    const size_t plane = (size_t)(height > 0 ? height : 0) * (size_t)(width > 0 ? width : 0);
+    if (plane && channels >= 1 && plane * (size_t)channels == F) {
+        double cell = 320.0 / (width > height ? width : height);
+        double ph = cell * height, y = 28;
+        cbc_buf_printf(b, "<text x=\"10\" y=\"18\">%s</text>\n", p->title);
+        for (int c = 0; c < channels; c++, y += ph + 26) {
+            char label[40] = "";
+            if (channels > 1)
+                snprintf(label, sizeof label, ", channel %d", c);
+            image_row(b, label, p->x + c * plane, attr + c * plane, height, width, cell, m, y);
+        }
+        if (channels > 1) {
+            float *sum = calloc(plane, sizeof *sum);
+            for (size_t i = 0; sum && i < plane; i++)
+                for (int c = 0; c < channels; c++)
+                    sum[i] += attr[c * plane + i];
+            if (sum) {
+                image_row(b, ", summed over the channels", NULL, sum, height, width, cell,
+                          max_abs(sum, plane), y);
+                y += ph + 26;
+            }
+            free(sum);
+        }
+        *w = 2 * cell * width + 30;
+        *h = y + 8;
         return;
     }
     double bw = F > 0 ? 640.0 / (double)F : 1, mid = 170;
@@ -95,14 +132,14 @@ static void panel(struct cbc_buf *b, const struct igrun_panel *p, size_t F, int 
 }
 
 enum cbc_status igrun_plot_svg(const char *path, const struct igrun_panel *panels, size_t n,
-                               size_t F, int height, int width, struct cbc_err *err)
+                               size_t F, int height, int width, int channels, struct cbc_err *err)
 {
     struct cbc_buf body = {0}, b = {0};
     double W = 0, H = 0;
     for (size_t k = 0; k < n; k++) {
         double w, h;
         cbc_buf_printf(&body, "<g transform=\"translate(0,%.0f)\">\n", H);
-        panel(&body, &panels[k], F, height, width, &w, &h);
+        panel(&body, &panels[k], F, height, width, channels, &w, &h);
         cbc_buf_puts(&body, "</g>\n");
         W = w > W ? w : W;
         H += h;

@@ -10,9 +10,11 @@ struct igrun_panel {
     char *const *names;    /* [F] XML-safe feature names for the bars' labels, or NULL */
 };
 
-/* Writes an SVG of n panels, one under another: a heat map beside the
- * input when height*width == F (height, width > 0), else a bar chart. */
+/* Writes an SVG of n panels, one under another: heat maps beside the input
+ * when channels*height*width == F (all > 0; a row per channel, C order),
+ * else a bar chart. */
 enum cbc_status igrun_plot_svg(const char *path, const struct igrun_panel *panels, size_t n,
-                               size_t F, int height, int width, struct cbc_err *err);
+                               size_t F, int height, int width, int channels,
+                               struct cbc_err *err);
 
 #endif
