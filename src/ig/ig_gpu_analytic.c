@@ -22,6 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Runs expr while the local status `st` is still CBC_OK. */
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        if (st == CBC_OK)                                                                          \
+            st = (expr);                                                                           \
+    } while (0)
+
 /* Where the small results land on the host: sums (double), then F(x) and
  * F(x') per input, then the attributions when they fit too; all in pinned
  * staging when it is large enough, so a recorded graph can copy into it. */
@@ -63,11 +70,6 @@ static enum cbc_status fused_chunks(struct cbc_ig_gpu_model *md, const struct cb
         hmax = md->size[l] > hmax ? md->size[l] : hmax;
     CUdeviceptr d_work = 0;
     enum cbc_status st = CBC_OK;
-#define TRY(expr)                                                                                  \
-    do {                                                                                           \
-        if (st == CBC_OK)                                                                          \
-            st = (expr);                                                                           \
-    } while (0)
     size_t per_row = 2 * sizeof(float); /* fo, dfo */
     for (int l = 2; l < L; l++)
         per_row += sizeof(float) * md->size[l]; /* Z_l */
@@ -192,7 +194,6 @@ static enum cbc_status fused_chunks(struct cbc_ig_gpu_model *md, const struct cb
             st = ig_launch(g, K_REDUCE_STEPS, ig_blocks((size_t)cb * H1, 256), 1, 1, 256, args, err);
         }
     }
-#undef TRY
     return st;
 }
 
@@ -215,11 +216,6 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
                            "per call; pass the inputs in batches of at most %zu",
                            n, H1, (size_t)UINT32_MAX / (size_t)H1);
     enum cbc_status st = CBC_OK;
-#define TRY(expr)                                                                                  \
-    do {                                                                                           \
-        if (st == CBC_OK)                                                                          \
-            st = (expr);                                                                           \
-    } while (0)
     TRY(ig_stage_inputs(g, r, (size_t)F, &d_x, &d_base, d_flag, err));
     TRY(ig_ws(g, WS_UVIN, sizeof(float) * 2 * nF, &d_uvin, "path inputs", err));
     TRY(ig_ws(g, WS_UV, sizeof(float) * 2 * (size_t)n * H1, &d_uv, "layer 1 on the path", err));
@@ -284,7 +280,6 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
             "copying sums", err));
     TRY(ig_drv(g, g->cu->MemcpyDtoHAsync(h->ends, d_ends, sizeof(float) * 2 * (size_t)n, g->stream),
             "copying F(x)", err));
-#undef TRY
     return st;
 }
 
