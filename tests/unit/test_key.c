@@ -80,7 +80,8 @@ Test(hash, canonical_xxh3_128_matches_the_reference_implementation)
 #if defined(__x86_64__)
 #include <cpuid.h>
 /* The state components in use (XGETBV with ECX 1), where the CPU reports
- * them; bit 2: the upper halves of the YMM registers, 6 and 7: ZMM's. */
+ * them; bit 2: the upper halves of YMM0-15, bit 6: of ZMM0-15 (what SSE code
+ * pays for and vzeroupper clears; bit 7, ZMM16-31, is neither). */
 static bool xinuse(uint64_t *v)
 {
     unsigned a, b, c, d;
@@ -109,11 +110,11 @@ Test(hash, leaves_no_upper_vector_state_in_use)
         cr_skip_test("this CPU does not report the state components in use");
     struct cbc_hash h;
     cbc_hash_bytes(buf, sizeof buf, &h);
-    cr_assert(xinuse(&v) && !(v & 0xc4), "after cbc_hash_bytes: XINUSE %#llx",
+    cr_assert(xinuse(&v) && !(v & 0x44), "after cbc_hash_bytes: XINUSE %#llx",
               (unsigned long long)v);
     struct cbc_hasher *hs = cbc_hasher_new();
     cbc_hasher_field(hs, 1, buf, sizeof buf);
-    cr_assert(xinuse(&v) && !(v & 0xc4), "after cbc_hasher_field: XINUSE %#llx",
+    cr_assert(xinuse(&v) && !(v & 0x44), "after cbc_hasher_field: XINUSE %#llx",
               (unsigned long long)v);
     cbc_hasher_digest(hs, &h);
     cbc_hasher_free(hs);
@@ -123,7 +124,7 @@ Test(hash, leaves_no_upper_vector_state_in_use)
     close(fd);
     cr_assert_eq(cbc_hash_file(path, &h, NULL, NULL), CBC_OK);
     unlink(path);
-    cr_assert(xinuse(&v) && !(v & 0xc4), "after cbc_hash_file: XINUSE %#llx",
+    cr_assert(xinuse(&v) && !(v & 0x44), "after cbc_hash_file: XINUSE %#llx",
               (unsigned long long)v);
 #else
     cr_skip_test("x86 only");
