@@ -126,8 +126,8 @@ struct cbc_mlp_owned {
  * CBC_E_NUMERIC for NaN or Inf, CBC_E_UNSUPPORTED for other dtypes). */
 CBC_API enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activations,
                                                  struct cbc_mlp_owned **out, struct cbc_err *err);
-/* As cbc_mlp_load_safetensors, for the state_dict() of any MLP of Linear and
- * BatchNorm1d layers: modules are the names before the last '.' ("fc1",
+/* As cbc_mlp_load_safetensors, for the state_dict() of any MLP of Linear,
+ * BatchNorm1d and LayerNorm layers: modules are the names before the last '.' ("fc1",
  * "net.0"); their order is `layers` ("fc1,bn1,fc2,fc3": every module once),
  * else their trailing index when all have one (an nn.Sequential), else the
  * order of their data in the file (safetensors keeps state_dict()'s). A
@@ -136,8 +136,13 @@ CBC_API enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *a
  * into the Linear layer before it when nothing comes between (the usual
  * Linear, BatchNorm, activation; in a numbered Sequential a gap in the
  * indices is an activation between them), else into the Linear after it.
- * A torch.save file (zip or pickle) is refused with what it is and the
- * Python that writes safetensors instead. Since 0.2. */
+ * A LayerNorm (a 1-D weight without running statistics; eps 1e-5 or
+ * __metadata__ "layernorm_eps") becomes the `norm` of the Linear right
+ * before it: before its activation when adjacent (consecutive indices, or
+ * named modules), after it when a Sequential's indices leave a gap;
+ * anywhere else it is refused. Activations take PyTorch's parameters
+ * (cbc_act_parse_param). A torch.save file (zip or pickle) is refused with
+ * what it is and the Python that writes safetensors instead. Since 0.2. */
 CBC_API enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *activations,
                                                         const char *layers,
                                                         struct cbc_mlp_owned **out,
@@ -321,6 +326,10 @@ CBC_API void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m);
 
 /* IG of an uploaded MLP; r->gradient selects analytic, batched FD or the
  * per-feature loop (both FD modes use the model's forward as the black box).
+ * A model with a LayerNorm, a Softmax or LogSoftmax output or an activation
+ * parameter other than PyTorch's default runs on a layered path (a GEMM per
+ * layer, then its LayerNorm and activation over whole rows); the others on
+ * fused kernels. Both hold the CPU reference's results to float rounding.
  * Small analytic requests (inputs up to 256 KiB on the host, or device
  * pointers; a zero or scalar baseline) are recorded as a CUDA graph the
  * second time the same shape comes and replayed from then on, which takes
