@@ -69,7 +69,7 @@ CBC_API bool cbc_act_parse(const char *name, enum cbc_act *out);
 /* Any parameter as well: "leakyrelu(0.2)", "LeakyReLU(negative_slope=0.2)",
  * "ELU(alpha=0.5)", "Softmax(dim=-1)" (the last dimension only); *param is
  * the slope or alpha, 0 for PyTorch's default (and for activations without
- * one). Since 0.2. */
+ * one); an explicit slope or alpha of 0 is ReLU. Since 0.2. */
 CBC_API bool cbc_act_parse_param(const char *name, enum cbc_act *out, float *param);
 CBC_API const char *cbc_act_name(enum cbc_act a);
 

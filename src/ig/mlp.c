@@ -105,6 +105,8 @@ bool cbc_act_parse_param(const char *name, enum cbc_act *out, float *param)
         default: return false; /* no parameters */
         }
     }
+    if (args[0] && v == 0 && (a == CBC_ACT_LEAKY_RELU || a == CBC_ACT_ELU))
+        a = CBC_ACT_RELU; /* a slope or alpha of 0 is ReLU (0 in act_param means the default) */
     *out = a;
     *param = v;
     return true;

@@ -504,6 +504,8 @@ Test(models, activation_parameters_and_softmax_are_spelled_as_pytorch_does)
         {"softmax", CBC_ACT_SOFTMAX, 0},
         {"LogSoftmax(dim=1)", CBC_ACT_LOG_SOFTMAX, 0},
         {"log_softmax", CBC_ACT_LOG_SOFTMAX, 0},
+        {"LeakyReLU(0)", CBC_ACT_RELU, 0}, /* not the default slope: 0 is ReLU */
+        {"ELU(alpha=0.0)", CBC_ACT_RELU, 0},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         enum cbc_act a;
