@@ -26,7 +26,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 static const char *const noise_names[] = {"none", "smoothgrad", "smoothgrad_sq", "vargrad"};
@@ -223,43 +222,6 @@ static void expand_inputs(void *ctx, size_t b0, size_t b1)
     }
 }
 
-/* The expanded rows and their attributions are written once per call into
- * fresh memory: tens of megabytes for a NoiseTunnel batch, whose 4 KiB page
- * faults cost more than the GPU's work on a virtual machine. Buffers of 2 MiB
- * and more are asked for as transparent huge pages (where the kernel's
- * policy is madvise, as on the H200 machine); smaller ones come from malloc. */
-struct big {
-    void *p;
-    size_t bytes;
-    bool mapped;
-};
-
-static void *big_alloc(struct big *b, size_t bytes)
-{
-    b->bytes = bytes ? bytes : 1;
-    b->mapped = false;
-    b->p = NULL;
-    if (b->bytes >= (2u << 20)) {
-        void *p = mmap(NULL, b->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p != MAP_FAILED) {
-            (void)madvise(p, b->bytes, MADV_HUGEPAGE); /* a hint: refused, pages stay 4 KiB */
-            b->p = p;
-            b->mapped = true;
-            return p;
-        }
-    }
-    return b->p = malloc(b->bytes);
-}
-
-static void big_free(struct big *b)
-{
-    if (b->mapped)
-        munmap(b->p, b->bytes);
-    else
-        free(b->p);
-    b->p = NULL;
-}
-
 /* A pair (input, j-th target) and its target: sorted by target, then
  * pair, so each target's pairs are contiguous and in input order. */
 struct pair {
@@ -387,10 +349,8 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
     size_t cl = cells ? cells : 1;
     struct pair *order = malloc(n_pairs * sizeof *order);
     size_t *slot = malloc(n_pairs * sizeof *slot), *group = malloc(2 * n_pairs * sizeof *group);
-    struct big bx = {0}, bbx = {0}, ba = {0};
-    float *X = big_alloc(&bx, cl * sizeof(float));
-    float *Bx = per_row_base ? big_alloc(&bbx, cl * sizeof(float)) : NULL;
-    float *A = big_alloc(&ba, cl * sizeof(float));
+    float *X = malloc(cl * sizeof *X), *Bx = per_row_base ? malloc(cl * sizeof *Bx) : NULL;
+    float *A = malloc(cl * sizeof *A);
     double *V = malloc(rows * 4 * sizeof *V);
     enum cbc_status st = CBC_OK;
     if (!order || !slot || !group || !X || (per_row_base && !Bx) || !A || !V) {
@@ -428,7 +388,6 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
     struct reduce rd = {p, out, base_delta, F, S, K, per_input, slot, group, A, V};
     parallel_ranges(n_pairs, rows * F, reduce_pairs, &rd);
 out:
-    free(order), free(slot), free(group), free(V);
-    big_free(&bx), big_free(&bbx), big_free(&ba);
+    free(order), free(slot), free(group), free(X), free(Bx), free(A), free(V);
     return st;
 }
