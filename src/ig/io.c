@@ -247,9 +247,9 @@ static enum cbc_status read_vec(const char *path, const struct tensor *t, const 
     return st;
 }
 
-/* The next activation of a comma-separated list at *cur, NUL-terminated in
- * place, *cur moved past it: commas inside parentheses ("LeakyReLU(0.2,
- * inplace=True)") belong to it; blanks around it are dropped. NULL at the end. */
+/* The next activation of a list separated by commas or blanks at *cur,
+ * NUL-terminated in place, *cur moved past it: separators inside
+ * parentheses ("LeakyReLU(0.2, inplace=True)") belong to it. NULL at the end. */
 static char *next_activation(char **cur)
 {
     char *s = *cur;
@@ -259,11 +259,9 @@ static char *next_activation(char **cur)
         return NULL;
     char *e = s;
     int depth = 0;
-    for (; *e && (depth > 0 || *e != ','); e++)
+    for (; *e && (depth > 0 || (*e != ',' && *e != ' ')); e++)
         depth += *e == '(' ? 1 : *e == ')' ? -1 : 0;
     *cur = *e ? e + 1 : e;
-    while (e > s && e[-1] == ' ')
-        e--;
     *e = '\0';
     return s;
 }

@@ -158,6 +158,16 @@ out = expect(3, "exceeds --tolerance", "--model", path("tanh.safetensors"), "--i
              path("x.npy"), "--steps", "2", "--method", "riemann_left", "--tolerance", "1e-9")
 expect(0, "delta", "--model", path("tanh.safetensors"), "--input", path("x.npy"), "--steps",
        "64", "--tolerance", "1e-2")
+# PyTorch's full spelling of a parameter, commas and blanks inside it: F(x) of
+# sum(LeakyReLU(0.2)(sum(x) / 3)) over the 4 units
+out = path("leaky.json")
+expect(0, "delta", "--model", path("tanh.safetensors"), "--input", path("x.npy"), "--out", out,
+       "--activations", "nn.LeakyReLU(negative_slope=0.2, inplace=True), Identity")
+z = X.astype(np.float64).sum(axis=1) / 3
+want_f = 4 * np.where(z > 0, z, 0.2 * z)
+got_f = [i["f_x"] for i in json.load(open(out))["inputs"]]
+if not np.allclose(got_f, want_f, rtol=1e-5, atol=1e-6):
+    fail("LeakyReLU(negative_slope=0.2, inplace=True): F(x) %s, expected %s" % (got_f, want_f))
 
 # ---- damaged copies ------------------------------------------------------
 good = open(mfile, "rb").read()
