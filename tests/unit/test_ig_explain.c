@@ -485,6 +485,28 @@ Test(models, layernorm_before_and_after_the_activation_is_the_network_pytorch_ru
     memset(&e, 0, sizeof e);
     cr_assert_eq(cbc_mlp_load_safetensors_layers(p, NULL, NULL, &m, &e), CBC_E_SHAPE);
     cr_assert(strstr(e.msg, "'1.weight'") && strstr(e.msg, "'0.weight'"), "%s", e.msg);
+    /* a LayerNorm and a BatchNorm next to each other: neither order is taken */
+    struct st_tensor mixed[8] = {
+        {"0.weight", 2, {3, 2}, &W1[0][0]}, {"0.bias", 1, {3, 0}, B1},
+        {"1.weight", 1, {3, 0}, G},         {"1.bias", 1, {3, 0}, BE},
+        {"2.running_mean", 1, {3, 0}, MU},  {"2.running_var", 1, {3, 0}, VAR},
+        {"3.weight", 2, {1, 3}, &W2[0][0]}, {"3.bias", 1, {1, 0}, B2},
+    };
+    st_write(p, mixed, 8, "\"activations\":\"tanh,identity\"");
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p, NULL, NULL, &m, &e), CBC_E_UNSUPPORTED);
+    cr_assert(strstr(e.msg, "BatchNorm '2' right after LayerNorm '1'"), "%s", e.msg);
+    mixed[2].name = "2.weight", mixed[3].name = "2.bias";
+    mixed[4].name = "1.running_mean", mixed[5].name = "1.running_var";
+    st_write(p, mixed, 8, "\"activations\":\"tanh,identity\"");
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p, NULL, NULL, &m, &e), CBC_E_UNSUPPORTED);
+    cr_assert(strstr(e.msg, "LayerNorm '2' follows '1'"), "%s", e.msg);
+    /* layernorm_eps from the metadata, checked */
+    st_write(p, first, 4, "\"activations\":\"identity\",\"layernorm_eps\":\"-1\"");
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p, NULL, NULL, &m, &e), CBC_E_FORMAT);
+    cr_assert(strstr(e.msg, "layernorm_eps '-1'"), "%s", e.msg);
     unlink(p);
     rmdir(dir);
 }
