@@ -531,28 +531,6 @@ enum cbc_status ig_finish_stream(struct cbc_ig_gpu *g, CUdeviceptr d_flag, struc
     return st;
 }
 
-enum cbc_status ig_model_scratch(struct cbc_ig_gpu_model *md, size_t bytes, struct cbc_err *err)
-{
-    if (bytes <= md->fwd_bytes)
-        return CBC_OK;
-    struct cbc_ig_gpu *g = md->g;
-    g->cu->StreamSynchronize(g->stream);
-    ig_dfree(g, &md->fwd);
-    md->fwd_bytes = 0;
-    enum cbc_status st = ig_dalloc(g, &md->fwd, bytes, "forward activations", err);
-    if (st == CBC_OK)
-        md->fwd_bytes = bytes;
-    return st;
-}
-
-size_t ig_chunk_inputs(const struct cbc_ig_gpu *g, const struct cbc_ig_request *r,
-                       size_t row_bytes)
-{
-    size_t budget = r->mem_budget ? r->mem_budget : g->default_budget;
-    size_t nb = budget / ((size_t)(r->steps + 2) * row_bytes);
-    return nb < 1 ? 1 : nb > r->n ? r->n : nb;
-}
-
 /* ---- the MLP as a black box ---------------------------------------------- */
 
 enum cbc_status cbc_ig_gpu_mlp_forward(void *model, uint64_t in, uint64_t out, size_t rows,
@@ -570,9 +548,16 @@ enum cbc_status cbc_ig_gpu_mlp_forward(void *model, uint64_t in, uint64_t out, s
     size_t need = 0;
     for (int l = 1; l < L; l++)
         need += sizeof(float) * rows * md->size[l];
-    enum cbc_status st = ig_model_scratch(md, need, err);
-    if (st != CBC_OK)
-        return st;
+    enum cbc_status st = CBC_OK;
+    if (need > md->fwd_bytes) {
+        g->cu->StreamSynchronize(g->stream);
+        ig_dfree(g, &md->fwd);
+        md->fwd_bytes = 0;
+        st = ig_dalloc(g, &md->fwd, need, "forward activations", err);
+        if (st != CBC_OK)
+            return st;
+        md->fwd_bytes = need;
+    }
     CUdeviceptr Z[MAX_LAYERS] = {0}, cur = md->fwd;
     for (int l = 1; l < L; l++) {
         Z[l] = cur;

@@ -74,7 +74,12 @@ static enum cbc_status fused_chunks(struct cbc_ig_gpu_model *md, const struct cb
     for (int l = 2; l < L; l++)
         per_row += sizeof(float) * md->size[l]; /* Z_l */
     per_row += 2 * sizeof(float) * (size_t)hmax; /* ping-pong deltas */
-    size_t nb = ig_chunk_inputs(g, r, per_row);
+    size_t budget = r->mem_budget ? r->mem_budget : g->default_budget;
+    size_t nb = budget / ((size_t)S * per_row);
+    if (nb < 1)
+        nb = 1;
+    if (nb > (size_t)n)
+        nb = (size_t)n;
     size_t rows_max = nb * (size_t)S;
     TRY(ig_ws(g, WS_WORK, rows_max * per_row, &d_work, "per-step work", err));
     CUdeviceptr d_fo = d_work, d_dfo = d_fo + sizeof(float) * rows_max,

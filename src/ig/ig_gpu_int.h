@@ -168,14 +168,6 @@ enum cbc_status ig_rule_on_device(struct cbc_ig_gpu *g, const struct cbc_ig_requ
  * held NaN or Inf. */
 enum cbc_status ig_finish_stream(struct cbc_ig_gpu *g, CUdeviceptr d_flag, struct cbc_err *err);
 
-/* The model's forward scratch (md->fwd) of at least `bytes`, grown after
- * the stream is idle; its contents are not kept. */
-enum cbc_status ig_model_scratch(struct cbc_ig_gpu_model *md, size_t bytes, struct cbc_err *err);
-/* Inputs per chunk of an analytic request whose path rows (steps + 2 per
- * input) take row_bytes each: what the memory budget holds, 1 to n. */
-size_t ig_chunk_inputs(const struct cbc_ig_gpu *g, const struct cbc_ig_request *r,
-                       size_t row_bytes);
-
 /* ---- the analytic path (ig_gpu_analytic.c) ------------------------------ */
 
 enum cbc_status ig_analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,

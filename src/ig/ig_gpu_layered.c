@@ -94,12 +94,20 @@ static enum cbc_status forward(struct cbc_ig_gpu_model *md, CUdeviceptr in, int 
 enum cbc_status ig_layered_forward(struct cbc_ig_gpu_model *md, CUdeviceptr in, CUdeviceptr out,
                                    size_t rows, struct cbc_err *err)
 {
+    struct cbc_ig_gpu *g = md->g;
     if (rows > INT32_MAX / 32)
         return ig_err_set(err, CBC_E_USAGE, "%zu rows in one forward pass; at most %d", rows,
                           INT32_MAX / 32);
-    enum cbc_status st = ig_model_scratch(md, rows * forward_row_bytes(md), err);
-    if (st != CBC_OK)
-        return st;
+    size_t need = rows * forward_row_bytes(md);
+    if (need > md->fwd_bytes) {
+        g->cu->StreamSynchronize(g->stream);
+        ig_dfree(g, &md->fwd);
+        md->fwd_bytes = 0;
+        enum cbc_status st = ig_dalloc(g, &md->fwd, need, "forward activations", err);
+        if (st != CBC_OK)
+            return st;
+        md->fwd_bytes = need;
+    }
     CUdeviceptr Z[MAX_LAYERS], A[MAX_LAYERS], stats[MAX_LAYERS];
     carve(md, md->fwd, rows, Z, A, stats);
     return forward(md, in, (int)rows, NULL, Z, A, stats, md->target, out, err);
@@ -117,7 +125,9 @@ enum cbc_status ig_layered_chunks(struct cbc_ig_gpu_model *md, const struct cbc_
         hmax = md->size[l] > hmax ? md->size[l] : hmax;
     /* per row: the forward pass, fo, and the two delta buffers */
     const size_t per_row = forward_row_bytes(md) + sizeof(float) * (1 + 2 * (size_t)hmax);
-    size_t nb = ig_chunk_inputs(g, r, per_row);
+    size_t budget = r->mem_budget ? r->mem_budget : g->default_budget;
+    size_t nb = budget / ((size_t)S * per_row);
+    nb = nb < 1 ? 1 : nb > (size_t)n ? (size_t)n : nb;
     if (nb * (size_t)S > INT32_MAX / 32)
         nb = (INT32_MAX / 32) / (size_t)S;
     const size_t rows_max = nb * (size_t)S;
