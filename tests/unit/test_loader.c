@@ -120,6 +120,35 @@ static void patch_byte(const char *path, long off, int value)
     fclose(f);
 }
 
+/* Replaces the first `from` in `name`'s manifest in `dir` with `to`. */
+static void edit_manifest(const char *dir, const char *name, const char *from, const char *to)
+{
+    char *path = cbc_asprintf("%s/%s.manifest.json", dir, name);
+    uint8_t *text;
+    size_t len;
+    cr_assert_eq(cbc_file_read(path, &text, &len, NULL), CBC_OK, "%s", path);
+    char *at = strstr((char *)text, from);
+    cr_assert_not_null(at, "no '%s' in %s", from, path);
+    struct cbc_buf b = {0};
+    cbc_buf_append(&b, text, (size_t)(at - (char *)text));
+    cbc_buf_puts(&b, to);
+    cbc_buf_puts(&b, at + strlen(from));
+    cr_assert_eq(cbc_file_write_atomic(path, b.p, b.len, 0644, NULL), CBC_OK);
+    cbc_buf_release(&b);
+    free(text);
+    free(path);
+}
+
+/* No byte of the text is a control a terminal acts on, nor a C1 control
+ * in UTF-8. */
+static void assert_inert(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        cr_assert(*p >= 0x20 && *p != 0x7f, "raw control 0x%02x in '%s'", *p, s);
+        cr_assert(!(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f), "raw C1 control in '%s'", s);
+    }
+}
+
 Test(loader, a_cubin_patched_to_claim_another_sm_is_refused_before_the_driver)
 {
     fake_gpu(89, "NVIDIA L40S", 13000);
@@ -533,4 +562,34 @@ Test(loader, a_cubin_that_needs_a_device_link_is_refused_before_the_driver)
     cr_assert_eq(driver_calls("cuModuleLoadData"), 0);
     cbc_bundle_close(b);
     free(rel);
+}
+
+/* The GPU's name is the driver's text and arch.detail the manifest's:
+ * programs print the loader's messages as they are, so both arrive
+ * escaped (a name that retitles the terminal, or clears it with U+009B). */
+Test(loader, what_a_message_quotes_of_the_driver_or_a_manifest_is_escaped)
+{
+    fake_gpu(90, "NVIDIA \033]0;owned\007 \xc2\x9b" "2J", 13000);
+    char *dir = copy_bundle("which_b86_89");
+    edit_manifest(dir, "which_b86_89", "\"detail\":\t\"86,89\"", "\"detail\":\t\"86\\u001b[2J\"");
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_path(dir, "which_b86_89", &b, &err), CBC_OK, "%s", err.msg);
+    struct cbc_module *m = NULL;
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_NO_IMAGE);
+    assert_inert(err.msg);
+    assert_inert(err.remedy);
+    cr_assert(strstr(err.msg, "(NVIDIA \\x1b]0;owned\\x07 \\xc2\\x9b2J, compute capability 9.0)"),
+              "%s", err.msg);
+    cr_assert_str_eq(err.remedy, "the bundle's targets came from: 86\\x1b[2J");
+    cbc_bundle_close(b);
+    b = open_bundle("which_ptx80");
+    char warned[512] = "";
+    struct cbc_load_opts o = {.warn = record_warning, .warn_ctx = warned};
+    cr_assert_eq(cbc_module_load(b, 0, &o, &m, &err), CBC_OK, "%s", err.msg);
+    assert_inert(warned);
+    cr_assert(strstr(warned, "GPU 0 (NVIDIA \\x1b]0;owned\\x07"), "%s", warned);
+    cbc_module_unload(m);
+    cbc_bundle_close(b);
+    free(dir);
 }

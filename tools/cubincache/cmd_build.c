@@ -113,10 +113,12 @@ static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
     struct printer *p = ctx;
     if (kind == CBC_MSG_PROGRESS) {
         size_t len = strlen(text);
+        fputc('\r', stderr);
+        tool_fputs_escaped(text, stderr);
         if (p->erase)
-            fprintf(stderr, "\r%s\033[K", text);
+            fputs("\033[K", stderr);
         else
-            fprintf(stderr, "\r%s%*s", text, len < p->last_len ? (int)(p->last_len - len) : 0, "");
+            fprintf(stderr, "%*s", len < p->last_len ? (int)(p->last_len - len) : 0, "");
         fflush(stderr);
         p->last_len = len;
         p->status = true;
@@ -127,10 +129,13 @@ static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
     case CBC_MSG_WARNING: tool_warn(p->t, "%s", text); break;
     case CBC_MSG_NOTE: tool_note(p->t, "%s", text); break;
     case CBC_MSG_EXPLAIN:
-        if (p->explain)
-            fprintf(stderr, "%s: explain: %s\n", p->t->prog, text);
+        if (p->explain) {
+            fprintf(stderr, "%s: explain: ", p->t->prog);
+            tool_fputs_escaped(text, stderr);
+            fputc('\n', stderr);
+        }
         break;
-    case CBC_MSG_DIAG: fprintf(stderr, "%s\n", text); break;
+    case CBC_MSG_DIAG: fprintf(stderr, "%s\n", text); break; /* nvcc's own words, as it prints them */
     case CBC_MSG_PROGRESS: break;
     }
 }
