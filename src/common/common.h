@@ -8,6 +8,9 @@
  * failure and leave outputs untouched; hashes are stored and printed in
  * XXH128's canonical (big-endian) form so on-disk keys are the same on every
  * host; every reader takes (pointer, length) and never reads past the end.
+ * This code is also in libcubincache, which privileged programs may link:
+ * every environment variable it reads is read with secure_getenv (none in
+ * a setuid, setgid or capability-raising program).
  */
 #ifndef CBC_COMMON_H
 #define CBC_COMMON_H

@@ -26,7 +26,7 @@ void cbc_test_publish_delay(void)
 {
     static long ms = -1;
     if (ms < 0) {
-        const char *e = getenv("CUBINCACHE_TEST_PUBLISH_DELAY_MS");
+        const char *e = secure_getenv("CUBINCACHE_TEST_PUBLISH_DELAY_MS");
         ms = e ? strtol(e, NULL, 10) : 0;
         if (ms < 0)
             ms = 0;

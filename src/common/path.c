@@ -107,7 +107,7 @@ char *cbc_which(const char *name)
 {
     if (strchr(name, '/'))
         return cbc_strdup(name);
-    const char *path = getenv("PATH");
+    const char *path = secure_getenv("PATH");
     if (!path)
         return NULL;
     for (const char *p = path;;) {

@@ -209,7 +209,7 @@ static char *find_in_dir(const char *dir, const char *name)
 enum cbc_status cbc_bundle_open_default(const struct cbc_embedded_bundle *eb,
                                         struct cbc_bundle **out, struct cbc_err *err)
 {
-    const char *dir = getenv("CUBINCACHE_BUNDLE_PATH");
+    const char *dir = secure_getenv("CUBINCACHE_BUNDLE_PATH");
     if (dir && *dir) {
         char *found = cbc_is_dir(dir) ? find_in_dir(dir, eb->name) : NULL;
         enum cbc_status st = cbc_bundle_open_path(found ? found : dir, eb->name, out, err);
@@ -235,7 +235,7 @@ enum cbc_status cbc_bundle_open_installed(const char *name, struct cbc_bundle **
      * share/cubincache beside the program's bin/, then this library's */
     struct cbc_buf looked = {0};
     char *found = NULL;
-    const char *env = getenv("CUBINCACHE_BUNDLE_PATH");
+    const char *env = secure_getenv("CUBINCACHE_BUNDLE_PATH");
     for (const char *p = env ? env : ""; !found && *p;) {
         size_t n = strcspn(p, ":");
         char *d = n ? cbc_strndup(p, n) : NULL;

@@ -62,9 +62,10 @@ static void clear_status(struct printer *p)
 }
 
 /* The variables outside the key's own list that change what build makes:
- * the targets (CUDA_COMPUTE_CAP; the driver 'auto' asks), which nvcc and
- * host compiler run. */
-static const char *const cargo_env[] = {"CUDA_COMPUTE_CAP", "NVCC", "PATH", "CUBINCACHE_LIBCUDA"};
+ * the targets (CUDA_COMPUTE_CAP), which nvcc and host compiler run. (No
+ * variable names the driver 'auto' asks: the installed cudadrv opens
+ * libcuda.so.1 only.) */
+static const char *const cargo_env[] = {"CUDA_COMPUTE_CAP", "NVCC", "PATH"};
 
 /* cargo's directives for what the bundle was made of, all or nothing: a
  * path cargo would read as more than one line is refused, never printed. */

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# trust.sh: where a program linked with libcubincache looks for its driver
+# and its kernels, and whom it believes (issue 32). tests/trust/probe.c is
+# such a program; setuid.sh runs it setuid. Each section is one finding.
+. "$(dirname "$0")/lib.sh"
+: "${BUILDDIR:?}"
+probe="$BUILDDIR/tests/trust_probe"
+probe_test="$BUILDDIR/tests/trust_probe_test"
+marker="$BUILDDIR/tests/libtrustmarker.so"
+lib="$BUILDDIR/libcubincache.so"
+for f in "$probe" "$probe_test" "$marker" "$lib"; do [ -f "$f" ] || fail "not built: $f"; done
+
+note "1. the installed library and the commands have no driver hook: CUBINCACHE_LIBCUDA runs nothing"
+LC_ALL=C grep -q CUBINCACHE_LIBCUDA "$lib" && fail "libcubincache.so still reads CUBINCACHE_LIBCUDA"
+LC_ALL=C grep -q CUBINCACHE_LIBCUDA "$CUBINCACHE" && fail "cubincache still reads CUBINCACHE_LIBCUDA"
+expect_out 0 "driver:" env CUBINCACHE_LIBCUDA="$marker" CBC_MARKER="$T/m1" "$probe"
+[ ! -e "$T/m1" ] || fail "a program linked with libcubincache loaded what CUBINCACHE_LIBCUDA named: $(cat "$T/m1")"
+env CUBINCACHE_LIBCUDA="$marker" CBC_MARKER="$T/m2" "$CUBINCACHE" devices > "$T/devices.out" 2>&1
+[ $? -lt 128 ] || fail "cubincache devices crashed: $(cat "$T/devices.out")"
+[ ! -e "$T/m2" ] || fail "cubincache devices loaded what CUBINCACHE_LIBCUDA named"
+# the control: the test suite's own build takes the hook, so the checks
+# above (and setuid.sh's) would see the marker if the hook were there
+expect_out 0 "driver:" env CUBINCACHE_LIBCUDA="$marker" CBC_MARKER="$T/m3" "$probe_test"
+[ -e "$T/m3" ] || fail "the test build did not load the library its hook names: the checks prove nothing"
+echo ok
