@@ -71,19 +71,27 @@ CBC_API enum cbc_status cbc_bundle_open_path(const char *path, const char *name,
 CBC_API enum cbc_status cbc_bundle_open_embedded(const struct cbc_embedded_bundle *eb,
                                                  struct cbc_bundle **out, struct cbc_err *err);
 
-/* The bundle a program should use: the directory named by the environment
- * variable CUBINCACHE_BUNDLE_PATH, when set, holding eb->name's manifest
- * (updated cubins deployed without relinking), else the embedded one. */
+/* The bundle a program should use: eb->name's bundle from the first
+ * directory of CUBINCACHE_BUNDLE_PATH (colon-separated; updated cubins
+ * deployed without relinking) that holds it and may be trusted (as for
+ * cbc_bundle_open_installed), else the embedded one; so a list set for
+ * other programs changes nothing here. A bundle found there that does not
+ * open is an error, not a reason to fall back. The variable is ignored in
+ * setuid, setgid and capability-raising programs (secure_getenv). */
 CBC_API enum cbc_status cbc_bundle_open_default(const struct cbc_embedded_bundle *eb,
                                                 struct cbc_bundle **out, struct cbc_err *err);
 
 /* An installed bundle: the first of the directories of
- * CUBINCACHE_BUNDLE_PATH (colon-separated), share/cubincache beside the
- * program's own bin/ (BIN/../share/cubincache: a program installed with its
- * bundles under one prefix, wherever that prefix is moved), and
- * libcubincache's DATADIR/cubincache, that holds NAME.manifest.json or
- * NAME.bundle/NAME.manifest.json. CBC_E_NOT_FOUND names every place
- * looked at. */
+ * CUBINCACHE_BUNDLE_PATH (colon-separated; ignored in privileged
+ * programs), PREFIX/share/cubincache when the program is PREFIX/bin/PROGRAM
+ * (a program installed with its bundles under one prefix, wherever that
+ * prefix is moved), and libcubincache's DATADIR/cubincache, that holds
+ * NAME.manifest.json or NAME.bundle/NAME.manifest.json and may be trusted:
+ * the manifest and every directory above it owned by root or the
+ * program's effective user and writable by no one else (a sticky
+ * directory such as /tmp may lie above). Relative entries and
+ * places that fail are skipped. CBC_E_NOT_FOUND names every place looked
+ * at, and why each skipped one was. */
 CBC_API enum cbc_status cbc_bundle_open_installed(const char *name, struct cbc_bundle **out,
                                                   struct cbc_err *err);
 

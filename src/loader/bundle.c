@@ -4,7 +4,8 @@
  * Invariant: cbc_bundle_image_bytes never returns bytes whose XXH3-128
  * differs from the manifest's or whose own arch differs from the label, so
  * nothing unverified reaches cuModuleLoadData. Disk images are read lazily
- * (a program loads one of many) and kept until close.
+ * (a program loads one of many) and kept until close. Which bundle on disk
+ * a program opens, and which directories it believes, is search.c's.
  */
 #include "loader_int.h"
 
@@ -187,98 +188,6 @@ enum cbc_status cbc_bundle_open_embedded(const struct cbc_embedded_bundle *eb,
     }
     *out = b;
     return CBC_OK;
-}
-
-/* The manifest of bundle `name` in `dir`: DIR/NAME.manifest.json or
- * DIR/NAME.bundle/NAME.manifest.json (malloc'd), or NULL when neither is
- * a file. */
-static char *find_in_dir(const char *dir, const char *name)
-{
-    char *p = cbc_asprintf("%s/%s.manifest.json", dir, name);
-    if (p && !cbc_is_file(p)) {
-        free(p);
-        p = cbc_asprintf("%s/%s.bundle/%s.manifest.json", dir, name, name);
-        if (p && !cbc_is_file(p)) {
-            free(p);
-            p = NULL;
-        }
-    }
-    return p;
-}
-
-enum cbc_status cbc_bundle_open_default(const struct cbc_embedded_bundle *eb,
-                                        struct cbc_bundle **out, struct cbc_err *err)
-{
-    const char *dir = secure_getenv("CUBINCACHE_BUNDLE_PATH");
-    if (dir && *dir) {
-        char *found = cbc_is_dir(dir) ? find_in_dir(dir, eb->name) : NULL;
-        enum cbc_status st = cbc_bundle_open_path(found ? found : dir, eb->name, out, err);
-        free(found);
-        if (st != CBC_OK)
-            cbc_err_prefix(err, "CUBINCACHE_BUNDLE_PATH='%s'", dir);
-        return st;
-    }
-    return cbc_bundle_open_embedded(eb, out, err);
-}
-
-#ifndef CBC_DATADIR
-#define CBC_DATADIR "/usr/local/share"
-#endif
-
-enum cbc_status cbc_bundle_open_installed(const char *name, struct cbc_bundle **out,
-                                          struct cbc_err *err)
-{
-    *out = NULL;
-    if (!name || !cbc_name_valid(name))
-        return cbc_err_set(err, CBC_E_USAGE, "'%s' is not a bundle name", name ? name : "(null)");
-    /* the places, in order: each directory of CUBINCACHE_BUNDLE_PATH, then
-     * share/cubincache beside the program's bin/, then this library's */
-    struct cbc_buf looked = {0};
-    char *found = NULL;
-    const char *env = secure_getenv("CUBINCACHE_BUNDLE_PATH");
-    for (const char *p = env ? env : ""; !found && *p;) {
-        size_t n = strcspn(p, ":");
-        char *d = n ? cbc_strndup(p, n) : NULL;
-        if (d) {
-            found = find_in_dir(d, name);
-            cbc_buf_printf(&looked, "%s%s", looked.len ? ", " : "", d);
-        }
-        free(d);
-        p += n + (p[n] == ':');
-    }
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (!found && n > 0) {
-        exe[n] = '\0';
-        char *bin = cbc_path_dir(exe);
-        char *prefix = bin ? cbc_path_dir(bin) : NULL;
-        char *d = prefix ? cbc_asprintf("%s/share/cubincache", strcmp(prefix, "/") ? prefix : "")
-                         : NULL;
-        if (d) {
-            found = find_in_dir(d, name);
-            cbc_buf_printf(&looked, "%s%s", looked.len ? ", " : "", d);
-        }
-        free(d);
-        free(prefix);
-        free(bin);
-    }
-    if (!found) {
-        found = find_in_dir(CBC_DATADIR "/cubincache", name);
-        cbc_buf_printf(&looked, "%s%s", looked.len ? ", " : "", CBC_DATADIR "/cubincache");
-    }
-    enum cbc_status st;
-    if (looked.oom)
-        st = cbc_err_oom(err);
-    else if (!found) {
-        st = cbc_err_set(err, CBC_E_NOT_FOUND, "bundle '%s' is not installed: no %s.manifest.json "
-                         "or %s.bundle/ in %s", name, name, name, looked.p);
-        cbc_err_hint(err, "install it (Meson: install_dir: get_option('datadir') / 'cubincache') "
-                     "or point CUBINCACHE_BUNDLE_PATH at the directory that holds it");
-    } else
-        st = cbc_bundle_open_path(found, name, out, err);
-    free(found);
-    cbc_buf_release(&looked);
-    return st;
 }
 
 void cbc_bundle_close(struct cbc_bundle *b)

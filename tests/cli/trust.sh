@@ -22,4 +22,27 @@ env CUBINCACHE_LIBCUDA="$marker" CBC_MARKER="$T/m2" "$CUBINCACHE" devices > "$T/
 # above (and setuid.sh's) would see the marker if the hook were there
 expect_out 0 "driver:" env CUBINCACHE_LIBCUDA="$marker" CBC_MARKER="$T/m3" "$probe_test"
 [ -e "$T/m3" ] || fail "the test build did not load the library its hook names: the checks prove nothing"
+note "2. a program's own prefix is searched only when it runs from PREFIX/bin, and only when no one else could have written it"
+unset CUBINCACHE_BUNDLE_PATH
+# prefix DIR: the bundle installed under DIR/share/cubincache, as meson install puts it
+prefix() {
+    mkdir -p "$1/share/cubincache/which_b90.bundle"
+    cp "$BUILDDIR"/tests/which_b90.* "$1/share/cubincache/which_b90.bundle/"
+}
+# a program in $T/X searches no $T/share/cubincache, which anyone who can write $T could make
+mkdir -p "$T/X" && cp "$probe" "$T/X/prog" && prefix "$T"
+expect_out 0 "installed: bundle 'which_b90' is not installed" "$T/X/prog"
+grep -qF "$T/share" "$T/last.out" && fail "a program in $T/X searched $T/share: $(cat "$T/last.out")"
+mkdir -p "$T/p/bin" && cp "$probe" "$T/p/bin/prog" && prefix "$T/p"
+expect_out 0 "installed: $T/p/share/cubincache/which_b90.bundle/which_b90.manifest.json" "$T/p/bin/prog"
+chmod o+w "$T/p/share"
+expect_out 0 "'$T/p/share/cubincache' (skipped: '$T/p/share' is writable by every user (mode 0757))" "$T/p/bin/prog"
+chmod o-w "$T/p/share"
+if [ "$(id -u)" = 0 ]; then
+    # nobody's directory, on the way to a bundle a root program would load
+    chown 65534 "$T/p/share/cubincache"
+    expect_out 0 "(skipped: '$T/p/share/cubincache' is owned by uid 65534" "$T/p/bin/prog"
+    chown 0 "$T/p/share/cubincache"
+fi
+expect_out 0 "installed: $T/p/share/cubincache/which_b90.bundle/which_b90.manifest.json" "$T/p/bin/prog"
 echo ok

@@ -9,6 +9,7 @@
 #include <cubincache/loader.h>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -402,10 +403,31 @@ Test(loader, a_bundle_path_in_the_environment_overrides_the_embedded_one)
     cr_assert_eq(cbc_bundle_open_default(&cbc_bundle_ig_kernels, &b, &err), CBC_OK, "%s", err.msg);
     cr_assert(strstr(cbc_bundle_origin(b), "ig_kernels.manifest.json"), "%s", cbc_bundle_origin(b));
     cbc_bundle_close(b);
-    setenv("CUBINCACHE_BUNDLE_PATH", "/nonexistent/dir", 1);
-    cr_assert_eq(cbc_bundle_open_default(&cbc_bundle_ig_kernels, &b, &err), CBC_E_NOT_FOUND);
-    cr_assert(strstr(err.msg, "CUBINCACHE_BUNDLE_PATH='/nonexistent/dir'"), "%s", err.msg);
     free(dir);
+}
+
+/* CUBINCACHE_BUNDLE_PATH is one list for every open: a directory later in
+ * it is found by open_default too, and a list set for other programs,
+ * holding nothing of this one, leaves the embedded bundle in use. */
+Test(loader, the_bundle_path_is_one_list_and_the_embedded_bundle_its_fallback)
+{
+    char *bdir = cbc_path_dir(getenv("CBC_KERNELS_MANIFEST"));
+    char *parent = cbc_path_dir(bdir);
+    char *list = cbc_asprintf("/nonexistent/a:%s", parent);
+    setenv("CUBINCACHE_BUNDLE_PATH", list, 1);
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_default(&cbc_bundle_ig_kernels, &b, &err), CBC_OK, "%s", err.msg);
+    cr_assert(strstr(cbc_bundle_origin(b), "ig_kernels.bundle/ig_kernels.manifest.json"), "%s",
+              cbc_bundle_origin(b));
+    cbc_bundle_close(b);
+    setenv("CUBINCACHE_BUNDLE_PATH", "/nonexistent/a:/nonexistent/b", 1);
+    cr_assert_eq(cbc_bundle_open_default(&cbc_bundle_ig_kernels, &b, &err), CBC_OK, "%s", err.msg);
+    cr_assert_str_eq(cbc_bundle_origin(b), "embedded");
+    cbc_bundle_close(b);
+    free(list);
+    free(parent);
+    free(bdir);
 }
 
 Test(loader, an_installed_bundle_is_found_by_name)
@@ -429,7 +451,7 @@ Test(loader, an_installed_bundle_is_found_by_name)
     setenv("CUBINCACHE_BUNDLE_PATH", "/nonexistent/a:/nonexistent/b", 1);
     cr_assert_eq(cbc_bundle_open_installed("ig_kernels", &b, &err), CBC_E_NOT_FOUND);
     cr_assert_null(b);
-    cr_assert(strstr(err.msg, "/nonexistent/a, /nonexistent/b, "), "%s", err.msg);
+    cr_assert(strstr(err.msg, "'/nonexistent/a', '/nonexistent/b', "), "%s", err.msg);
     cr_assert(strstr(err.msg, "share/cubincache"), "%s", err.msg);
     cr_assert(strstr(err.remedy, "CUBINCACHE_BUNDLE_PATH"), "%s", err.remedy);
     cr_assert_eq(cbc_bundle_open_installed("../etc", &b, &err), CBC_E_USAGE);
@@ -592,4 +614,132 @@ Test(loader, what_a_message_quotes_of_the_driver_or_a_manifest_is_escaped)
     cbc_module_unload(m);
     cbc_bundle_close(b);
     free(dir);
+}
+
+/* A place for the ig_kernels bundle the test may chmod and chown:
+ * PLACE/ig_kernels.bundle/, a copy of the built one. */
+static char *place_with_kernels(void)
+{
+    char *place = strdup("/tmp/cbc-place.XXXXXX");
+    cr_assert_not_null(mkdtemp(place));
+    char *bdir = cbc_path_dir(getenv("CBC_KERNELS_MANIFEST"));
+    char *cmd = cbc_asprintf("cp -r '%s' '%s'/ && chmod 755 '%s'", bdir, place, place);
+    cr_assert_eq(system(cmd), 0);
+    free(cmd);
+    free(bdir);
+    setenv("CUBINCACHE_BUNDLE_PATH", place, 1);
+    return place;
+}
+
+/* open_installed fails naming `place` skipped for `why`; open_default
+ * keeps the embedded bundle. */
+static void assert_skipped(const char *place, const char *why)
+{
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_installed("ig_kernels", &b, &err), CBC_E_NOT_FOUND,
+                 "a planted bundle was believed: %s", b ? cbc_bundle_origin(b) : "");
+    char *want = cbc_asprintf("'%s' (skipped: %s)", place, why);
+    cr_assert(strstr(err.msg, want), "no \"%s\" in: %s", want, err.msg);
+    cr_assert(strstr(err.remedy, "writable by no one else"), "%s", err.remedy);
+    free(want);
+    cr_assert_eq(cbc_bundle_open_default(&cbc_bundle_ig_kernels, &b, &err), CBC_OK, "%s", err.msg);
+    cr_assert_str_eq(cbc_bundle_origin(b), "embedded");
+    cbc_bundle_close(b);
+}
+
+static void assert_found(const char *place)
+{
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_installed("ig_kernels", &b, &err), CBC_OK, "%s", err.msg);
+    cr_assert(strstr(cbc_bundle_origin(b), place), "%s", cbc_bundle_origin(b));
+    cbc_bundle_close(b);
+}
+
+/* Whoever can write a directory on the way to a manifest can plant the
+ * kernels a program runs (writing the manifest's hashes too): such a
+ * place is skipped and named, from / down to the manifest itself. */
+Test(loader, a_bundle_others_could_have_planted_is_skipped_and_named)
+{
+    char *place = place_with_kernels();
+    char *bundle = cbc_asprintf("%s/ig_kernels.bundle", place);
+    char *manifest = cbc_asprintf("%s/ig_kernels.manifest.json", bundle);
+    assert_found(place);
+    char why[512];
+    chmod(place, 0777);
+    snprintf(why, sizeof why, "'%s' is writable by every user (mode 0777)", place);
+    assert_skipped(place, why);
+    chmod(place, 0775);
+    snprintf(why, sizeof why, "'%s' is writable by its group (mode 0775)", place);
+    assert_skipped(place, why);
+    chmod(place, 0755);
+    chmod(bundle, 0757);
+    snprintf(why, sizeof why, "'%s' is writable by every user (mode 0757)", bundle);
+    assert_skipped(place, why);
+    chmod(bundle, 0755);
+    chmod(manifest, 0666);
+    snprintf(why, sizeof why, "'%s' is writable by every user (mode 0666)", manifest);
+    assert_skipped(place, why);
+    chmod(manifest, 0644);
+    assert_found(place);
+    if (geteuid() == 0) { /* another user's directory, as root */
+        cr_assert_eq(chown(bundle, 65534, 65534), 0);
+        snprintf(why, sizeof why, "'%s' is owned by uid 65534, neither root nor this program's "
+                 "user (0)", bundle);
+        assert_skipped(place, why);
+        cr_assert_eq(chown(bundle, 0, 0), 0);
+    }
+    free(manifest);
+    free(bundle);
+    free(place);
+}
+
+/* Above the place, the same rule: a directory others can write anywhere
+ * on the way is fatal, unless it is sticky (as /tmp), where no one else
+ * can rename what is ours. Relative entries are refused. */
+Test(loader, every_directory_up_to_the_root_is_checked_and_relative_entries_refused)
+{
+    char *outer = strdup("/tmp/cbc-outer.XXXXXX");
+    cr_assert_not_null(mkdtemp(outer));
+    char *place = cbc_asprintf("%s/place", outer);
+    char *bdir = cbc_path_dir(getenv("CBC_KERNELS_MANIFEST"));
+    char *cmd = cbc_asprintf("mkdir -m 755 '%s' && cp -r '%s' '%s'/", place, bdir, place);
+    cr_assert_eq(system(cmd), 0);
+    setenv("CUBINCACHE_BUNDLE_PATH", place, 1);
+    assert_found(place);
+    chmod(outer, 0777);
+    char why[512];
+    snprintf(why, sizeof why, "'%s' is writable by every user (mode 0777)", outer);
+    assert_skipped(place, why);
+    chmod(outer, 01777);
+    assert_found(place);
+    /* a relative entry is refused, and the search goes on */
+    char *list = cbc_asprintf("%s:%s", "kernels", place);
+    setenv("CUBINCACHE_BUNDLE_PATH", list, 1);
+    assert_found(place);
+    cr_assert_eq(chdir(outer), 0);
+    setenv("CUBINCACHE_BUNDLE_PATH", "place", 1);
+    assert_skipped("place", "a relative directory");
+    free(list);
+    free(cmd);
+    free(bdir);
+    free(place);
+    free(outer);
+}
+
+/* The places an error lists can be many: a message cut to fit says so. */
+Test(loader, a_list_of_places_cut_short_says_so)
+{
+    struct cbc_buf list = {0};
+    for (int i = 0; i < 60; i++)
+        cbc_buf_printf(&list, "%s/nonexistent/place-number-%02d", i ? ":" : "", i);
+    setenv("CUBINCACHE_BUNDLE_PATH", list.p, 1);
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_installed("ig_kernels", &b, &err), CBC_E_NOT_FOUND);
+    size_t n = strlen(err.msg);
+    cr_assert_eq(n, CBC_ERR_MSG_MAX - 1, "%zu: %s", n, err.msg);
+    cr_assert_str_eq(err.msg + n - 3, "...", "%s", err.msg);
+    cbc_buf_release(&list);
 }
