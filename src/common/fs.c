@@ -91,7 +91,7 @@ enum cbc_status cbc_fd_read_max(int fd, const char *path, uint64_t max, uint8_t 
                                 size_t *len, struct cbc_err *err)
 {
     struct stat st;
-    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < max
+    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size <= max
                      ? (size_t)st.st_size + 1
                      : 4096;
     uint8_t *p = malloc(cap);

@@ -105,27 +105,81 @@ static void fill_image(struct slot *s, const struct cbc_target *t, const unsigne
     }
 }
 
+/* The bytes of the image file of slot s, read only when it is a regular
+ * file of exactly the size its manifest recorded: a 1 GiB file in place of
+ * a 4 KB cubin costs one fstat, not a read. Anything else is CBC_E_VERIFY
+ * (a FIFO, a device or a directory is reported as what it is), but an
+ * absent file, CBC_E_NOT_FOUND. */
+static enum cbc_status read_image(const struct slot *s, uint8_t **data, size_t *len,
+                                  struct cbc_err *err)
+{
+    int fd;
+    uint64_t size;
+    enum cbc_status st = cbc_open_regular(s->file, 0, &fd, &size, err);
+    if (st == CBC_E_USAGE) { /* not a regular file: a broken bundle, not a bad argument */
+        if (err)
+            err->status = CBC_E_VERIFY;
+        return CBC_E_VERIFY;
+    }
+    if (st != CBC_OK)
+        return st;
+    if (size != s->size)
+        st = cbc_err_set(err, CBC_E_VERIFY, "'%s' is %llu bytes, but the manifest recorded %llu "
+                         "(replaced or truncated after the build); refusing to read it", s->file,
+                         (unsigned long long)size, (unsigned long long)s->size);
+    else
+        st = cbc_fd_read_max(fd, s->file, s->size, data, len, err);
+    close(fd);
+    if (st == CBC_OK && *len != s->size) {
+        free(*data);
+        st = cbc_err_set(err, CBC_E_VERIFY, "'%s' changed size while it was read", s->file);
+    }
+    if (st == CBC_E_FORMAT && err) /* grew past the recorded size while it was read */
+        err->status = st = CBC_E_VERIFY;
+    return st;
+}
+
+/* The bundle name asked for by an open: `name`, else the one the path
+ * spells (DIR/NAME.bundle or NAME.manifest.json), else NULL (malloc'd). */
+static char *asked_name(const char *path, const char *name, bool is_dir)
+{
+    if (name && *name)
+        return cbc_strdup(name);
+    if (is_dir)
+        return cbc_bundle_dir_name(path);
+    const char *base = cbc_path_base(path), *suffix = ".manifest.json";
+    size_t n = strlen(base), k = strlen(suffix);
+    return n > k && !strcmp(base + n - k, suffix) ? cbc_strndup(base, n - k) : NULL;
+}
+
 enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct cbc_bundle **out,
                                      struct cbc_err *err)
 {
     bool is_dir = cbc_is_dir(path);
-    char *implied = is_dir && (!name || !*name) ? cbc_bundle_dir_name(path) : NULL;
-    if (implied)
-        name = implied;
-    if (is_dir && (!name || !*name))
+    char *asked = asked_name(path, name, is_dir);
+    if (is_dir && !asked)
         return cbc_err_set(err, CBC_E_USAGE, "bundle directory '%s' given without a bundle name "
                            "(and not spelled NAME.bundle)", path);
-    char *mpath = is_dir ? cbc_asprintf("%s/%s.manifest.json", path, name) : cbc_strdup(path);
+    char *mpath = is_dir ? cbc_asprintf("%s/%s.manifest.json", path, asked) : cbc_strdup(path);
     if (!mpath) {
-        free(implied);
+        free(asked);
         return cbc_err_oom(err);
     }
     struct cbc_manifest m;
     enum cbc_status st = cbc_manifest_load(mpath, &m, err);
     if (st == CBC_E_NOT_FOUND)
         cbc_err_hint(err, "build the bundle with 'cubincache build -o %s -n %s SOURCE.cu'",
-                     is_dir ? path : ".", name ? name : "NAME");
-    free(implied);
+                     is_dir ? path : ".", asked ? asked : "NAME");
+    if (st == CBC_OK && asked && strcmp(m.name, asked) != 0) {
+        /* another bundle's manifest under this one's name: its images are
+         * not the kernels the program asked for */
+        st = cbc_err_set(err, CBC_E_FORMAT, "manifest '%s': name: '%s', but the bundle asked for "
+                         "is '%s'", mpath, m.name, asked);
+        cbc_err_hint(err, "the manifest belongs to another bundle: deploy the bundle '%s' "
+                     "(cubincache build -n %s), or ask for '%s'", asked, asked, m.name);
+        cbc_manifest_release(&m);
+    }
+    free(asked);
     if (st != CBC_OK) {
         free(mpath);
         return st;
@@ -144,8 +198,7 @@ enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct 
         }
         uint8_t *ptx = NULL;
         size_t len = s->size;
-        if (m.entries[i].target.kind == CBC_KIND_PTX &&
-            cbc_file_read(s->file, &ptx, &len, NULL) != CBC_OK)
+        if (m.entries[i].target.kind == CBC_KIND_PTX && read_image(s, &ptx, &len, NULL) != CBC_OK)
             ptx = NULL; /* reported when it is loaded */
         fill_image(s, &m.entries[i].target, ptx, len);
         free(ptx);
@@ -254,7 +307,7 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
         if (!s->data) {
             uint8_t *d;
             size_t len;
-            enum cbc_status st = cbc_file_read(s->file, &d, &len, err);
+            enum cbc_status st = read_image(s, &d, &len, err);
             if (st != CBC_OK) {
                 cbc_err_prefix(err, "bundle '%s'", b->name);
                 cbc_err_hint(err, "the manifest names %s; rebuild or redeploy the bundle",

@@ -743,3 +743,75 @@ Test(loader, a_list_of_places_cut_short_says_so)
     cr_assert_str_eq(err.msg + n - 3, "...", "%s", err.msg);
     cbc_buf_release(&list);
 }
+
+/* The manifest records each image's size: a file of any other size is
+ * refused on its fstat, before a byte of it is read (a 1 GiB file in place
+ * of a 4 KB cubin once cost 3 s and 1 GB before its hash refused it). */
+Test(loader, an_image_of_another_size_is_refused_before_it_is_read)
+{
+    fake_gpu(90, "NVIDIA H200", 13000);
+    const char *names[] = {"which_b90", "which_ptx80"};
+    const char *files[] = {"which_b90.sm_90.cubin", "which_ptx80.compute_80.ptx"};
+    for (int k = 0; k < 2; k++) {
+        char *dir = copy_bundle(names[k]);
+        char *img = cbc_asprintf("%s/%s", dir, files[k]);
+        cr_assert_eq(truncate(img, 1ll << 30), 0); /* sparse: nothing written */
+        struct cbc_bundle *b = NULL;
+        struct cbc_err err = {0};
+        cr_assert_eq(cbc_bundle_open_path(dir, names[k], &b, &err), CBC_OK, "%s", err.msg);
+        const unsigned char *data;
+        size_t size;
+        cr_assert_eq(cbc_bundle_image_bytes(b, 0, &data, &size, &err), CBC_E_VERIFY);
+        cr_assert(strstr(err.msg, "is 1073741824 bytes, but the manifest recorded"), "%s", err.msg);
+        cr_assert(strstr(err.msg, files[k]), "%s", err.msg);
+        struct cbc_module *m = NULL;
+        cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_VERIFY);
+        cr_assert_eq(driver_calls("cuModuleLoadData"), 0);
+        cbc_bundle_close(b);
+        free(img);
+        free(dir);
+    }
+}
+
+/* A FIFO (or a device, or a directory) where an image should be is a
+ * broken bundle, reported as what it is; it is not a usage error, and it
+ * is never opened for reading in a way that could block. */
+Test(loader, an_image_that_is_a_fifo_is_reported_as_one)
+{
+    fake_gpu(90, "NVIDIA H200", 13000);
+    char *dir = copy_bundle("which_b90");
+    char *img = cbc_asprintf("%s/which_b90.sm_90.cubin", dir);
+    cr_assert_eq(unlink(img), 0);
+    cr_assert_eq(mkfifo(img, 0644), 0);
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_path(dir, "which_b90", &b, &err), CBC_OK, "%s", err.msg);
+    struct cbc_module *m = NULL;
+    cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_VERIFY, "%s", err.msg);
+    cr_assert_eq(err.status, CBC_E_VERIFY);
+    cr_assert(strstr(err.msg, "which_b90.sm_90.cubin' is a FIFO, not a regular file"), "%s", err.msg);
+    cbc_bundle_close(b);
+    free(img);
+    free(dir);
+}
+
+/* A manifest whose name is another bundle's, under this one's name, holds
+ * someone else's kernels: refused, however the bundle was asked for. */
+Test(loader, a_manifest_of_another_name_is_not_the_bundle_asked_for)
+{
+    char *dir = copy_bundle("which_b90");
+    edit_manifest(dir, "which_b90", "\"name\":\t\"which_b90\"", "\"name\":\t\"other\"");
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_path(dir, "which_b90", &b, &err), CBC_E_FORMAT);
+    cr_assert(strstr(err.msg, "name: 'other', but the bundle asked for is 'which_b90'"), "%s",
+              err.msg);
+    cr_assert(strstr(err.remedy, "belongs to another bundle"), "%s", err.remedy);
+    char *manifest = cbc_asprintf("%s/which_b90.manifest.json", dir);
+    cr_assert_eq(cbc_bundle_open_path(manifest, NULL, &b, &err), CBC_E_FORMAT, "%s", err.msg);
+    setenv("CUBINCACHE_BUNDLE_PATH", dir, 1);
+    cr_assert_eq(cbc_bundle_open_installed("which_b90", &b, &err), CBC_E_FORMAT, "%s", err.msg);
+    cr_assert_null(b);
+    free(manifest);
+    free(dir);
+}
