@@ -198,6 +198,35 @@ Test(binfmt, verify_target_catches_the_seeds_mislabeled_cubin)
     free(d);
 }
 
+/* nvcc writes EI_ABIVERSION 7 (V1) or 8 (V2), and the SM sits in a
+ * different byte of e_flags for each; any other value is refused, not
+ * decoded as one of them (fuzzed cubins with other values passed as sm_89
+ * and were decoded as another SM by the driver). */
+Test(binfmt, only_the_elf_abi_versions_nvcc_writes_are_read)
+{
+    size_t len;
+    uint8_t *d = fixture("k.sm_90.cubin", &len);
+    struct cbc_target want;
+    cbc_target_parse("sm_90", &want);
+    cr_assert_eq(d[8], 8);
+    const uint8_t others[] = {0, 6, 9, 0x41, 255};
+    for (size_t i = 0; i < sizeof others; i++) {
+        d[8] = others[i];
+        struct cbc_cubin_info ci;
+        struct cbc_err err = {0};
+        cr_assert_eq(cbc_cubin_parse(d, len, "k.sm_90.cubin", &ci, &err), CBC_E_UNSUPPORTED,
+                     "EI_ABIVERSION %u", others[i]);
+        char want_msg[64];
+        snprintf(want_msg, sizeof want_msg, "offset 0x8: EI_ABIVERSION %u", others[i]);
+        cr_assert(strstr(err.msg, want_msg), "%s", err.msg);
+        cr_assert(strstr(err.msg, "7") && strstr(err.msg, "8"), "%s", err.msg);
+        cr_assert_neq(cbc_binfmt_verify_target(d, len, &want, "k.sm_90.cubin", NULL, NULL), CBC_OK);
+    }
+    d[8] = 8;
+    cr_assert_eq(cbc_binfmt_verify_target(d, len, &want, "k.sm_90.cubin", NULL, NULL), CBC_OK);
+    free(d);
+}
+
 static uint8_t *data_file(const char *name, size_t *len)
 {
     char *p = cbc_asprintf("%s/%s", data_dir(), name);
