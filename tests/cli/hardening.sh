@@ -97,6 +97,13 @@ printf 'a"b\\c??/\n*/ int pwned = 1; /*' > "$T/want"
 "$T/embmain" > "$T/got"
 cmp -s "$T/want" "$T/got" || fail "arch detail changed on its way through C: $(od -c "$T/got" | head)"
 
+# an image that is not what its manifest records is refused at build time, never embedded
+cp "$T/o3/kern.sm_90.cubin" "$T/kern.keep"
+printf 'X' | dd of="$T/o3/kern.sm_90.cubin" bs=1 seek=1500 conv=notrunc 2>/dev/null
+expect_out 1 "does not match the hash recorded for it" "$C" embed -o "$T/emb2.c" "$T/o3/kern.manifest.json"
+[ ! -e "$T/emb2.c" ] || fail "embed wrote C for a corrupt image"
+cp "$T/kern.keep" "$T/o3/kern.sm_90.cubin"
+
 note "4. a tampered manifest cannot make build delete a source or a foreign file"
 mkdir -p "$T/t4" && cp k.cu kh.cuh "$T/t4/" && cd "$T/t4"
 expect_exit 0 "$C" build -a 80 k.cu

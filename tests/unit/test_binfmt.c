@@ -3,6 +3,7 @@
  * object, a host executable) and on the committed malformed files, which
  * must each give CBC_E_FORMAT naming the file and an offset, never a crash. */
 #include "fixtures.h"
+#include "embedded.h"
 
 #include <cubincache/binfmt.h>
 
@@ -453,6 +454,59 @@ Test(binfmt, embedded_records_are_read_verified_and_bounds_checked)
     }
     cr_assert_gt(refused, len / 7 / 2, "only %zu truncations refused", refused);
     free(sec);
+    free(c86);
+    free(c90);
+}
+
+/* The writer `cubincache embed` uses lays out byte for byte what the
+ * layout of binfmt.h (as make_record reads it) says, and the reader reads
+ * it back verified; PTX gets the NUL the driver wants after its bytes. */
+Test(binfmt, the_record_writer_lays_out_what_the_reader_reads)
+{
+    size_t l86, l90, lptx;
+    uint8_t *c86 = fixture("k.sm_86.cubin", &l86), *c90 = fixture("k.sm_90.cubin", &l90);
+    uint8_t *ptx = fixture("k.compute_90.ptx", &lptx);
+    const char *t2[] = {"sm_86", "sm_90"};
+    uint8_t *i2[] = {c86, c90};
+    size_t s2[] = {l86, l90};
+    const size_t cap = l86 + l90 + 4096;
+    uint8_t *want = calloc(1, cap);
+    size_t wlen = make_record(want, cap, "one", t2, i2, s2, 2);
+    struct cbc_embedded_entry v[3] = {0};
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert(cbc_target_parse(i < 2 ? t2[i] : "compute_90", &v[i].target));
+        v[i].data = i < 2 ? i2[i] : ptx;
+        v[i].size = i < 2 ? s2[i] : lptx;
+        struct cbc_hash h;
+        cbc_hash_bytes(v[i].data, (size_t)v[i].size, &h);
+        cbc_hash_hex(&h, v[i].xxh3);
+    }
+    struct cbc_buf rec = {0};
+    cr_assert_eq(cbc_embedded_write("one", v, 2, &rec, NULL), CBC_OK);
+    cr_assert_eq(rec.len, wlen);
+    cr_assert_eq(memcmp(rec.p, want, wlen), 0, "the writer and the layout differ");
+    cbc_buf_release(&rec);
+    cr_assert_eq(cbc_embedded_write("with_ptx", v, 3, &rec, NULL), CBC_OK);
+    struct cbc_embedded_list el;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_embedded_parse((const uint8_t *)rec.p, rec.len, 0, "rec", true, &el, &err),
+                 CBC_OK, "%s", err.msg);
+    cr_assert_eq(el.n, 3);
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_eq(el.v[i].offset, v[i].offset);
+        cr_assert_eq(el.v[i].offset % 64, 0);
+        cr_assert(cbc_target_eq(&el.v[i].target, &v[i].target));
+        cr_assert_eq(memcmp(el.v[i].data, v[i].data, (size_t)v[i].size), 0);
+    }
+    cr_assert_eq(el.v[2].ptx_isa, 90);
+    cr_assert_eq(el.v[2].data[lptx], '\0', "PTX is followed by its NUL");
+    cr_assert_eq(rec.len % 64, 0);
+    cbc_embedded_release(&el);
+    cbc_buf_release(&rec);
+    cr_assert_eq(cbc_embedded_write("../x", v, 1, &rec, NULL), CBC_E_USAGE);
+    cbc_buf_release(&rec);
+    free(want);
+    free(ptx);
     free(c86);
     free(c90);
 }

@@ -5,6 +5,7 @@
  * process, so each can give the driver a different configuration.
  * tests/gpu/ repeats the GPU-dependent cases on a real GPU. */
 #include "fixtures.h"
+#include "embedded.h"
 
 #include <cubincache/loader.h>
 
@@ -328,6 +329,40 @@ Test(loader, embedded_bundles_round_trip)
     cbc_bundle_close(p);
 }
 
+/* One image embedded as `cubincache embed` does it: a record (binfmt's
+ * writer) holding a copy of the bytes, and a struct that says what the
+ * record says. Released with free_embedded. */
+struct embedded_one {
+    struct cbc_embedded_bundle eb; /* first: the struct's address is this one's */
+    struct cbc_embedded_image img;
+    struct cbc_embedded_entry e;
+    char target[CBC_TARGET_NAME_MAX];
+    struct cbc_buf rec;
+};
+
+static const struct cbc_embedded_bundle *embed_one(const char *name, const char *target,
+                                                   const uint8_t *data, size_t n, const char *hex)
+{
+    struct embedded_one *t = calloc(1, sizeof *t);
+    cr_assert(cbc_target_parse(target, &t->e.target), "%s", target);
+    snprintf(t->target, sizeof t->target, "%s", target);
+    t->e.data = data;
+    t->e.size = n;
+    memcpy(t->e.xxh3, hex, CBC_HASH_HEX_LEN);
+    cr_assert_eq(cbc_embedded_write(name, &t->e, 1, &t->rec, NULL), CBC_OK);
+    const unsigned char *rec = (const unsigned char *)t->rec.p;
+    t->img = (struct cbc_embedded_image){t->target, rec + t->e.offset, n, t->e.xxh3};
+    t->eb = (struct cbc_embedded_bundle){name, 1, &t->img, NULL, rec, t->rec.len};
+    return &t->eb;
+}
+
+static void free_embedded(const struct cbc_embedded_bundle *eb)
+{
+    struct embedded_one *t = (struct embedded_one *)eb;
+    cbc_buf_release(&t->rec);
+    free(t);
+}
+
 /* An embedded image is verified once per process and then trusted; what
  * is remembered is the bytes' address, size and hash together, so neither
  * a refused image nor another bundle's claim about the same bytes is ever
@@ -347,18 +382,17 @@ Test(loader, corrupt_or_mislabeled_embedded_images_are_refused_every_time)
     cbc_hash_hex(&h, hex);
     cbc_hash_bytes((const unsigned char *)"something else", 14, &h);
     cbc_hash_hex(&h, other);
-    const struct cbc_embedded_image images[] = {
-        {"sm_90", good, n, hex},   /* 0: as built */
-        {"sm_90", good, n, other}, /* 1: the same bytes, another hash */
-        {"sm_90", bad, nb, hex},   /* 2: a flipped byte */
-        {"sm_89", good, n, hex},   /* 3: sm_90 code labelled sm_89 */
+    const struct cbc_embedded_bundle *ebs[] = {
+        embed_one("emb", "sm_90", good, n, hex),   /* 0: as built */
+        embed_one("emb", "sm_90", good, n, other), /* 1: the same bytes, another hash */
+        embed_one("emb", "sm_90", bad, nb, hex),   /* 2: a flipped byte */
+        embed_one("emb", "sm_89", good, n, hex),   /* 3: sm_90 code labelled sm_89 */
     };
     struct cbc_err err = {0};
     for (int round = 0; round < 2; round++) {
         for (size_t i = 0; i < 4; i++) {
-            struct cbc_embedded_bundle eb = {"emb", 1, &images[i], NULL};
             struct cbc_bundle *b = NULL;
-            cr_assert_eq(cbc_bundle_open_embedded(&eb, &b, &err), CBC_OK, "%s", err.msg);
+            cr_assert_eq(cbc_bundle_open_embedded(ebs[i], &b, &err), CBC_OK, "%s", err.msg);
             struct cbc_module *m = NULL;
             enum cbc_status st = cbc_module_load(b, 0, NULL, &m, &err);
             const unsigned char *data;
@@ -385,6 +419,8 @@ Test(loader, corrupt_or_mislabeled_embedded_images_are_refused_every_time)
         }
     }
     cr_assert_eq(driver_calls("cuModuleLoadData"), 2, "only the good image, once per round");
+    for (size_t i = 0; i < 4; i++)
+        free_embedded(ebs[i]);
     free(good);
     free(bad);
     free(path);
@@ -572,17 +608,17 @@ Test(loader, a_cubin_that_needs_a_device_link_is_refused_before_the_driver)
     char hex[33];
     cbc_hash_bytes(rel, n, &h);
     cbc_hash_hex(&h, hex);
-    const struct cbc_embedded_image img = {"sm_90", rel, n, hex};
-    struct cbc_embedded_bundle eb = {"rdc", 1, &img, NULL};
+    const struct cbc_embedded_bundle *eb = embed_one("rdc", "sm_90", rel, n, hex);
     struct cbc_bundle *b = NULL;
     struct cbc_err err = {0};
-    cr_assert_eq(cbc_bundle_open_embedded(&eb, &b, &err), CBC_OK, "%s", err.msg);
+    cr_assert_eq(cbc_bundle_open_embedded(eb, &b, &err), CBC_OK, "%s", err.msg);
     struct cbc_module *m = NULL;
     cr_assert_eq(cbc_module_load(b, 0, NULL, &m, &err), CBC_E_VERIFY);
     cr_assert(strstr(err.msg, "needs a device link"), "%s", err.msg);
     cr_assert(strstr(err.msg, "_Z9elsewherei"), "%s", err.msg);
     cr_assert_eq(driver_calls("cuModuleLoadData"), 0);
     cbc_bundle_close(b);
+    free_embedded(eb);
     free(rel);
 }
 
@@ -814,4 +850,99 @@ Test(loader, a_manifest_of_another_name_is_not_the_bundle_asked_for)
     cr_assert_null(b);
     free(manifest);
     free(dir);
+}
+
+/* Opens eb and expects `want`, with `needle` in the message and the fix
+ * in the remedy when it fails. */
+static void expect_open(const struct cbc_embedded_bundle *eb, enum cbc_status want,
+                        const char *needle)
+{
+    struct cbc_bundle *b = NULL;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_bundle_open_embedded(eb, &b, &err), want, "%s", err.msg);
+    if (want == CBC_OK) {
+        cbc_bundle_close(b);
+        return;
+    }
+    cr_assert_null(b);
+    cr_assert(strstr(err.msg, needle), "no '%s' in: %s", needle, err.msg);
+    cr_assert(strstr(err.remedy, "cubincache embed"), "%s", err.remedy);
+}
+
+/* The loader and `check` read one description of an embedded bundle: its
+ * .cbc_bundle record. A generated struct that says anything else of it (an
+ * edited target once made check say OK while the loader picked another
+ * image) is refused, field by field; an edited record is refused by both. */
+Test(loader, the_loader_and_check_read_one_description_of_an_embedded_bundle)
+{
+    fake_gpu(90, "NVIDIA H200", 13000);
+    const struct cbc_embedded_bundle *orig = &cbc_bundle_ig_kernels;
+    const size_t n = orig->n;
+    cr_assert_geq(n, 2);
+    struct cbc_embedded_image *imgs = calloc(n, sizeof *imgs);
+    memcpy(imgs, orig->images, n * sizeof *imgs);
+    struct cbc_embedded_bundle eb = *orig;
+    eb.images = imgs;
+    expect_open(&eb, CBC_OK, NULL);
+    const char *needle = "the struct's images[0].%s is not what its .cbc_bundle record says";
+    char want[128];
+    imgs[0].target = orig->images[1].target;
+    snprintf(want, sizeof want, needle, "target");
+    expect_open(&eb, CBC_E_VERIFY, want);
+    imgs[0] = orig->images[0];
+    imgs[0].data = orig->images[1].data;
+    snprintf(want, sizeof want, needle, "data");
+    expect_open(&eb, CBC_E_VERIFY, want);
+    imgs[0] = orig->images[0];
+    imgs[0].size--;
+    snprintf(want, sizeof want, needle, "size");
+    expect_open(&eb, CBC_E_VERIFY, want);
+    imgs[0] = orig->images[0];
+    imgs[0].xxh3 = orig->images[1].xxh3;
+    snprintf(want, sizeof want, needle, "xxh3");
+    expect_open(&eb, CBC_E_VERIFY, want);
+    imgs[0] = orig->images[0];
+    eb.n = n - 1;
+    expect_open(&eb, CBC_E_VERIFY, "the struct's n is not");
+    eb.n = n;
+    eb.name = "other";
+    expect_open(&eb, CBC_E_VERIFY, "the struct's name is not");
+    eb.name = orig->name;
+    eb.record_size += 64;
+    expect_open(&eb, CBC_E_VERIFY, "the struct's record_size is not");
+    eb.record_size = orig->record_size;
+    eb.record = NULL;
+    expect_open(&eb, CBC_E_FORMAT, "carries no .cbc_bundle record");
+
+    /* the record edited, and the struct with it: check calls it
+     * mislabeled, and the loader refuses the image the same way */
+    unsigned char *rec = malloc(orig->record_size);
+    memcpy(rec, orig->record, orig->record_size);
+    const size_t desc0 = CBC_EMBED_HEADER + cbc_rd32(rec + 20); /* after the name */
+    struct cbc_embedded_list el;
+    struct cbc_err err = {0};
+    char other[16] = "";
+    snprintf(other, sizeof other, "%s", orig->images[1].target);
+    memset(rec + desc0, 0, 16);
+    memcpy(rec + desc0, other, strlen(other));
+    eb.record = rec;
+    for (size_t i = 0; i < n; i++)
+        imgs[i].data = rec + (orig->images[i].data - orig->record);
+    imgs[0].target = other;
+    cr_assert_eq(cbc_embedded_parse(rec, orig->record_size, 0, "prog", true, &el, &err),
+                 CBC_E_VERIFY, "check must call it mislabeled");
+    cr_assert(strstr(err.msg, "mislabeled"), "%s", err.msg);
+    struct cbc_bundle *b = NULL;
+    cr_assert_eq(cbc_bundle_open_embedded(&eb, &b, &err), CBC_OK, "%s", err.msg);
+    const unsigned char *data;
+    size_t size;
+    cr_assert_eq(cbc_bundle_image_bytes(b, 0, &data, &size, &err), CBC_E_VERIFY);
+    cr_assert(strstr(err.msg, "mislabeled"), "%s", err.msg);
+    cbc_bundle_close(b);
+    /* and a struct that kept the old target disagrees with the record */
+    imgs[0].target = orig->images[0].target;
+    snprintf(want, sizeof want, needle, "target");
+    expect_open(&eb, CBC_E_VERIFY, want);
+    free(rec);
+    free(imgs);
 }
