@@ -365,9 +365,13 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
     if (i >= b->n)
         return cbc_err_set(err, CBC_E_USAGE, "bundle '%s' has no image %zu", b->name, i);
     struct slot *s = &b->s[i];
-    char name[CBC_TARGET_NAME_MAX];
+    char name[CBC_TARGET_NAME_MAX], what[CBC_TARGET_NAME_MAX + 4096];
     cbc_target_name(&s->img.target, name);
-    const char *label = s->file ? s->file : name;
+    const char *label = s->file; /* NULL when embedded: the messages name the image */
+    if (label)
+        snprintf(what, sizeof what, "%s image '%s'", name, label);
+    else
+        snprintf(what, sizeof what, "embedded %s image", name);
     const struct verified key = {s->data, s->size, s->hash, s->img.target};
     if (!s->verified && !s->file && embedded_verified(&key))
         s->verified = true;
@@ -409,9 +413,9 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
             if (cbc_cubin_parse(s->data, s->size, label, &ci, NULL) == CBC_OK) {
                 bool rel = cbc_cubin_needs_dlink(&ci);
                 if (rel)
-                    cbc_err_set(err, CBC_E_VERIFY, "bundle '%s': %s image '%s' is relocatable code "
+                    cbc_err_set(err, CBC_E_VERIFY, "bundle '%s': %s is relocatable code "
                                 "referencing '%s' it does not define: it needs a device link; "
-                                "refusing to load it", b->name, name, label, ci.undefined[0]);
+                                "refusing to load it", b->name, what, ci.undefined[0]);
                 cbc_cubin_info_release(&ci);
                 if (rel) {
                     cbc_err_hint(err, "build the bundle without -rdc, or device-link it first");
@@ -421,9 +425,8 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
         }
         if (!cbc_hash_eq(&h, &s->hash)) {
             cbc_err_set(err, CBC_E_VERIFY,
-                        "bundle '%s': %s image '%s' does not match the hash its manifest recorded "
-                        "(corrupt or replaced after the build); refusing to load it",
-                        b->name, name, label);
+                        "bundle '%s': %s does not match the hash recorded for it (corrupt or "
+                        "replaced after the build); refusing to load it", b->name, what);
             cbc_err_hint(err, "rebuild the bundle, or run 'cubincache check' on it");
             return CBC_E_VERIFY;
         }

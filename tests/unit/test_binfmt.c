@@ -199,6 +199,24 @@ Test(binfmt, verify_target_catches_the_seeds_mislabeled_cubin)
     free(d);
 }
 
+/* Bytes that are no file are not named as one: the caller's message
+ * names them (once "'<buffer>' is labelled sm_89" reached users). */
+Test(binfmt, bytes_without_a_file_name_are_not_called_a_buffer)
+{
+    size_t len;
+    uint8_t *d = fixture("k.sm_90.cubin", &len);
+    struct cbc_target want;
+    cbc_target_parse("sm_89", &want);
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_binfmt_verify_target(d, len, &want, NULL, NULL, &err), CBC_E_VERIFY);
+    cr_assert(!strncmp(err.msg, "labelled sm_89 but holds sm_90 code", 35), "%s", err.msg);
+    struct cbc_cubin_info ci;
+    cr_assert_eq(cbc_cubin_parse(d, 40, NULL, &ci, &err), CBC_E_FORMAT);
+    cr_assert(!strncmp(err.msg, "offset 0: ", 10) || !strncmp(err.msg, "offset 0x", 9), "%s", err.msg);
+    cr_assert_null(strstr(err.msg, "<buffer>"), "%s", err.msg);
+    free(d);
+}
+
 /* nvcc writes EI_ABIVERSION 7 (V1) or 8 (V2), and the SM sits in a
  * different byte of e_flags for each; any other value is refused, not
  * decoded as one of them (fuzzed cubins with other values passed as sm_89
@@ -402,7 +420,9 @@ Test(binfmt, embedded_records_are_read_verified_and_bounds_checked)
     sec[off90 + 100] ^= 1;
     memcpy(sec + CBC_EMBED_HEADER + 8, "sm_89", 5);
     cr_assert_eq(cbc_embedded_parse(sec, len, 0, "prog", true, &el, &err), CBC_E_VERIFY);
-    cr_assert(strstr(err.msg, "is mislabeled") && strstr(err.msg, "holds sm_86"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "image sm_89 of embedded bundle 'one' is mislabeled: labelled sm_89 "
+                              "but holds sm_86 code"), "%s", err.msg);
+    cr_assert_null(strstr(err.msg, "<buffer>"), "bytes that are no file named as one: %s", err.msg);
     memcpy(sec + CBC_EMBED_HEADER + 8, "sm_86", 5);
 
     /* lies about sizes and offsets, and bad fields, name file and offset */

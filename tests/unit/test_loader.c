@@ -411,8 +411,9 @@ Test(loader, corrupt_or_mislabeled_embedded_images_are_refused_every_time)
                     cr_assert(strstr(err.msg, "no image for GPU 0"), "%s", err.msg);
                 cr_assert_eq(cbc_bundle_image_bytes(b, 0, &data, &size, &err), CBC_E_VERIFY,
                              "round %d, image %zu", round, i);
-                cr_assert(strstr(err.msg, i == 3 ? "labelled sm_89 but holds sm_90"
-                                                 : "does not match the hash"),
+                cr_assert(strstr(err.msg, i == 3 ? "refusing to load a mislabeled image: "
+                                                   "labelled sm_89 but holds sm_90"
+                                                 : "embedded sm_90 image does not match the hash"),
                           "round %d, image %zu: %s", round, i, err.msg);
             }
             cbc_bundle_close(b);
