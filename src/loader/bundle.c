@@ -134,8 +134,11 @@ static enum cbc_status read_image(const struct slot *s, uint8_t **data, size_t *
         free(*data);
         st = cbc_err_set(err, CBC_E_VERIFY, "'%s' changed size while it was read", s->file);
     }
-    if (st == CBC_E_FORMAT && err) /* grew past the recorded size while it was read */
-        err->status = st = CBC_E_VERIFY;
+    if (st == CBC_E_FORMAT) { /* grew past the recorded size while it was read */
+        st = CBC_E_VERIFY;
+        if (err)
+            err->status = st;
+    }
     return st;
 }
 
@@ -359,19 +362,26 @@ long cbc_bundle_select(const struct cbc_bundle *b, const struct cbc_select_query
     return cbc_select(b->imgs, b->n, q, r);
 }
 
+/* "sm_90 image 'DIR/k.sm_90.cubin'" or "embedded sm_90 image", for messages. */
+static const char *image_what(const struct slot *s, char *buf, size_t len)
+{
+    char name[CBC_TARGET_NAME_MAX];
+    cbc_target_name(&s->img.target, name);
+    if (s->file)
+        snprintf(buf, len, "%s image '%s'", name, s->file);
+    else
+        snprintf(buf, len, "embedded %s image", name);
+    return buf;
+}
+
 enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const unsigned char **data,
                                        size_t *size, struct cbc_err *err)
 {
     if (i >= b->n)
         return cbc_err_set(err, CBC_E_USAGE, "bundle '%s' has no image %zu", b->name, i);
     struct slot *s = &b->s[i];
-    char name[CBC_TARGET_NAME_MAX], what[CBC_TARGET_NAME_MAX + 4096];
-    cbc_target_name(&s->img.target, name);
     const char *label = s->file; /* NULL when embedded: the messages name the image */
-    if (label)
-        snprintf(what, sizeof what, "%s image '%s'", name, label);
-    else
-        snprintf(what, sizeof what, "embedded %s image", name);
+    char what[CBC_TARGET_NAME_MAX + 4096];
     const struct verified key = {s->data, s->size, s->hash, s->img.target};
     if (!s->verified && !s->file && embedded_verified(&key))
         s->verified = true;
@@ -415,7 +425,8 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
                 if (rel)
                     cbc_err_set(err, CBC_E_VERIFY, "bundle '%s': %s is relocatable code "
                                 "referencing '%s' it does not define: it needs a device link; "
-                                "refusing to load it", b->name, what, ci.undefined[0]);
+                                "refusing to load it", b->name, image_what(s, what, sizeof what),
+                                ci.undefined[0]);
                 cbc_cubin_info_release(&ci);
                 if (rel) {
                     cbc_err_hint(err, "build the bundle without -rdc, or device-link it first");
@@ -426,7 +437,8 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
         if (!cbc_hash_eq(&h, &s->hash)) {
             cbc_err_set(err, CBC_E_VERIFY,
                         "bundle '%s': %s does not match the hash recorded for it (corrupt or "
-                        "replaced after the build); refusing to load it", b->name, what);
+                        "replaced after the build); refusing to load it", b->name,
+                        image_what(s, what, sizeof what));
             cbc_err_hint(err, "rebuild the bundle, or run 'cubincache check' on it");
             return CBC_E_VERIFY;
         }
