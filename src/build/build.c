@@ -63,9 +63,11 @@ struct tstate {
     struct cbc_dep *deps;
     size_t n_deps;
     bool deps_borrowed; /* paths owned by ctx.direct's list (a hit), else by deps */
+    struct cbc_manifest_lookup *lookups; /* where it looked and found nothing (owned) */
+    size_t n_lookups;
     /* compile */
     pid_t pid;
-    char *tmp_out, *tmp_dep, *tmp_log;
+    char *tmp_out, *tmp_dep, *tmp_log, *tmp_trace;
     int exit_code;
     bool cacheable;
 };
@@ -95,7 +97,7 @@ struct ctx {
     char *dir_name; /* NAME when out_dir is spelled NAME.bundle */
     struct cbc_stage stage; /* the out directory and this build's staging directory */
     bool stage_open;
-    const char *env[CBC_KEY_ENV_COUNT];
+    struct cbc_env env;
     const char *compute_cap;
     /* the previous build's manifest in the out dir, read only when needed
      * (a miss to explain, outputs to retire); see previous() */
@@ -104,8 +106,10 @@ struct ctx {
     char *manifest_path;
     struct tstate *ts;
     size_t n;
-    bool warned_store;
+    bool warned_store, warned_future;
     struct cbc_direct *direct; /* direct mode over the store (src/direct) */
+    char nvtmp[PATH_MAX]; /* nvcc's TMPDIR and the compiles' traces: ours, made at the first
+                             compile, removed at the end */
 };
 
 /* Explanations and progress are formatted only when asked for. */
@@ -203,7 +207,7 @@ static struct cbc_key_now build_now(const struct ctx *c, size_t src, bool bundle
                                 &c->tc.host_id,
                                 bundle ? c->key_flags : c->flags,
                                 bundle ? c->n_key_flags : c->n_flags,
-                                c->env,
+                                &c->env,
                                 c->cwd};
 }
 
@@ -310,6 +314,41 @@ static enum cbc_status deps_from_list(struct tstate *t, const struct cbc_direct_
     return CBC_OK;
 }
 
+/* A copy of a list's probes, as the manifest records them. */
+static enum cbc_status keep_lookups(struct tstate *t, const struct cbc_dep_list *l,
+                                    struct cbc_err *err)
+{
+    if (!l || !l->n_probes)
+        return CBC_OK;
+    t->lookups = calloc(l->n_probes, sizeof *t->lookups);
+    if (!t->lookups)
+        return cbc_err_oom(err);
+    for (size_t d = 0; d < l->n_probes; d++) {
+        const struct cbc_probe_dir *pd = &l->probes[d];
+        struct cbc_manifest_lookup *lk = &t->lookups[t->n_lookups++];
+        lk->dir = cbc_strdup(pd->dir);
+        lk->names = calloc(pd->n ? pd->n : 1, sizeof *lk->names);
+        if (!lk->dir || !lk->names)
+            return cbc_err_oom(err);
+        for (size_t k = 0; k < pd->n; k++)
+            if (!(lk->names[lk->n++] = cbc_strdup(l->names[pd->first + k])))
+                return cbc_err_oom(err);
+    }
+    return CBC_OK;
+}
+
+static void free_lookups(struct cbc_manifest_lookup *v, size_t n, bool strings)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; strings && k < v[i].n; k++)
+            free(v[i].names[k]);
+        if (strings)
+            free(v[i].dir);
+        free(v[i].names);
+    }
+    free(v);
+}
+
 static void free_deps(struct tstate *t)
 {
     for (size_t i = 0; i < t->n_deps && !t->deps_borrowed; i++)
@@ -349,25 +388,46 @@ static enum cbc_status lookup(struct ctx *c, struct tstate *t)
         t->remote = cbc_store_last_remote(c->store);
         size_t n;
         const struct cbc_direct_dep *deps = cbc_direct_deps(c->direct, &t->dt, &n);
-        return deps_from_list(t, deps, n, c->err);
+        enum cbc_status s2 = deps_from_list(t, deps, n, c->err);
+        return s2 == CBC_OK ? keep_lookups(t, cbc_direct_list(c->direct, &t->dt), c->err) : s2;
     }
     return CBC_OK;
 }
 
 /* ---- compile ------------------------------------------------------------- */
 
+/* The private TMPDIR of this build's compiles (their traces go there too). */
+static enum cbc_status make_nvtmp(struct ctx *c)
+{
+    if (c->nvtmp[0])
+        return CBC_OK;
+    const char *base = getenv("TMPDIR");
+    snprintf(c->nvtmp, sizeof c->nvtmp, "%s/cubincache-build.XXXXXX",
+             base && *base == '/' ? base : "/tmp");
+    if (!mkdtemp(c->nvtmp)) {
+        c->nvtmp[0] = '\0';
+        return cbc_err_set(c->err, CBC_E_IO, "cannot create a temporary directory in '%s': %s",
+                           base && *base == '/' ? base : "/tmp", strerror(errno));
+    }
+    return CBC_OK;
+}
+
 static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
 {
+    enum cbc_status st = make_nvtmp(c);
+    if (st != CBC_OK)
+        return st;
     t->tmp_out = cbc_asprintf("%s/%s", c->stage.path, t->file);
     t->tmp_dep = cbc_asprintf("%s/%s.d", c->stage.path, t->file);
     t->tmp_log = cbc_asprintf("%s/%s.log", c->stage.path, t->file);
+    t->tmp_trace = cbc_asprintf("%s/%s.trace", c->nvtmp, t->file);
     const char *v = cbc_variant_suffix(t->t.variant);
     char gencode[96];
     snprintf(gencode, sizeof gencode, "arch=compute_%u%s,code=%s_%u%s", (unsigned)t->t.arch, v,
              t->t.kind == CBC_KIND_PTX ? "compute" : "sm", (unsigned)t->t.arch, v);
     size_t n = 0, cap = c->n_flags + 16;
     char **argv = calloc(cap, sizeof *argv);
-    if (!t->tmp_out || !t->tmp_dep || !t->tmp_log || !argv) {
+    if (!t->tmp_out || !t->tmp_dep || !t->tmp_log || !t->tmp_trace || !argv) {
         free(argv);
         return cbc_err_oom(c->err);
     }
@@ -397,7 +457,16 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     argv[n++] = t->tmp_out;
     argv[n++] = c->sources[t->src];
     argv[n] = NULL;
-    enum cbc_status st = cbc_proc_spawn(argv, t->tmp_log, t->tmp_log, &t->pid, c->err);
+    struct cbc_trace_run tr;
+    st = cbc_trace_run_init(&tr, t->tmp_trace, c->nvtmp, c->err);
+    if (st == CBC_OK)
+        st = cbc_proc_spawn_env(argv, t->tmp_log, t->tmp_log, tr.env, &t->pid, c->err);
+    if (!tr.log) { /* not traced: no log to read */
+        free(t->tmp_trace);
+        free_lookups(t->lookups, t->n_lookups, true);
+        t->tmp_trace = NULL;
+    }
+    cbc_trace_run_release(&tr);
     free(argv);
     free(xdep);
     if (st != CBC_OK)
@@ -510,14 +579,6 @@ static void show_log(struct ctx *c, const struct tstate *t)
     free(log);
 }
 
-static bool changed_since(const char *path, uint64_t t0)
-{
-    struct cbc_stamp s;
-    if (!cbc_stamp_of(path, &s))
-        return true;
-    return s.mtime_ns >= t0 || s.ctime_ns >= t0;
-}
-
 /* Bytes free in the file system of `path`, or UINT64_MAX when unknown. */
 static uint64_t space_left(const char *path)
 {
@@ -609,55 +670,63 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
     free(dtext);
     if (st != CBC_OK)
         return st;
-    t->deps = calloc(np ? np : 1, sizeof *t->deps);
-    if (!t->deps) {
-        cbc_paths_free(paths, np);
+    /* what it read and looked for, for the key and the next hit */
+    struct cbc_trace trace = {0};
+    struct cbc_err te = {0};
+    bool traced = t->tmp_trace && cbc_trace_load(t->tmp_trace, &trace, &te) == CBC_OK;
+    const char *own[] = {c->stage.path, c->nvtmp};
+    struct cbc_collect_in in = {paths, np, c->sources[t->src], traced ? &trace : NULL, own, 2,
+                                NULL, 0, started_ns, c->memo};
+    struct cbc_collect_out co;
+    st = cbc_collect(&in, &co, c->err);
+    cbc_trace_release(&trace);
+    cbc_paths_free(paths, np);
+    if (st != CBC_OK)
+        return st;
+    if (co.future && !c->warned_future) {
+        c->warned_future = true;
+        say(c, CBC_MSG_WARNING, "'%s' has a modification time in the future; check the clock "
+            "(or the file's origin) of this machine", co.future);
+    }
+    /* the key's dependencies: the list's paths, copied (the list goes with co) */
+    t->deps = calloc(co.n_deps ? co.n_deps : 1, sizeof *t->deps);
+    for (size_t i = 0; t->deps && i < co.n_deps; i++) {
+        t->deps[i] = (struct cbc_dep){cbc_strdup(co.deps[i].path), co.deps[i].hash};
+        t->n_deps += t->deps[i].path != NULL;
+    }
+    if (!t->deps || t->n_deps != co.n_deps) {
+        cbc_collect_release(&co);
         return cbc_err_oom(c->err);
     }
-    t->cacheable = !changed_since(c->sources[t->src], started_ns);
-    /* the list this compile read, with stamps, for the next hit */
-    struct cbc_dep_list l = {.deps = calloc(np ? np : 1, sizeof *l.deps)};
-    for (size_t i = 0; i < np && st == CBC_OK; i++) {
-        struct cbc_stamp stamp;
-        st = cbc_filememo_hash(c->memo, paths[i], NULL, NULL, 0, &t->deps[i].hash, &stamp, c->err);
-        if (st != CBC_OK)
-            break;
-        t->deps[i].path = paths[i];
-        paths[i] = NULL;
-        t->n_deps++;
-        if (stamp.mtime_ns >= started_ns || stamp.ctime_ns >= started_ns)
-            t->cacheable = false;
-        if (l.deps) {
-            l.deps[l.n].path = cbc_strdup(t->deps[i].path);
-            l.deps[l.n].hash = t->deps[i].hash;
-            l.deps[l.n].stamp = stamp;
-            if (!l.deps[l.n++].path)
-                st = cbc_err_oom(c->err);
-        }
-    }
-    cbc_paths_free(paths, np);
+    st = keep_lookups(t, &co.list, c->err);
     if (st != CBC_OK) {
-        cbc_dep_list_release(&l);
+        cbc_collect_release(&co);
         return st;
     }
-    struct cbc_key_inputs in;
-    key_inputs(c, t, &in);
-    cbc_key_result(&in, &t->result_key);
-    if (!t->cacheable) {
-        say(c, CBC_MSG_WARNING, "%s: an input changed while nvcc ran; using the result but not "
-                                "caching it", t->name);
+    struct cbc_key_inputs in_key;
+    key_inputs(c, t, &in_key);
+    cbc_key_result(&in_key, &t->result_key);
+    t->cacheable = co.cacheable && co.recordable && co.n_side == 0;
+    if (!co.cacheable) {
+        say(c, CBC_MSG_WARNING, "%s: %s; using the result but not caching it", t->name, co.why);
+    } else if (co.n_side) {
+        say(c, CBC_MSG_WARNING, "%s: nvcc also wrote '%s'%s, which a bundle does not hold; "
+            "using the result but not caching it", t->name, co.side[0],
+            co.n_side > 1 ? " and more" : "");
+    } else if (!co.recordable) {
+        say(c, CBC_MSG_NOTE, "%s: not cached: %s", t->name, co.why);
     } else if (c->store) {
         /* the entry, then what lets the next build find it without nvcc */
         struct cbc_err e2 = {0};
         bool ok = cbc_store_put(c->store, &t->result_key, &t->t, t->data, t->len, &e2) == CBC_OK &&
-                  cbc_direct_record(c->direct, &t->dt, &t->result_key, &l, &e2);
+                  cbc_direct_record(c->direct, &t->dt, &t->result_key, &co.list, &e2);
         if (!ok && !c->warned_store) {
             c->warned_store = true;
             say(c, CBC_MSG_WARNING, "cannot write to the cache in '%s' (%s); compiling without "
                 "caching", cbc_store_root(c->store), e2.msg[0] ? e2.msg : "out of memory");
         }
     }
-    cbc_dep_list_release(&l);
+    cbc_collect_release(&co);
     return CBC_OK;
 }
 
@@ -692,6 +761,58 @@ static bool same_deps(const struct tstate *a, const struct tstate *b)
 }
 
 /* The manifest for this build. Borrows strings from c; free only the arrays. */
+struct lookup_ref {
+    const char *dir, *name;
+};
+
+static int cmp_lookup_ref(const void *a, const void *b)
+{
+    const struct lookup_ref *x = a, *y = b;
+    int c = strcmp(x->dir, y->dir);
+    return c ? c : strcmp(x->name, y->name);
+}
+
+/* Every target's lookups, once each, grouped by directory (the strings
+ * borrowed from the targets). */
+static enum cbc_status merge_lookups(struct ctx *c, struct cbc_manifest *m)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < c->n; i++)
+        for (size_t d = 0; d < c->ts[i].n_lookups; d++)
+            total += c->ts[i].lookups[d].n;
+    if (!total)
+        return CBC_OK;
+    struct lookup_ref *v = calloc(total, sizeof *v);
+    if (!v)
+        return cbc_err_oom(c->err);
+    size_t n = 0;
+    for (size_t i = 0; i < c->n; i++)
+        for (size_t d = 0; d < c->ts[i].n_lookups; d++)
+            for (size_t k = 0; k < c->ts[i].lookups[d].n; k++)
+                v[n++] = (struct lookup_ref){c->ts[i].lookups[d].dir, c->ts[i].lookups[d].names[k]};
+    qsort(v, n, sizeof *v, cmp_lookup_ref);
+    m->lookups = calloc(n, sizeof *m->lookups);
+    for (size_t i = 0; m->lookups && i < n; i++) {
+        if (i && !cmp_lookup_ref(&v[i], &v[i - 1]))
+            continue;
+        if (!m->n_lookups || strcmp(m->lookups[m->n_lookups - 1].dir, v[i].dir)) {
+            size_t k = i;
+            while (k < n && !strcmp(v[k].dir, v[i].dir))
+                k++;
+            struct cbc_manifest_lookup *lk = &m->lookups[m->n_lookups++];
+            lk->dir = (char *)v[i].dir;
+            if (!(lk->names = calloc(k - i, sizeof *lk->names))) {
+                free(v);
+                return cbc_err_oom(c->err);
+            }
+        }
+        struct cbc_manifest_lookup *lk = &m->lookups[m->n_lookups - 1];
+        lk->names[lk->n++] = (char *)v[i].name;
+    }
+    free(v);
+    return m->lookups ? CBC_OK : cbc_err_oom(c->err);
+}
+
 static enum cbc_status make_manifest(struct ctx *c, struct cbc_manifest *m)
 {
     memset(m, 0, sizeof *m);
@@ -726,9 +847,11 @@ static enum cbc_status make_manifest(struct ctx *c, struct cbc_manifest *m)
         m->linked = c->sources;
         m->n_linked = c->n_sources;
     }
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
-        m->env[i] = (char *)c->env[i];
+    m->env = c->env;
     m->cwd = c->cwd;
+    enum cbc_status st = merge_lookups(c, m);
+    if (st != CBC_OK)
+        return st;
     m->arch_spec = c->arch.spec;
     m->arch_rule = (char *)cbc_arch_rule_name(c->arch.rule);
     m->arch_detail = c->arch.detail ? c->arch.detail : c->arch.spec;
@@ -757,6 +880,7 @@ static enum cbc_status make_manifest(struct ctx *c, struct cbc_manifest *m)
 
 static void free_manifest_arrays(struct cbc_manifest *m)
 {
+    free_lookups(m->lookups, m->n_lookups, false);
     for (size_t i = 0; i < m->n; i++)
         free(m->entries[i].deps);
     free(m->entries);
@@ -1045,7 +1169,7 @@ static enum cbc_status prepare(struct ctx *c)
     st = cbc_toolchain_identify(c->nvcc, c->ccbin, c->store ? &tools : NULL, &c->tc, err);
     if (st != CBC_OK)
         return st;
-    cbc_key_env_read(c->env);
+    cbc_key_env_read(c->tc.profile_env, c->tc.n_profile_env, &c->env);
     c->compute_cap = getenv("CUDA_COMPUTE_CAP");
     st = cbc_build_arch(&c->tc, o->arch, &c->arch, err);
     if (st != CBC_OK)
@@ -1130,9 +1254,13 @@ static void release_targets(struct tstate *ts, size_t n)
             unlink(t->tmp_dep);
         if (t->tmp_log)
             unlink(t->tmp_log);
+        if (t->tmp_trace)
+            unlink(t->tmp_trace);
         free(t->tmp_out);
         free(t->tmp_dep);
         free(t->tmp_log);
+        free(t->tmp_trace);
+        free_lookups(t->lookups, t->n_lookups, true);
         free(t->file);
         free(t->data);
         free_deps(t);
@@ -1160,6 +1288,8 @@ static void cleanup(struct ctx *c)
     cbc_toolchain_release(&c->tc);
     cbc_filememo_free(c->memo);
     cbc_store_close(c->store);
+    if (c->nvtmp[0])
+        cbc_tmpdir_remove(c->nvtmp);
     free(c->source);
     free(c->cwd);
     free(c->out_dir);
@@ -1270,6 +1400,27 @@ static enum cbc_status link_deps(struct ctx *c, struct tstate *b, struct tstate 
     if (c->devrt.path)
         b->deps[b->n_deps++] = c->devrt;
     b->n_deps = sort_unique_deps(b->deps, b->n_deps);
+    /* and every unit's lookups, for the manifest (copied: units and link
+     * targets are released apart) */
+    size_t nl = 0;
+    for (size_t s = 0; s < c->n_sources; s++)
+        nl += u[s]->n_lookups;
+    if (!nl)
+        return CBC_OK;
+    if (!(b->lookups = calloc(nl, sizeof *b->lookups)))
+        return cbc_err_oom(c->err);
+    for (size_t s = 0; s < c->n_sources; s++)
+        for (size_t d = 0; d < u[s]->n_lookups; d++) {
+            const struct cbc_manifest_lookup *from = &u[s]->lookups[d];
+            struct cbc_manifest_lookup *to = &b->lookups[b->n_lookups++];
+            to->dir = cbc_strdup(from->dir);
+            to->names = calloc(from->n ? from->n : 1, sizeof *to->names);
+            if (!to->dir || !to->names)
+                return cbc_err_oom(c->err);
+            for (size_t k = 0; k < from->n; k++)
+                if (!(to->names[to->n++] = cbc_strdup(from->names[k])))
+                    return cbc_err_oom(c->err);
+        }
     return CBC_OK;
 }
 

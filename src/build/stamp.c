@@ -35,11 +35,11 @@ static void render(struct cbc_buf *b, const struct cbc_arch_choice *arch,
     cbc_buf_printf(b, "%s\nhost %s ", hex, tc->host_cc ? tc->host_cc : "");
     cbc_hash_hex(&tc->host_id, hex);
     cbc_buf_printf(b, "%s\n", hex);
-    const char *env[CBC_KEY_ENV_COUNT];
-    cbc_key_env_read(env);
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
-        if (env[i])
-            cbc_buf_printf(b, "env %s=%s\n", cbc_key_env_names[i], env[i]);
+    struct cbc_env env;
+    cbc_key_env_read(tc->profile_env, tc->n_profile_env, &env);
+    for (size_t i = 0; i < env.n; i++)
+        if (env.value[i])
+            cbc_buf_printf(b, "env %s=%s\n", env.name[i], env.value[i]);
 }
 
 enum cbc_status cbc_build_stamp(const struct cbc_stamp_opts *o, bool *changed,

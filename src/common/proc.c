@@ -54,7 +54,7 @@ static int redirect(int fd, const char *path)
 }
 
 static _Noreturn void guard_main(char *const argv[], const char *stdout_path,
-                                 const char *stderr_path, pid_t parent)
+                                 const char *stderr_path, char *const env[], pid_t parent)
 {
     setpgid(0, 0);
     struct sigaction sa;
@@ -79,6 +79,9 @@ static _Noreturn void guard_main(char *const argv[], const char *stdout_path,
         if ((stdout_path && redirect(1, stdout_path) != 0) ||
             (stderr_path && (same ? dup2(1, 2) < 0 : redirect(2, stderr_path) != 0)))
             _exit(127);
+        for (size_t i = 0; env && env[i]; i++)
+            if (putenv(env[i]) != 0)
+                _exit(127);
         if (strchr(argv[0], '/'))
             execv(argv[0], argv);
         else
@@ -99,6 +102,13 @@ static _Noreturn void guard_main(char *const argv[], const char *stdout_path,
 enum cbc_status cbc_proc_spawn(char *const argv[], const char *stdout_path, const char *stderr_path,
                                pid_t *pid, struct cbc_err *err)
 {
+    return cbc_proc_spawn_env(argv, stdout_path, stderr_path, NULL, pid, err);
+}
+
+enum cbc_status cbc_proc_spawn_env(char *const argv[], const char *stdout_path,
+                                   const char *stderr_path, char *const env[], pid_t *pid,
+                                   struct cbc_err *err)
+{
     if (!strchr(argv[0], '/')) {
         char *p = cbc_which(argv[0]);
         if (!p)
@@ -113,7 +123,7 @@ enum cbc_status cbc_proc_spawn(char *const argv[], const char *stdout_path, cons
     if (g < 0)
         return cbc_err_set(err, CBC_E_NVCC, "cannot run '%s': %s", argv[0], strerror(errno));
     if (g == 0)
-        guard_main(argv, stdout_path, stderr_path, parent);
+        guard_main(argv, stdout_path, stderr_path, env, parent);
     *pid = g;
     return CBC_OK;
 }
@@ -214,4 +224,13 @@ uint64_t cbc_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t cbc_file_time_tick_ns(void)
+{
+    struct timespec ts;
+    uint64_t t = 0;
+    if (clock_getres(CLOCK_REALTIME_COARSE, &ts) == 0)
+        t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return t > 1000000 ? t : 1000000; /* a jiffy, and never under 1 ms */
 }

@@ -127,6 +127,12 @@ enum cbc_status cbc_direct_lookup(struct cbc_direct *d, struct cbc_direct_target
     return CBC_OK;
 }
 
+const struct cbc_dep_list *cbc_direct_list(const struct cbc_direct *d,
+                                           const struct cbc_direct_target *dt)
+{
+    return dt->list < 0 ? NULL : &d->lists[dt->list].l;
+}
+
 const struct cbc_direct_dep *cbc_direct_deps(const struct cbc_direct *d,
                                              const struct cbc_direct_target *dt, size_t *n)
 {
@@ -165,9 +171,12 @@ bool cbc_direct_record(struct cbc_direct *d, struct cbc_direct_target *dt,
          * order) takes the fresh stamps in place, as hits may borrow its
          * paths; one fetched but unreadable is replaced. */
         struct cbc_dep_list *put = l;
-        if (k >= 0 && d->lists[k].present && d->lists[k].l.n == l->n) {
+        if (k >= 0 && d->lists[k].present && d->lists[k].l.n == l->n &&
+            d->lists[k].l.n_probes == l->n_probes) {
             for (size_t i = 0; i < l->n; i++)
                 d->lists[k].l.deps[i].stamp = l->deps[i].stamp;
+            for (size_t i = 0; i < l->n_probes; i++)
+                d->lists[k].l.probes[i].stamp = l->probes[i].stamp;
             put = &d->lists[k].l;
         } else if (k >= 0 && !d->lists[k].present) {
             cbc_dep_list_release(&d->lists[k].l);
@@ -208,7 +217,8 @@ void cbc_direct_refresh(struct cbc_direct *d)
             cbc_filememo_hash(d->memo, s->l.deps[i].path, NULL, NULL, 0, &h, &s->l.deps[i].stamp,
                               NULL);
         }
-        put_list(d, &s->l, NULL);
+        if (cbc_dep_list_stamp_probes(&s->l)) /* else one appeared since the match */
+            put_list(d, &s->l, NULL);
         s->stale = false;
     }
 }

@@ -5,13 +5,18 @@
  */
 #include "direct.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define RECORD_MAGIC "CBCDEP2\n"
-#define LIST_MAGIC "CBCDLS1\n"
-#define LIST_HEADER 20
-#define DEP_FIXED (16 + 8 * 5)
+#define LIST_MAGIC "CBCDLS2\n"
+#define LIST_HEADER 24
+#define STAMP_BYTES (8 * 5)
+#define DEP_FIXED (16 + STAMP_BYTES)
+/* probes under one directory above which a changed stamp is refreshed */
+#define CBC_PROBE_RESTAMP_MIN 16
 
 bool cbc_dep_list_id(const struct cbc_dep_list *l, struct cbc_hash *id)
 {
@@ -23,6 +28,14 @@ bool cbc_dep_list_id(const struct cbc_dep_list *l, struct cbc_hash *id)
         cbc_hasher_str(h, 2, l->deps[i].path);
         cbc_hasher_hash(h, 3, &l->deps[i].hash);
     }
+    cbc_hasher_u64(h, 4, l->n_probes);
+    for (size_t i = 0; i < l->n_probes; i++) {
+        const struct cbc_probe_dir *pd = &l->probes[i];
+        cbc_hasher_str(h, 5, pd->dir);
+        cbc_hasher_u64(h, 6, pd->n);
+        for (size_t k = 0; k < pd->n; k++)
+            cbc_hasher_str(h, 7, l->names[pd->first + k]);
+    }
     cbc_hasher_digest(h, id);
     cbc_hasher_free(h);
     return true;
@@ -32,9 +45,52 @@ void cbc_dep_list_release(struct cbc_dep_list *l)
 {
     for (size_t i = 0; i < l->n && !l->arena; i++)
         free(l->deps[i].path);
+    for (size_t i = 0; i < l->n_probes && !l->arena; i++)
+        free(l->probes[i].dir);
+    for (size_t i = 0; i < l->n_names && !l->arena; i++)
+        free(l->names[i]);
     free(l->deps);
+    free(l->probes);
+    free(l->names);
     free(l->arena);
     memset(l, 0, sizeof *l);
+}
+
+static void rd_stamp(const uint8_t *p, struct cbc_stamp *s)
+{
+    s->size = cbc_rd64(p);
+    s->mtime_ns = cbc_rd64(p + 8);
+    s->ctime_ns = cbc_rd64(p + 16);
+    s->ino = cbc_rd64(p + 24);
+    s->dev = cbc_rd64(p + 32);
+}
+
+static void wr_stamp(uint8_t *p, const struct cbc_stamp *s)
+{
+    cbc_wr64(p, s->size);
+    cbc_wr64(p + 8, s->mtime_ns);
+    cbc_wr64(p + 16, s->ctime_ns);
+    cbc_wr64(p + 24, s->ino);
+    cbc_wr64(p + 32, s->dev);
+}
+
+/* A u16-length string at p into the arena; false when it does not fit,
+ * is empty or holds a NUL. */
+static bool rd_str(const uint8_t *data, size_t len, size_t *p, char *arena, size_t *used,
+                   char **out)
+{
+    if (!cbc_in_bounds(len, *p, 2))
+        return false;
+    uint16_t sl = cbc_rd16(data + *p);
+    *p += 2;
+    if (sl == 0 || !cbc_in_bounds(len, *p, sl) || memchr(data + *p, 0, sl))
+        return false;
+    *out = arena + *used;
+    memcpy(*out, data + *p, sl);
+    (*out)[sl] = '\0';
+    *used += (size_t)sl + 1;
+    *p += sl;
+    return true;
 }
 
 enum cbc_status cbc_dep_list_decode(const uint8_t *data, size_t len, const struct cbc_hash *want,
@@ -44,38 +100,56 @@ enum cbc_status cbc_dep_list_decode(const uint8_t *data, size_t len, const struc
     if (len < LIST_HEADER || memcmp(data, LIST_MAGIC, 8) != 0)
         return cbc_err_set(err, CBC_E_FORMAT, "dependency list: bad magic");
     uint64_t recorded = cbc_rd64(data + 8);
-    uint32_t nd = cbc_rd32(data + 16);
+    uint32_t nd = cbc_rd32(data + 16), np = cbc_rd32(data + 20);
     size_t p = LIST_HEADER;
-    if (nd > (len - p) / (2 + DEP_FIXED))
-        return cbc_err_set(err, CBC_E_FORMAT, "dependency list: %u files in %zu bytes", nd, len);
-    /* every path is followed by more than its NUL's worth of fixed fields,
-     * so all of them fit in len bytes */
-    struct cbc_dep_list l = {{{0}}, recorded, calloc(nd ? nd : 1, sizeof *l.deps), 0, malloc(len)};
-    if (!l.deps || !l.arena) {
+    /* every file takes more than 2 + DEP_FIXED bytes, every probe
+     * directory more than 2 + STAMP_BYTES + 4, every name more than 2 */
+    if (nd > (len - p) / (2 + DEP_FIXED) || np > (len - p) / (2 + STAMP_BYTES + 4))
+        return cbc_err_set(err, CBC_E_FORMAT, "dependency list: %u files and %u directories in "
+                           "%zu bytes", nd, np, len);
+    /* every string is followed by more than its NUL's worth of bytes (or is
+     * the last name, whose length field stands in), so all fit in len */
+    struct cbc_dep_list l = {.recorded_ns = recorded,
+                             .deps = calloc(nd ? nd : 1, sizeof *l.deps),
+                             .probes = calloc(np ? np : 1, sizeof *l.probes),
+                             .arena = malloc(len)};
+    if (!l.deps || !l.probes || !l.arena) {
         cbc_dep_list_release(&l);
         return cbc_err_oom(err);
     }
-    size_t used = 0;
+    size_t used = 0, names_cap = 0;
     for (uint32_t d = 0; d < nd; d++) {
-        if (!cbc_in_bounds(len, p, 2))
+        struct cbc_direct_dep *dep = &l.deps[l.n];
+        if (!rd_str(data, len, &p, l.arena, &used, &dep->path) ||
+            !cbc_in_bounds(len, p, DEP_FIXED))
             goto bad;
-        uint16_t pl = cbc_rd16(data + p);
-        p += 2;
-        if (pl == 0 || !cbc_in_bounds(len, p, (uint64_t)pl + DEP_FIXED) || memchr(data + p, 0, pl))
-            goto bad;
-        struct cbc_direct_dep *dep = &l.deps[l.n++];
-        dep->path = l.arena + used;
-        memcpy(dep->path, data + p, pl);
-        dep->path[pl] = '\0';
-        used += (size_t)pl + 1;
-        p += pl;
+        l.n++;
         memcpy(dep->hash.b, data + p, 16);
-        dep->stamp.size = cbc_rd64(data + p + 16);
-        dep->stamp.mtime_ns = cbc_rd64(data + p + 24);
-        dep->stamp.ctime_ns = cbc_rd64(data + p + 32);
-        dep->stamp.ino = cbc_rd64(data + p + 40);
-        dep->stamp.dev = cbc_rd64(data + p + 48);
+        rd_stamp(data + p + 16, &dep->stamp);
         p += DEP_FIXED;
+    }
+    for (uint32_t d = 0; d < np; d++) {
+        struct cbc_probe_dir *pd = &l.probes[l.n_probes];
+        if (!rd_str(data, len, &p, l.arena, &used, &pd->dir) ||
+            !cbc_in_bounds(len, p, STAMP_BYTES + 4))
+            goto bad;
+        l.n_probes++;
+        rd_stamp(data + p, &pd->stamp);
+        uint32_t k = cbc_rd32(data + p + STAMP_BYTES);
+        p += STAMP_BYTES + 4;
+        if (k > (len - p) / 3)
+            goto bad;
+        pd->first = l.n_names;
+        for (uint32_t i = 0; i < k; i++) {
+            if (!cbc_grow(&l.names, l.n_names, &names_cap, sizeof *l.names, 64)) {
+                cbc_dep_list_release(&l);
+                return cbc_err_oom(err);
+            }
+            if (!rd_str(data, len, &p, l.arena, &used, &l.names[l.n_names]))
+                goto bad;
+            l.n_names++;
+            pd->n++;
+        }
     }
     if (p != len)
         goto bad;
@@ -95,39 +169,79 @@ bad:
                        p);
 }
 
+static bool wr_str(struct cbc_buf *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > UINT16_MAX)
+        return false;
+    uint8_t l2[2] = {(uint8_t)n, (uint8_t)(n >> 8)};
+    cbc_buf_append(b, l2, 2);
+    cbc_buf_append(b, s, n);
+    return true;
+}
+
 uint8_t *cbc_dep_list_encode(const struct cbc_dep_list *l, size_t *len)
 {
     struct cbc_buf b = {0};
-    uint8_t tmp[DEP_FIXED];
+    uint8_t tmp[DEP_FIXED + 4];
     cbc_buf_append(&b, LIST_MAGIC, 8);
     cbc_wr64(tmp, l->recorded_ns);
     cbc_wr32(tmp + 8, (uint32_t)l->n);
-    cbc_buf_append(&b, tmp, 12);
-    for (size_t d = 0; d < l->n; d++) {
+    cbc_wr32(tmp + 12, (uint32_t)l->n_probes);
+    cbc_buf_append(&b, tmp, 16);
+    bool ok = true;
+    for (size_t d = 0; ok && d < l->n; d++) {
         const struct cbc_direct_dep *dep = &l->deps[d];
-        size_t pl = strlen(dep->path);
-        if (pl == 0 || pl > UINT16_MAX) {
-            cbc_buf_release(&b);
-            return NULL;
-        }
-        tmp[0] = (uint8_t)pl;
-        tmp[1] = (uint8_t)(pl >> 8);
-        cbc_buf_append(&b, tmp, 2);
-        cbc_buf_append(&b, dep->path, pl);
+        ok = wr_str(&b, dep->path);
         memcpy(tmp, dep->hash.b, 16);
-        cbc_wr64(tmp + 16, dep->stamp.size);
-        cbc_wr64(tmp + 24, dep->stamp.mtime_ns);
-        cbc_wr64(tmp + 32, dep->stamp.ctime_ns);
-        cbc_wr64(tmp + 40, dep->stamp.ino);
-        cbc_wr64(tmp + 48, dep->stamp.dev);
+        wr_stamp(tmp + 16, &dep->stamp);
         cbc_buf_append(&b, tmp, DEP_FIXED);
     }
-    if (b.oom) {
+    for (size_t d = 0; ok && d < l->n_probes; d++) {
+        const struct cbc_probe_dir *pd = &l->probes[d];
+        ok = wr_str(&b, pd->dir);
+        wr_stamp(tmp, &pd->stamp);
+        cbc_wr32(tmp + STAMP_BYTES, (uint32_t)pd->n);
+        cbc_buf_append(&b, tmp, STAMP_BYTES + 4);
+        for (size_t k = 0; ok && k < pd->n; k++)
+            ok = wr_str(&b, l->names[pd->first + k]);
+    }
+    if (!ok || b.oom) {
         cbc_buf_release(&b);
         return NULL;
     }
     *len = b.len;
     return (uint8_t *)cbc_buf_detach(&b);
+}
+
+/* Whether dir/name is absent as a lookup of it finds it: nothing there,
+ * or a component that is not a directory. Any other answer (a file, a
+ * permission error) is not absent. */
+static bool still_absent(const char *dir, const char *name)
+{
+    char *p = cbc_asprintf("%s/%s", dir, name);
+    struct stat st;
+    bool gone = p && stat(p, &st) != 0 && (errno == ENOENT || errno == ENOTDIR);
+    free(p);
+    return gone;
+}
+
+/* 1: every probe of pd still absent, and its stamp proved it; 0: all
+ * absent, checked name by name; -1: one is there. */
+static int probes_absent(const struct cbc_dep_list *l, const struct cbc_probe_dir *pd,
+                         uint64_t recorded_ns, char **found)
+{
+    struct cbc_stamp now;
+    if (!found && cbc_stamp_of(pd->dir, &now) && cbc_stamp_eq(&now, &pd->stamp) &&
+        cbc_stamp_trustworthy(&now, recorded_ns))
+        return 1;
+    for (size_t k = 0; k < pd->n; k++)
+        if (!still_absent(pd->dir, l->names[pd->first + k])) {
+            if (found)
+                *found = cbc_asprintf("%s/%s", pd->dir, l->names[pd->first + k]);
+            return -1;
+        }
+    return 0;
 }
 
 bool cbc_dep_list_match(const struct cbc_dep_list *l, struct cbc_filememo *memo,
@@ -145,7 +259,44 @@ bool cbc_dep_list_match(const struct cbc_dep_list *l, struct cbc_filememo *memo,
         if (!cbc_stamp_eq(&now, &dep->stamp) || !cbc_stamp_trustworthy(&now, l->recorded_ns))
             *stale_stamps = true;
     }
+    for (size_t d = 0; d < l->n_probes; d++) {
+        int r = probes_absent(l, &l->probes[d], l->recorded_ns, NULL);
+        if (r < 0)
+            return false;
+        /* a fresh stamp pays when it spares many stats; a directory of a
+         * few names (the working directory, which every build writes
+         * into) is cheaper checked by name than rewritten at every hit */
+        if (r == 0 && l->probes[d].n > CBC_PROBE_RESTAMP_MIN)
+            *stale_stamps = true;
+    }
     return true;
+}
+
+char *cbc_dep_list_found_probe(const struct cbc_dep_list *l)
+{
+    char *found = NULL;
+    for (size_t d = 0; d < l->n_probes && !found; d++)
+        probes_absent(l, &l->probes[d], l->recorded_ns, &found);
+    return found;
+}
+
+bool cbc_dep_list_stamp_probes(struct cbc_dep_list *l)
+{
+    bool all = true;
+    for (size_t d = 0; d < l->n_probes; d++) {
+        struct cbc_probe_dir *pd = &l->probes[d];
+        /* the stamp first, then the names: a file that appears in between
+         * is seen by the names, one that appears after changes the stamp */
+        if (!cbc_stamp_of(pd->dir, &pd->stamp))
+            memset(&pd->stamp, 0, sizeof pd->stamp);
+        for (size_t k = 0; k < pd->n; k++)
+            if (!still_absent(pd->dir, l->names[pd->first + k])) {
+                memset(&pd->stamp, 0, sizeof pd->stamp);
+                all = false;
+                break;
+            }
+    }
+    return all;
 }
 
 enum cbc_status cbc_direct_decode(const uint8_t *data, size_t len, struct cbc_direct_rec *out,

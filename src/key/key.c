@@ -25,6 +25,7 @@ enum {
     TAG_CWD = 12,
     TAG_NDEPS = 13,
     TAG_NFLAGS = 14,
+    TAG_NENV = 15,
 };
 
 static void feed_common(struct cbc_hasher *h, const struct cbc_key_inputs *in, const char *kind)
@@ -40,9 +41,10 @@ static void feed_common(struct cbc_hasher *h, const struct cbc_key_inputs *in, c
     cbc_hasher_u64(h, TAG_NFLAGS, in->n_flags);
     for (size_t i = 0; i < in->n_flags; i++)
         cbc_hasher_str(h, TAG_FLAG, in->flags[i]);
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++) {
-        cbc_hasher_str(h, TAG_ENV, cbc_key_env_names[i]);
-        cbc_hasher_str(h, TAG_ENV, in->env[i]);
+    cbc_hasher_u64(h, TAG_NENV, in->env.n);
+    for (size_t i = 0; i < in->env.n; i++) {
+        cbc_hasher_str(h, TAG_ENV, in->env.name[i]);
+        cbc_hasher_str(h, TAG_ENV, in->env.value[i]);
     }
 }
 
@@ -87,16 +89,21 @@ bool cbc_key_inputs_make(const struct cbc_key_now *now, const struct cbc_target 
     out->host_id = *now->host_id;
     out->flags = now->flags;
     out->n_flags = now->n_flags;
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
-        out->env[i] = now->env ? now->env[i] : NULL;
+    if (now->env)
+        out->env = *now->env;
     out->cwd = now->cwd;
     return true;
 }
 
-void cbc_key_env_read(const char *env[CBC_KEY_ENV_COUNT])
+void cbc_key_env_read(char *const *extra, size_t n_extra, struct cbc_env *env)
 {
+    memset(env, 0, sizeof *env);
     for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
-        env[i] = getenv(cbc_key_env_names[i]);
+        cbc_env_set(env, cbc_key_env_names[i], getenv(cbc_key_env_names[i]));
+    /* a profile naming more than CBC_ENV_MAX variables is refused where it
+     * is read (toolid.c), so every name fits */
+    for (size_t i = 0; i < n_extra; i++)
+        cbc_env_set(env, extra[i], getenv(extra[i]));
 }
 
 const char *cbc_flags_ccbin(char *const *flags, size_t n)

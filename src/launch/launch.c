@@ -12,15 +12,25 @@
  * A file that changes while nvcc runs makes the result uncacheable, as in
  * `build`.
  *
+ * Every compile runs traced (src/trace), its temporaries in a private
+ * TMPDIR, so the record holds the places it looked for headers and found
+ * nothing, and the files it wrote besides its output (a host compiler's
+ * -MF, -fstack-usage or --coverage files) are stored with the result and
+ * written again by a hit. Outputs are written as nvcc writes them
+ * (cbc_output_write: through a device or FIFO, through a symbolic link).
+ *
  * A stored result is one store entry (kind CBC_STORE_RESULT_KIND) holding
  * a small container:
- *   0  8  magic "CBCLRES1"     8  4  count N
- *   then N times: 1 role (1 output, 2 depfile body, 3 stdout, 4 stderr),
+ *   0  8  magic "CBCLRES2"     8  4  count N
+ *   then N times: 1 role (1 output, 2 depfile body, 3 stdout, 4 stderr,
+ *                 5 a side file: its absolute path, a NUL, its bytes),
  *                 3 zero, 8 length L, L bytes
+ * roles 1-4 at most once each, role 5 at most CBC_LAUNCH_MAX_SIDE times;
  * decoded with every length checked against what remains.
  */
 #include "launch.h"
 
+#include "cudadrv.h"
 #include "direct.h"
 #include "key.h"
 #include "nvargs.h"
@@ -39,38 +49,53 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RES_MAGIC "CBCLRES1"
-enum { ROLE_OUTPUT = 1, ROLE_DEPFILE = 2, ROLE_STDOUT = 3, ROLE_STDERR = 4, ROLE_MAX = 4 };
+#define RES_MAGIC "CBCLRES2"
+enum { ROLE_OUTPUT = 1, ROLE_DEPFILE = 2, ROLE_STDOUT = 3, ROLE_STDERR = 4, ROLE_SIDE = 5 };
+#define ROLE_ONCE 4                /* roles 1..4 appear at most once */
+#define CBC_LAUNCH_MAX_SIDE 16     /* side files stored with one result */
+#define CBC_LAUNCH_SIDE_MAX (64u << 20) /* the largest side file stored */
 
 struct parts {
-    const uint8_t *p[ROLE_MAX + 1];
-    size_t n[ROLE_MAX + 1];
+    const uint8_t *p[ROLE_ONCE + 1];
+    size_t n[ROLE_ONCE + 1];
+    const char *side_path[CBC_LAUNCH_MAX_SIDE]; /* into the container (NUL-terminated there) */
+    const uint8_t *side[CBC_LAUNCH_MAX_SIDE];
+    size_t side_n[CBC_LAUNCH_MAX_SIDE], n_side;
 };
+
+static void put_member(struct cbc_buf *b, int role, const void *a, size_t na, const void *c,
+                       size_t nc)
+{
+    uint8_t h[12] = {(uint8_t)role, 0, 0, 0};
+    cbc_wr64(h + 4, na + nc);
+    cbc_buf_append(b, h, sizeof h);
+    cbc_buf_append(b, a, na);
+    if (nc)
+        cbc_buf_append(b, c, nc);
+}
 
 static uint8_t *encode(const struct parts *in, size_t *len)
 {
-    size_t total = 12;
-    for (int r = 1; r <= ROLE_MAX; r++)
-        total += in->p[r] ? 12 + in->n[r] : 0;
-    uint8_t *b = malloc(total), *w = b;
-    if (!b)
-        return NULL;
-    memcpy(w, RES_MAGIC, 8);
+    struct cbc_buf b = {0};
+    uint8_t head[12];
+    memcpy(head, RES_MAGIC, 8);
     uint32_t count = 0;
-    w += 12;
-    for (int r = 1; r <= ROLE_MAX; r++) {
-        if (!in->p[r])
-            continue;
-        w[0] = (uint8_t)r;
-        w[1] = w[2] = w[3] = 0;
-        cbc_wr64(w + 4, in->n[r]);
-        memcpy(w + 12, in->p[r], in->n[r]);
-        w += 12 + in->n[r];
-        count++;
+    for (int r = 1; r <= ROLE_ONCE; r++)
+        count += in->p[r] != NULL;
+    cbc_wr32(head + 8, count + (uint32_t)in->n_side);
+    cbc_buf_append(&b, head, sizeof head);
+    for (int r = 1; r <= ROLE_ONCE; r++)
+        if (in->p[r])
+            put_member(&b, r, in->p[r], in->n[r], NULL, 0);
+    for (size_t i = 0; i < in->n_side; i++)
+        put_member(&b, ROLE_SIDE, in->side_path[i], strlen(in->side_path[i]) + 1, in->side[i],
+                   in->side_n[i]);
+    if (b.oom) {
+        cbc_buf_release(&b);
+        return NULL;
     }
-    cbc_wr32(b + 8, count);
-    *len = total;
-    return b;
+    *len = b.len;
+    return (uint8_t *)b.p;
 }
 
 static bool decode(const uint8_t *d, size_t len, struct parts *out)
@@ -86,10 +111,21 @@ static bool decode(const uint8_t *d, size_t len, struct parts *out)
         uint8_t role = d[off];
         uint64_t n = cbc_rd64(d + off + 4);
         off += 12;
-        if (role < 1 || role > ROLE_MAX || out->p[role] || n > len || !cbc_in_bounds(len, off, n))
+        if (role < 1 || role > ROLE_SIDE || n > len || !cbc_in_bounds(len, off, n))
             return false;
-        out->p[role] = d + off;
-        out->n[role] = (size_t)n;
+        if (role == ROLE_SIDE) {
+            const uint8_t *nul = memchr(d + off, 0, (size_t)n);
+            if (out->n_side == CBC_LAUNCH_MAX_SIDE || !nul || d[off] != '/')
+                return false;
+            out->side_path[out->n_side] = (const char *)d + off;
+            out->side[out->n_side] = nul + 1;
+            out->side_n[out->n_side++] = (size_t)n - (size_t)(nul + 1 - (d + off));
+        } else {
+            if (out->p[role])
+                return false;
+            out->p[role] = d + off;
+            out->n[role] = (size_t)n;
+        }
         off += (size_t)n;
     }
     return off == len && out->p[ROLE_OUTPUT];
@@ -227,7 +263,7 @@ struct ctx {
     struct cbc_hash source_hash;
     char **flags; /* the arguments as keyed */
     size_t n_flags;
-    const char *env[CBC_KEY_ENV_COUNT];
+    struct cbc_env env;
     struct cbc_toolchain tc;
     bool have_tc;
     struct cbc_store *store;
@@ -235,6 +271,7 @@ struct ctx {
     struct cbc_direct *direct;
     struct cbc_direct_target dt;
     char tmp[PATH_MAX]; /* the private directory of a miss */
+    char native[256];   /* -arch=native: the GPUs it means here ("sm_90,sm_80") */
 };
 
 #define say(c, kind, ...) cbc_say((c)->o->msg, (c)->o->msg_ctx, (kind), __VA_ARGS__)
@@ -248,17 +285,65 @@ static void set_why(struct ctx *c, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Whether the command asks for -arch=native, on its command line or
+ * through NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS. */
+static bool wants_native(const struct cbc_nv_args *a)
+{
+    const char *env[] = {getenv("NVCC_PREPEND_FLAGS"), getenv("NVCC_APPEND_FLAGS")};
+    for (size_t i = 0; i < CBC_ARRAY_LEN(env); i++)
+        if (env[i] && strstr(env[i], "native"))
+            return true;
+    return a->native;
+}
+
+/* What -arch=native means on this machine, as nvcc resolves it: the
+ * compute capability of every GPU the driver shows this process (so
+ * CUDA_VISIBLE_DEVICES counts, as it does for nvcc). False (why set)
+ * when there is none to ask: nvcc then runs as it is. */
+static bool resolve_native(struct ctx *c)
+{
+    struct cbc_device_info gpus[64];
+    size_t n = 0;
+    char why[200] = "";
+    cbc_cuda_list_gpus(gpus, CBC_ARRAY_LEN(gpus), &n, why, sizeof why);
+    if (n == 0) {
+        set_why(c, "-arch=native, and no GPU to say which arch it means here (%s)",
+                why[0] ? why : "none found");
+        return false;
+    }
+    unsigned ccs[64];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned cc = (unsigned)(gpus[i].cc_major * 10 + gpus[i].cc_minor);
+        size_t j = 0;
+        while (j < k && ccs[j] < cc)
+            j++;
+        if (j < k && ccs[j] == cc)
+            continue;
+        memmove(&ccs[j + 1], &ccs[j], (k - j) * sizeof ccs[0]);
+        ccs[j] = cc;
+        k++;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < k && off < sizeof c->native; i++)
+        off += (size_t)snprintf(c->native + off, sizeof c->native - off, "%ssm_%u",
+                                i ? "," : "", ccs[i]);
+    return true;
+}
+
 /* The arguments as the key sees them: outputs and the depfile's target
  * left out (they are replayed, not keyed), inputs by placeholder (their
  * content is keyed), and what else decides the output: that this is the
  * launcher, and the working directory (-g objects record it). */
 static bool key_flags(struct ctx *c)
 {
-    c->flags = calloc(c->a.argc + 2, sizeof *c->flags);
+    c->flags = calloc(c->a.argc + 3, sizeof *c->flags);
     if (!c->flags)
         return false;
     c->flags[c->n_flags++] = cbc_strdup("--cubincache-launcher=1");
     c->flags[c->n_flags++] = cbc_asprintf("--cubincache-cwd=%s", c->cwd);
+    if (c->native[0])
+        c->flags[c->n_flags++] = cbc_asprintf("--cubincache-native=%s", c->native);
     for (size_t i = 0; i < c->a.argc; i++) {
         if (cbc_nv_is_output_arg(&c->a, i))
             continue;
@@ -278,7 +363,7 @@ static struct cbc_key_now key_now(const struct ctx *c)
     return (struct cbc_key_now){c->source,      &c->source_hash, c->tc.nvcc,
                                 c->tc.version,  &c->tc.nvcc_id,  c->tc.host_cc,
                                 &c->tc.host_id, c->flags,        c->n_flags,
-                                c->env,         c->cwd};
+                                &c->env,        c->cwd};
 }
 
 static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, struct cbc_hash *direct,
@@ -316,17 +401,19 @@ static enum cbc_status write_depfile(struct ctx *c, const uint8_t *body, size_t 
     memcpy(text, target, tl);
     memcpy(text + tl, " : ", 3);
     memcpy(text + tl + 3, body, n);
-    enum cbc_status st = cbc_file_write_atomic(c->a.depfile, text, tl + 3 + n, 0666, c->err);
+    enum cbc_status st = cbc_output_write(c->a.depfile, text, tl + 3 + n, c->err);
     free(text);
     return st;
 }
 
 static enum cbc_status serve(struct ctx *c, const struct parts *p)
 {
-    enum cbc_status st = cbc_file_write_atomic(c->a.output, p->p[ROLE_OUTPUT], p->n[ROLE_OUTPUT],
-                                               0666, c->err);
+    enum cbc_status st = cbc_output_write(c->a.output, p->p[ROLE_OUTPUT], p->n[ROLE_OUTPUT],
+                                          c->err);
     if (st == CBC_OK && c->a.md)
         st = write_depfile(c, p->p[ROLE_DEPFILE], p->n[ROLE_DEPFILE]);
+    for (size_t i = 0; st == CBC_OK && i < p->n_side; i++)
+        st = cbc_output_write(p->side_path[i], p->side[i], p->side_n[i], c->err);
     if (st != CBC_OK)
         return st;
     c->r->outcome = CBC_LAUNCH_HIT;
@@ -399,22 +486,50 @@ static const char *depfile_body(const char *text, size_t len, size_t *n)
     return sep + 3;
 }
 
-/* Removes the files in a private directory of ours, then the directory:
- * the temporaries a split compile's steps left. Nothing is followed. */
-static void empty_dir(const char *path)
+/* The files a compile read: its depfile's, or a device link's inputs. */
+static enum cbc_status read_deps(struct ctx *c, const char *df, char **dep_text, size_t *dep_len,
+                                 char ***paths, size_t *np, struct cbc_err *e)
 {
-    DIR *d = opendir(path);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            unlinkat(dirfd(d), de->d_name, 0);
-    closedir(d);
-    rmdir(path);
+    if (c->a.mode == CBC_NV_DLINK) {
+        *np = c->a.n_inputs > 1 ? c->a.n_inputs - 1 : 0;
+        *paths = calloc(*np ? *np : 1, sizeof **paths);
+        for (size_t i = 0; *paths && i < *np; i++)
+            if (!((*paths)[i] = cbc_path_abs_from(c->cwd, c->a.argv[c->a.input_idx[i + 1]])))
+                return cbc_err_oom(e);
+        return *paths ? CBC_OK : cbc_err_oom(e);
+    }
+    enum cbc_status st = read_small(df, dep_text, dep_len, e);
+    if (st == CBC_OK)
+        st = cbc_depfile_parse(*dep_text, *dep_len, c->cwd, c->source, paths, np, df, e);
+    return st;
 }
 
-/* Runs nvcc; on success stores what it made. */
+/* The side files a compile wrote, added to the result; false (why set)
+ * when one cannot be stored. */
+static bool add_side(struct ctx *c, const struct cbc_collect_out *co, struct parts *p,
+                     uint8_t **keep)
+{
+    if (co->n_side > CBC_LAUNCH_MAX_SIDE) {
+        set_why(c, "the compile wrote %zu files besides its output (at most %d are stored)",
+                co->n_side, CBC_LAUNCH_MAX_SIDE);
+        return false;
+    }
+    for (size_t i = 0; i < co->n_side; i++) {
+        size_t n = 0;
+        struct cbc_err e = {0};
+        if (cbc_file_read_max(co->side[i], CBC_LAUNCH_SIDE_MAX, &keep[i], &n, &e) != CBC_OK) {
+            set_why(c, "a file the compile wrote cannot be stored: %s", e.msg);
+            return false;
+        }
+        p->side_path[p->n_side] = co->side[i];
+        p->side[p->n_side] = keep[i];
+        p->side_n[p->n_side++] = n;
+    }
+    return true;
+}
+
+/* Runs nvcc (step by step where it can, split.h), traced; on success
+ * stores what it made. */
 static enum cbc_status compile(struct ctx *c)
 {
     const char *base = getenv("TMPDIR");
@@ -425,10 +540,20 @@ static enum cbc_status compile(struct ctx *c)
     char *out_path = cbc_asprintf("%s/stdout", c->tmp), *err_path = cbc_asprintf("%s/stderr", c->tmp);
     char *own_dep = !c->a.md && c->a.mode != CBC_NV_DLINK ? cbc_asprintf("%s/deps.d", c->tmp)
                                                           : NULL;
+    char *nvtmp = cbc_asprintf("%s/t", c->tmp), *log = cbc_asprintf("%s/trace", c->tmp);
     char **argv = calloc(c->a.argc + 5, sizeof *argv);
-    if (!out_path || !err_path || !argv || (!c->a.md && c->a.mode != CBC_NV_DLINK && !own_dep)) {
-        free(out_path), free(err_path), free(own_dep), free(argv);
-        return cbc_err_oom(c->err);
+    struct cbc_trace_run tr = {0};
+    enum cbc_status st = CBC_OK;
+    if (!out_path || !err_path || !argv || !nvtmp || !log ||
+        (!c->a.md && c->a.mode != CBC_NV_DLINK && !own_dep))
+        st = cbc_err_oom(c->err);
+    else if (mkdir(nvtmp, 0700) != 0)
+        st = cbc_err_set(c->err, CBC_E_IO, "cannot create '%s': %s", nvtmp, strerror(errno));
+    else
+        st = cbc_trace_run_init(&tr, log, nvtmp, c->err);
+    if (st != CBC_OK) {
+        free(out_path), free(err_path), free(own_dep), free(argv), free(nvtmp), free(log);
+        return st;
     }
     size_t n = 0;
     argv[n++] = (char *)c->tc.nvcc;
@@ -440,9 +565,8 @@ static enum cbc_status compile(struct ctx *c)
         argv[n++] = own_dep;
     }
     uint64_t started = cbc_now_ns();
-    enum cbc_status st = CBC_OK;
     int code = -1;
-    bool split = false;
+    bool split = false, traced = tr.log != NULL;
     if (c->a.mode == CBC_NV_OBJECT || c->a.mode == CBC_NV_FATBIN) {
         /* step by step, each virtual arch's device code from the store when
          * it was compiled before (split.h); else nvcc as one command */
@@ -452,7 +576,7 @@ static enum cbc_status compile(struct ctx *c)
         struct cbc_split_req q = {c->tc.nvcc, argv + 1, n - 1, steps,
                                   own_dep ? own_dep : c->a.depfile,
                                   c->a.mt ? c->a.mt : c->a.output, c->store, c->direct, &now,
-                                  started};
+                                  started, tr.log};
         struct cbc_split_result sr;
         if (mkdir(steps, 0700) != 0)
             st = cbc_err_set(c->err, CBC_E_IO, "cannot create '%s': %s", steps, strerror(errno));
@@ -460,6 +584,7 @@ static enum cbc_status compile(struct ctx *c)
             st = cbc_split_run(&q, &sr, c->err);
         if (st == CBC_OK && sr.done) {
             split = true;
+            traced = sr.traced;
             code = 0;
             c->r->out = sr.out, c->r->out_len = sr.out_len;
             c->r->errs = sr.errs, c->r->errs_len = sr.errs_len;
@@ -474,11 +599,13 @@ static enum cbc_status compile(struct ctx *c)
         }
         if (st == CBC_OK)
             cbc_split_result_release(&sr);
-        empty_dir(steps);
+        cbc_tmpdir_remove(steps);
+        if (st == CBC_OK && !split && tr.log) /* the split's steps are no part of this run */
+            st = cbc_file_write_atomic(tr.log, "", 0, 0600, c->err);
     }
     if (st == CBC_OK && !split) {
         pid_t pid;
-        st = cbc_proc_spawn(argv, out_path, err_path, &pid, c->err);
+        st = cbc_proc_spawn_env(argv, out_path, err_path, tr.env, &pid, c->err);
         code = st == CBC_OK ? cbc_proc_wait(pid) : -1;
         if (st == CBC_OK) {
             size_t l;
@@ -491,18 +618,19 @@ static enum cbc_status compile(struct ctx *c)
     free(argv);
     free(out_path);
     free(err_path);
-    if (st != CBC_OK) {
+    free(nvtmp);
+    if (st != CBC_OK || code != 0) {
+        c->r->exit_code = code;
+        if (st == CBC_OK)
+            c->r->outcome = CBC_LAUNCH_FAILED;
+        cbc_trace_run_release(&tr);
         free(own_dep);
+        free(log);
         return st;
     }
-    c->r->exit_code = code;
-    if (code != 0) {
-        c->r->outcome = CBC_LAUNCH_FAILED;
-        free(own_dep);
-        return CBC_OK;
-    }
+    c->r->exit_code = 0;
     c->r->outcome = CBC_LAUNCH_NOT_STORED;
-    uint8_t *output = NULL;
+    uint8_t *output = NULL, *side[CBC_LAUNCH_MAX_SIDE] = {0};
     size_t out_len = 0;
     char *dep_text = NULL;
     size_t dep_len = 0;
@@ -510,8 +638,9 @@ static enum cbc_status compile(struct ctx *c)
     char why[512] = "";
     char **paths = NULL;
     size_t np = 0;
-    struct cbc_dep *deps = NULL;
-    struct cbc_dep_list list = {0};
+    struct cbc_trace trace = {0};
+    struct cbc_collect_out co = {0};
+    bool collected = false;
     if (cbc_file_read(c->a.output, &output, &out_len, &e) != CBC_OK) {
         set_why(c, "nvcc succeeded but its output cannot be read: %s", e.msg);
         goto out;
@@ -521,53 +650,45 @@ static enum cbc_status compile(struct ctx *c)
         say(c, CBC_MSG_WARNING, "not caching '%s': %s", c->a.output, why);
         goto out;
     }
-    /* the files it read */
-    if (c->a.mode == CBC_NV_DLINK) {
-        np = c->a.n_inputs > 1 ? c->a.n_inputs - 1 : 0;
-        paths = calloc(np ? np : 1, sizeof *paths);
-        for (size_t i = 0; paths && i < np; i++)
-            paths[i] = cbc_path_abs(c->a.argv[c->a.input_idx[i + 1]]);
-        if (!paths) {
-            st = cbc_err_oom(c->err);
-            goto out;
-        }
-    } else {
-        const char *df = own_dep ? own_dep : c->a.depfile;
-        if (read_small(df, &dep_text, &dep_len, &e) != CBC_OK ||
-            cbc_depfile_parse(dep_text, dep_len, c->cwd, c->source, &paths, &np, df, &e) !=
-                CBC_OK) {
-            set_why(c, "nvcc's dependency file cannot be read: %s", e.msg);
-            goto out;
-        }
+    const char *df = own_dep ? own_dep : c->a.depfile;
+    if (read_deps(c, df, &dep_text, &dep_len, &paths, &np, &e) != CBC_OK) {
+        set_why(c, "nvcc's dependency file cannot be read: %s", e.msg);
+        goto out;
     }
-    deps = calloc(np ? np : 1, sizeof *deps);
-    list.deps = calloc(np ? np : 1, sizeof *list.deps);
-    if (!deps || !list.deps) {
+    if (traced && cbc_trace_load(tr.log, &trace, &e) != CBC_OK) {
+        set_why(c, "the compile's trace cannot be read: %s", e.msg);
+        goto out;
+    }
+    char *out_abs = cbc_path_abs_from(c->cwd, c->a.output);
+    char *dep_abs = c->a.depfile ? cbc_path_abs_from(c->cwd, c->a.depfile) : NULL;
+    const char *outs[] = {out_abs, dep_abs};
+    const char *own[] = {c->tmp};
+    struct cbc_collect_in ci = {paths, np, c->source, traced ? &trace : NULL, own, 1, outs, 2,
+                                started, c->memo};
+    enum cbc_status cs = out_abs ? cbc_collect(&ci, &co, &e) : cbc_err_oom(&e);
+    free(out_abs);
+    free(dep_abs);
+    if (cs == CBC_E_NOMEM) {
         st = cbc_err_oom(c->err);
         goto out;
     }
-    bool racy = false;
-    for (size_t i = 0; i < np; i++) {
-        struct cbc_stamp stamp;
-        if (!paths[i] || cbc_filememo_hash(c->memo, paths[i], NULL, NULL, 0, &deps[i].hash, &stamp,
-                                           &e) != CBC_OK) {
-            set_why(c, "a file nvcc read cannot be hashed: %s", e.msg);
-            goto out;
-        }
-        deps[i].path = paths[i];
-        racy |= stamp.mtime_ns >= started || stamp.ctime_ns >= started;
-        list.deps[list.n].path = cbc_strdup(paths[i]);
-        list.deps[list.n].hash = deps[i].hash;
-        list.deps[list.n++].stamp = stamp;
-        if (!list.deps[list.n - 1].path) {
-            st = cbc_err_oom(c->err);
-            goto out;
-        }
+    if (cs != CBC_OK) {
+        set_why(c, "a file nvcc read cannot be hashed: %s", e.msg);
+        goto out;
     }
-    if (racy) {
-        set_why(c, "an input changed while nvcc ran");
+    collected = true;
+    if (co.future)
+        say(c, CBC_MSG_WARNING, "'%s' has a modification time in the future; check the clock "
+            "(or the file's origin) of this machine", co.future);
+    if (!co.cacheable) {
+        set_why(c, "%s", co.why);
         say(c, CBC_MSG_WARNING, "%s: %s; using the result but not caching it", c->a.output,
-            c->r->why);
+            co.why);
+        goto out;
+    }
+    if (!co.recordable) {
+        set_why(c, "%s", co.why);
+        say(c, CBC_MSG_NOTE, "not caching '%s': %s", c->a.output, co.why);
         goto out;
     }
     struct parts p = {0};
@@ -585,6 +706,10 @@ static enum cbc_status compile(struct ctx *c)
         p.p[ROLE_STDOUT] = (const uint8_t *)c->r->out, p.n[ROLE_STDOUT] = c->r->out_len;
     if (c->r->errs_len)
         p.p[ROLE_STDERR] = (const uint8_t *)c->r->errs, p.n[ROLE_STDERR] = c->r->errs_len;
+    if (!add_side(c, &co, &p, side)) {
+        say(c, CBC_MSG_NOTE, "not caching '%s': %s", c->a.output, c->r->why);
+        goto out;
+    }
     size_t blen = 0;
     uint8_t *blob = encode(&p, &blen);
     if (!blob) {
@@ -592,10 +717,10 @@ static enum cbc_status compile(struct ctx *c)
         goto out;
     }
     struct cbc_hash result;
-    keys(c, deps, np, NULL, &result);
+    keys(c, co.deps, co.n_deps, NULL, &result);
     struct cbc_target rt = cbc_store_result_target();
     bool ok = cbc_store_put(c->store, &result, &rt, blob, blen, &e) == CBC_OK &&
-              cbc_direct_record(c->direct, &c->dt, &result, &list, &e);
+              cbc_direct_record(c->direct, &c->dt, &result, &co.list, &e);
     free(blob);
     if (ok) {
         c->r->outcome = CBC_LAUNCH_MISS;
@@ -605,25 +730,32 @@ static enum cbc_status compile(struct ctx *c)
             cbc_store_root(c->store), e.msg[0] ? e.msg : "out of memory");
     }
 out:
-    cbc_dep_list_release(&list);
-    free(deps);
+    for (size_t i = 0; i < CBC_LAUNCH_MAX_SIDE; i++)
+        free(side[i]);
+    if (collected)
+        cbc_collect_release(&co);
+    cbc_trace_release(&trace);
+    cbc_trace_run_release(&tr);
     cbc_paths_free(paths, np);
     free(dep_text);
     free(output);
     free(own_dep);
+    free(log);
     return st;
 }
 
 static void cleanup(struct ctx *c)
 {
     if (c->tmp[0]) {
-        /* only what compile() put there, by name */
-        const char *names[] = {"stdout", "stderr", "deps.d"};
+        /* only what compile() put there, by name, and nvcc's temporaries */
+        const char *names[] = {"stdout", "stderr", "deps.d", "trace"};
+        char p[PATH_MAX + 16];
         for (size_t i = 0; i < CBC_ARRAY_LEN(names); i++) {
-            char p[PATH_MAX + 16];
             snprintf(p, sizeof p, "%s/%s", c->tmp, names[i]);
             unlink(p);
         }
+        snprintf(p, sizeof p, "%s/t", c->tmp);
+        cbc_tmpdir_remove(p);
         rmdir(c->tmp);
     }
     cbc_direct_free(c->direct);
@@ -713,8 +845,10 @@ enum cbc_status cbc_launch_run(const struct cbc_launch_opts *o, struct cbc_launc
             free(nvcc);
         }
     }
+    if (st == CBC_OK && !r->why[0] && wants_native(&c.a))
+        resolve_native(&c);
     if (st == CBC_OK && !r->why[0]) {
-        cbc_key_env_read(c.env);
+        cbc_key_env_read(c.tc.profile_env, c.tc.n_profile_env, &c.env);
         c.direct = cbc_direct_new(c.store, c.memo);
         if (!c.direct || !key_flags(&c))
             st = cbc_err_oom(err);

@@ -231,6 +231,8 @@ void cbc_nv_parse(char *const *argv, size_t argc, struct cbc_nv_args *a)
     for (size_t i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (arg[0] != '-' || !arg[1]) {
+            if (!strcmp(arg, "-"))
+                uncacheable(a, "%s", "the input is standard input ('-'), which cannot be keyed");
             if (a->n_inputs < CBC_ARRAY_LEN(a->input_idx))
                 a->input_idx[a->n_inputs] = (long)i;
             a->n_inputs++;
@@ -267,11 +269,14 @@ void cbc_nv_parse(char *const *argv, size_t argc, struct cbc_nv_args *a)
         } else if (o.takes_value && !strcmp(o.name, "--gpu-architecture")) {
             arch = val;
             any_arch = true;
-        } else if (o.takes_value && !strcmp(o.name, "--gpu-code")) {
-            code = val;
+            a->native = a->native || !strcmp(val, "native");
         } else if (o.takes_value && !strcmp(o.name, "--generate-code")) {
             add_gencode(a, val);
             gencode = any_arch = true;
+            a->native = a->native || strstr(val, "native") != NULL;
+        } else if (o.takes_value && !strcmp(o.name, "--gpu-code")) {
+            code = val;
+            a->native = a->native || strstr(val, "native") != NULL;
         } else if (o.takes_value && !strcmp(o.name, "--relocatable-device-code")) {
             a->rdc = !strcmp(val, "true");
         } else if (is_flag(arg, "--compile", "-c")) {

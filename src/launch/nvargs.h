@@ -48,6 +48,7 @@ struct cbc_nv_args {
     struct cbc_target codes[CBC_NV_MAX_CODES];
     size_t n_codes;
     bool codes_known;
+    bool native;                /* -arch=native: the key must name the GPUs it means now */
     char why[256];              /* why the command is not cacheable; "" when it is */
 };
 

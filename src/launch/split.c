@@ -40,6 +40,7 @@ struct step {
     const char *in, *out; /* into tok */
     int group;       /* CICC, PTXAS, DEV_PP: the virtual arch's group, else -1 */
     char dep[PATH_MAX]; /* PP: the dependency file added to it */
+    char trace[PATH_MAX]; /* the step's trace log, "" when it did not run traced */
 };
 
 struct group {
@@ -64,14 +65,16 @@ struct run {
     size_t ng;
     struct cbc_buf out, errs;
     char pid_prefix[64]; /* "tmpxft_<pid>_<n>-" of this run */
+    /* one virtual arch: nvcc names its files "k.ptx", "k.sm_89.cubin";
+     * with several, "k.compute_89.ptx", "k.compute_89.sm_89.cubin". Keys
+     * and stored files use the second form, so an arch compiled alone is
+     * reused when more are added (and back): this run's role -> that one */
+    struct rename {
+        char run[160], canon[192];
+    } ren[16];
+    size_t n_ren;
+    char dry_trace[PATH_MAX]; /* the dryrun's trace log, "" when untraced */
     unsigned serial;
-    /* whether a file mentions __CUDA_ARCH_LIST__: every arch's record asks
-     * of the same headers, each is read once per run */
-    struct mention {
-        char *path;
-        bool yes;
-    } *mentions;
-    size_t n_mentions, cap_mentions;
 };
 
 /* ---- the dryrun --------------------------------------------------------------- */
@@ -264,24 +267,110 @@ static size_t tmp_prefix(const char *p, const char *end)
     return (size_t)(q - p);
 }
 
+/* The characters that end a role name in a line or a file. */
+static size_t role_len(const char *p, const char *end)
+{
+    const char *q = p;
+    while (q < end && !strchr("\"' \t\n<>,=", *q))
+        q++;
+    return (size_t)(q - p);
+}
+
+/* A role as the keys and the store name it (`to_canon`), or as this run
+ * names it; the role itself when the run's shape names it the same. */
+static const char *rename_role(const struct run *r, const char *role, size_t rl, bool to_canon,
+                               size_t *out_len)
+{
+    for (size_t i = 0; i < r->n_ren; i++) {
+        const char *from = to_canon ? r->ren[i].run : r->ren[i].canon;
+        const char *to = to_canon ? r->ren[i].canon : r->ren[i].run;
+        if (strlen(from) == rl && !memcmp(from, role, rl)) {
+            *out_len = strlen(to);
+            return to;
+        }
+    }
+    *out_len = rl;
+    return role;
+}
+
 /* Temporary names by role: "<tmpdir>/tmpxft_..-7_a.ptx" -> "@D@a.ptx",
- * "tmpxft_..-7_a.ptx" -> "@@a.ptx". */
+ * "tmpxft_..-7_a.ptx" -> "@@a.ptx" (in the several-arch spelling). */
 static void normalize(const struct run *r, const char *s, size_t len, struct cbc_buf *b)
 {
     const char *end = s + len;
     size_t dl = strlen(r->req->tmpdir);
     for (const char *p = s; p < end;) {
         size_t k;
-        if ((size_t)(end - p) > dl + 1 && !memcmp(p, r->req->tmpdir, dl) && p[dl] == '/' &&
-            (k = tmp_prefix(p + dl + 1, end)) != 0) {
-            cbc_buf_puts(b, "@D@");
-            p += dl + 1 + k;
-        } else if ((k = tmp_prefix(p, end)) != 0) {
-            cbc_buf_puts(b, "@@");
-            p += k;
+        bool dir = (size_t)(end - p) > dl + 1 && !memcmp(p, r->req->tmpdir, dl) &&
+                   p[dl] == '/' && (k = tmp_prefix(p + dl + 1, end)) != 0;
+        if (dir || (k = tmp_prefix(p, end)) != 0) {
+            cbc_buf_puts(b, dir ? "@D@" : "@@");
+            p += (dir ? dl + 1 : 0) + k;
+            size_t rl = role_len(p, end), nl;
+            const char *role = rename_role(r, p, rl, true, &nl);
+            cbc_buf_append(b, role, nl);
+            p += rl;
         } else {
             cbc_buf_append(b, p, 1);
             p++;
+        }
+    }
+}
+
+/* The role of a name in a group: "k.ptx" -> "k.compute_89.ptx",
+ * "k.sm_89.cubin" -> "k.compute_89.sm_89.cubin", ...; false when it is
+ * none of a group's (or already in that form). */
+static bool canon_role(const char *role, unsigned arch, char *out, size_t cap)
+{
+    static const char *const sfx[] = {".cudafe1.stub.c", ".cudafe1.c", ".cudafe1.gpu",
+                                      ".cpp1.ii", ".ptx"};
+    char infix[32];
+    snprintf(infix, sizeof infix, ".compute_%u.", arch);
+    if (strstr(role, infix))
+        return false;
+    size_t n = strlen(role), cut = 0;
+    for (size_t i = 0; i < CBC_ARRAY_LEN(sfx) && !cut; i++) {
+        size_t sl = strlen(sfx[i]);
+        if (n > sl && !strcmp(role + n - sl, sfx[i]))
+            cut = n - sl;
+    }
+    const char *sm = strstr(role, ".sm_");
+    if (!cut && sm && n > 6 && !strcmp(role + n - 6, ".cubin"))
+        cut = (size_t)(sm - role);
+    if (!cut)
+        return false;
+    snprintf(out, cap, "%.*s.compute_%u%s", (int)cut, role, arch, role + cut);
+    return strlen(out) < cap - 1;
+}
+
+/* The renames of a one-arch run: every file of its group. */
+static void plan_renames(struct run *r)
+{
+    r->n_ren = 0;
+    if (r->ng != 1)
+        return;
+    const struct group *g = &r->g[0];
+    const struct step *c = &r->s[g->cicc];
+    const char *paths[16];
+    size_t np = 0;
+    const char *opts[] = {"-o", "--gen_c_file_name", "--stub_file_name", "--gen_device_file_name"};
+    for (size_t i = 0; i < CBC_ARRAY_LEN(opts); i++)
+        if (after(c, opts[i]))
+            paths[np++] = after(c, opts[i]);
+    paths[np++] = c->in;
+    for (int k = g->cicc + 1; k <= g->last_ptxas && np < CBC_ARRAY_LEN(paths); k++)
+        if (r->s[k].kind == K_PTXAS && r->s[k].group == 0 && r->s[k].out)
+            paths[np++] = r->s[k].out;
+    for (size_t i = 0; i < np && r->n_ren < CBC_ARRAY_LEN(r->ren); i++) {
+        const char *base = cbc_path_base(paths[i]), *end = base + strlen(base);
+        size_t k = tmp_prefix(base, end);
+        if (!k)
+            continue;
+        struct rename *rn = &r->ren[r->n_ren];
+        if (strlen(base + k) < sizeof rn->run &&
+            canon_role(base + k, g->arch, rn->canon, sizeof rn->canon)) {
+            snprintf(rn->run, sizeof rn->run, "%s", base + k);
+            r->n_ren++;
         }
     }
 }
@@ -315,10 +404,9 @@ static bool denormalize(const struct run *r, const uint8_t *s, size_t len, struc
             continue;
         }
         p += dir ? 3 : 2;
-        const char *q = p;
-        while (q < end && !strchr("\"' \t\n<>", *q))
-            q++;
-        const char *pre = prefix_for(r, p, (size_t)(q - p));
+        size_t rl = role_len(p, end), nl;
+        const char *role = rename_role(r, p, rl, false, &nl);
+        const char *pre = prefix_for(r, role, nl);
         if (!pre)
             return false;
         if (dir) {
@@ -326,6 +414,8 @@ static bool denormalize(const struct run *r, const uint8_t *s, size_t len, struc
             cbc_buf_puts(b, "/");
         }
         cbc_buf_append(b, pre, tmp_prefix(pre, pre + strlen(pre)));
+        cbc_buf_append(b, role, nl);
+        p += rl;
     }
     return !b->oom;
 }
@@ -341,8 +431,18 @@ static enum cbc_status sh(struct run *r, size_t i, const char *line, int *code, 
     snprintf(op, sizeof op, "%s/.step%zu.out", r->req->tmpdir, i);
     snprintf(ep, sizeof ep, "%s/.step%zu.err", r->req->tmpdir, i);
     char *argv[] = {"/bin/sh", "-c", (char *)line, NULL};
+    struct step *s = &r->s[i];
+    snprintf(s->trace, sizeof s->trace, "%s/.trace%zu", r->req->tmpdir, i);
+    struct cbc_trace_run tr;
+    enum cbc_status st = cbc_trace_run_init(&tr, r->req->trace_log ? s->trace : NULL,
+                                            r->req->tmpdir, r->err);
+    if (st != CBC_OK)
+        return st;
+    if (!tr.log)
+        s->trace[0] = '\0';
     pid_t pid;
-    enum cbc_status st = cbc_proc_spawn(argv, op, ep, &pid, r->err);
+    st = cbc_proc_spawn_env(argv, op, ep, tr.env, &pid, r->err);
+    cbc_trace_run_release(&tr);
     if (st != CBC_OK)
         return st;
     *code = cbc_proc_wait(pid);
@@ -830,71 +930,116 @@ static bool direct_lookup(struct run *r, struct group *g)
     return false;
 }
 
-/* Whether a file mentions __CUDA_ARCH_LIST__ (read once per run). */
-static bool mentions_list(struct run *r, const char *path)
+/* The union of two sorted path lists (each as cbc_depfile_parse makes them). */
+static char **merge_paths(char **a, size_t na, char **b, size_t nb, size_t *n)
 {
-    for (size_t i = 0; i < r->n_mentions; i++)
-        if (!strcmp(r->mentions[i].path, path))
-            return r->mentions[i].yes;
-    uint8_t *d = NULL;
-    size_t n = 0;
-    bool yes = cbc_file_read(path, &d, &n, NULL) == CBC_OK &&
-               memmem(d, n, "__CUDA_ARCH_LIST__", 18) != NULL;
-    free(d);
-    char *p = cbc_strdup(path);
-    if (p && cbc_grow(&r->mentions, r->n_mentions, &r->cap_mentions, sizeof *r->mentions, 64))
-        r->mentions[r->n_mentions++] = (struct mention){p, yes};
-    else
-        free(p); /* not remembered: asked again, read again */
-    return yes;
+    char **v = calloc(na + nb + 1, sizeof *v);
+    size_t i = 0, k = 0, w = 0;
+    while (v && (i < na || k < nb)) {
+        int c = i == na ? 1 : k == nb ? -1 : strcmp(a[i], b[k]);
+        const char *p = c <= 0 ? a[i] : b[k];
+        i += c <= 0;
+        k += c >= 0;
+        if (!(v[w++] = cbc_strdup(p))) {
+            cbc_paths_free(v, w);
+            return NULL;
+        }
+    }
+    *n = w;
+    return v;
 }
 
-/* After a group compiled: what its preprocessing and the host's read,
- * recorded under the direct key (with the arch list when a file mentions
- * it), so the next compile finds the group without preprocessing it. */
+/* After a group compiled: what its preprocessing and the host's read and
+ * looked for, recorded under the direct key (with the arch list when a
+ * file mentions it), so the next compile finds the group without
+ * preprocessing it. Nothing is recorded when the two steps were not both
+ * traced, or the collection says the record would not be safe. */
 static void direct_record(struct run *r, struct group *g, struct cbc_filememo *memo)
 {
     int hp = host_pp(r);
-    if (!r->req->direct || hp < 0 || !g->keyed)
+    if (!r->req->direct || hp < 0 || !g->keyed || !r->s[g->pp].trace[0] || !r->s[hp].trace[0])
         return;
     const struct cbc_key_now *now = r->req->now;
-    char **paths = NULL, **more = NULL;
-    size_t np = 0, nm = 0;
+    char **files[2] = {NULL, NULL};
+    size_t nf[2] = {0, 0};
     bool ok = true;
-    const char *files[2] = {r->s[g->pp].dep, r->s[hp].dep};
+    const char *dep[2] = {r->s[g->pp].dep, r->s[hp].dep};
     for (int f = 0; ok && f < 2; f++) {
         uint8_t *d = NULL;
         size_t len = 0;
-        ok = cbc_file_read(files[f], &d, &len, NULL) == CBC_OK &&
-             cbc_depfile_parse((const char *)d, len, now->cwd, now->source, f ? &more : &paths,
-                               f ? &nm : &np, files[f], NULL) == CBC_OK;
+        ok = cbc_file_read(dep[f], &d, &len, NULL) == CBC_OK &&
+             cbc_depfile_parse((const char *)d, len, now->cwd, now->source, &files[f], &nf[f],
+                               dep[f], NULL) == CBC_OK;
         free(d);
     }
-    struct cbc_dep_list l = {0};
-    if (ok)
-        l.deps = calloc(np + nm + 1, sizeof *l.deps);
-    bool uses_list = ok && mentions_list(r, now->source);
-    for (size_t i = 0; ok && l.deps && i < np + nm; i++) {
-        const char *p = i < np ? paths[i] : more[i - np];
-        bool dup = false;
-        for (size_t k = 0; k < l.n && !dup; k++)
-            dup = !strcmp(l.deps[k].path, p);
-        if (dup)
-            continue;
-        struct cbc_direct_dep *dd = &l.deps[l.n];
-        ok = cbc_filememo_hash(memo, p, NULL, NULL, 0, &dd->hash, &dd->stamp, NULL) == CBC_OK &&
-             dd->stamp.mtime_ns < r->req->started_ns && dd->stamp.ctime_ns < r->req->started_ns &&
-             (dd->path = cbc_strdup(p)) != NULL;
-        if (ok) {
-            l.n++;
-            uses_list = uses_list || mentions_list(r, p);
-        }
+    size_t n = 0;
+    char **paths = ok ? merge_paths(files[0], nf[0], files[1], nf[1], &n) : NULL;
+    const char *logs[2] = {r->s[g->pp].trace, r->s[hp].trace};
+    struct cbc_trace t = {0};
+    ok = paths && cbc_trace_load_many(logs, 2, &t, NULL) == CBC_OK;
+    const char *own[] = {r->req->tmpdir};
+    struct cbc_collect_in in = {paths, n, now->source, &t, own, 1, NULL, 0,
+                                r->req->started_ns, memo};
+    struct cbc_collect_out out;
+    if (ok && cbc_collect(&in, &out, NULL) == CBC_OK) {
+        if (out.cacheable && out.recordable)
+            cbc_direct_record(r->req->direct,
+                              &g->dt[out.mentions & CBC_MENTIONS_ARCH_LIST ? 1 : 0], &g->key,
+                              &out.list, NULL);
+        cbc_collect_release(&out);
     }
-    if (ok && l.deps)
-        cbc_direct_record(r->req->direct, &g->dt[uses_list ? 1 : 0], &g->key, &l, NULL);
-    cbc_dep_list_release(&l);
-    cbc_paths_free(paths, np);
-    cbc_paths_free(more, nm);
+    cbc_trace_release(&t);
+    cbc_paths_free(paths, n);
+    cbc_paths_free(files[0], nf[0]);
+    cbc_paths_free(files[1], nf[1]);
+}
+
+/* What the command's trace needs of a group served from its record
+ * without preprocessing: the files the record holds, as read, and its
+ * probes, as looked for. */
+static bool trace_served(const struct run *r, const struct group *g)
+{
+    const struct cbc_dep_list *l = cbc_direct_list(r->req->direct, &g->dt[g->hit_w]);
+    bool ok = l != NULL;
+    for (size_t i = 0; ok && i < l->n; i++)
+        ok = cbc_trace_append(r->req->trace_log, 'R', l->deps[i].path, NULL) == CBC_OK;
+    for (size_t d = 0; ok && d < l->n_probes; d++)
+        for (size_t k = 0; ok && k < l->probes[d].n; k++) {
+            char *p = cbc_asprintf("%s/%s", l->probes[d].dir, l->names[l->probes[d].first + k]);
+            ok = p && cbc_trace_append(r->req->trace_log, 'A', p, NULL) == CBC_OK;
+            free(p);
+        }
+    return ok;
+}
+
+/* Every step's trace into the command's, then what the served groups stand
+ * in for. False when one cannot be: the command is then not recorded. */
+static bool gather_traces(const struct run *r)
+{
+    const char *log = r->req->trace_log;
+    if (!log)
+        return true;
+    struct cbc_buf all = {0};
+    for (size_t i = 0; i <= r->n; i++) {
+        const char *t = i < r->n ? r->s[i].trace : r->dry_trace;
+        uint8_t *d = NULL;
+        size_t len = 0;
+        if (!t[0])
+            continue;
+        if (cbc_file_read(t, &d, &len, NULL) != CBC_OK) {
+            cbc_buf_release(&all);
+            return false;
+        }
+        cbc_buf_append(&all, d, len);
+        free(d);
+    }
+    bool ok = !all.oom && cbc_file_write_atomic(log, all.p ? all.p : "", all.len, 0600, NULL) ==
+                              CBC_OK;
+    cbc_buf_release(&all);
+    for (size_t k = 0; ok && k < r->ng; k++)
+        if (r->g[k].direct_hit)
+            ok = trace_served(r, &r->g[k]);
+    return ok;
 }
 
 /* ---- the whole compile ------------------------------------------------------------ */
@@ -920,17 +1065,20 @@ static enum cbc_status dryrun(struct run *r, bool *ok)
         argv[i + 2] = q->argv[i];
     char op[PATH_MAX];
     snprintf(op, sizeof op, "%s/.dryrun", q->tmpdir);
-    const char *old = getenv("TMPDIR");
-    char *saved = old ? cbc_strdup(old) : NULL;
-    setenv("TMPDIR", q->tmpdir, 1);
+    snprintf(r->dry_trace, sizeof r->dry_trace, "%s/.trace-dryrun", q->tmpdir);
+    struct cbc_trace_run tr;
+    enum cbc_status st = cbc_trace_run_init(&tr, q->trace_log ? r->dry_trace : NULL, q->tmpdir,
+                                            r->err);
+    if (st != CBC_OK) {
+        free(argv);
+        return st;
+    }
+    if (!tr.log)
+        r->dry_trace[0] = '\0';
     pid_t pid;
-    enum cbc_status st = cbc_proc_spawn(argv, op, op, &pid, r->err);
+    st = cbc_proc_spawn_env(argv, op, op, tr.env, &pid, r->err);
+    cbc_trace_run_release(&tr);
     int code = st == CBC_OK ? cbc_proc_wait(pid) : -1;
-    if (saved)
-        setenv("TMPDIR", saved, 1);
-    else
-        unsetenv("TMPDIR");
-    free(saved);
     free(argv);
     if (st != CBC_OK)
         return st;
@@ -966,6 +1114,8 @@ static enum cbc_status dryrun(struct run *r, bool *ok)
     }
     free(text);
     *ok = *ok && r->n && group_steps(r);
+    if (*ok)
+        plan_renames(r);
     return CBC_OK;
 }
 
@@ -978,9 +1128,6 @@ static void free_steps(struct run *r)
         free(r->s[i].line);
     }
     free(r->s);
-    for (size_t i = 0; i < r->n_mentions; i++)
-        free(r->mentions[i].path);
-    free(r->mentions);
 }
 
 enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_result *res,
@@ -1112,8 +1259,10 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
     for (size_t i = 0; i < CBC_ARRAY_LEN(outs); i++)
         set_release(&outs[i]);
     cbc_filememo_free(memo);
+    bool done = st == CBC_OK && ok && !r.out.oom && !r.errs.oom;
+    res->traced = done && req->trace_log && gather_traces(&r);
     free_steps(&r);
-    if (st == CBC_OK && ok && !r.out.oom && !r.errs.oom) {
+    if (done) {
         res->done = true;
         res->out = r.out.p, res->out_len = r.out.len;
         res->errs = r.errs.p, res->errs_len = r.errs.len;

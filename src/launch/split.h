@@ -17,6 +17,11 @@
  * file contents that name a temporary file get the current run's name back
  * when restored.
  *
+ * Every step runs traced (src/trace) with TMPDIR in the private directory,
+ * each into its own log, so an arch's record holds the places its
+ * preprocessing looked for headers and found nothing, and the command's
+ * record (launch.c) those of every step.
+ *
  * Invariants: every step nvcc lists is run as it lists it (through
  * /bin/sh, in the same order, with its variable assignments), or is one of
  * the cached kinds and restored; a dryrun with a step this does not know,
@@ -44,7 +49,11 @@ struct cbc_split_req {
     struct cbc_store *store;
     struct cbc_direct *direct;       /* direct mode over the store: skip an arch's preprocessing */
     const struct cbc_key_now *now;   /* the command's inputs of now: ids, env, source, cwd */
-    uint64_t started_ns;             /* when the compile began (racy files are not recorded) */
+    uint64_t started_ns;             /* cbc_now_ns() when the compile began (racy files are
+                                        not recorded) */
+    const char *trace_log;           /* the command's trace (trace.h): every step's is appended
+                                        to it, and an arch served from its record adds what that
+                                        record holds; NULL when the compile is not traced */
 };
 
 struct cbc_split_result {
@@ -52,6 +61,7 @@ struct cbc_split_result {
     char why[256];       /* when not done */
     size_t archs, archs_cached; /* virtual archs compiled, and of those served */
     size_t archs_direct;        /* of those served, how many without preprocessing */
+    bool traced;         /* req->trace_log holds the whole command's trace */
     char *out, *errs;    /* the steps' stdout and stderr, in order (malloc'd) */
     size_t out_len, errs_len;
 };

@@ -88,8 +88,8 @@ char *cbc_manifest_render(const struct cbc_manifest *m)
     for (size_t i = 0; flags && i < m->n_flags; i++)
         cJSON_AddItemToArray(flags, cJSON_CreateStringReference(m->flags[i]));
     cJSON *env = add_obj(root, "environment", cJSON_CreateObject());
-    for (size_t i = 0; env && i < CBC_KEY_ENV_COUNT; i++)
-        add_str_or_null(env, cbc_key_env_names[i], m->env[i]);
+    for (size_t i = 0; env && i < m->env.n; i++)
+        add_str_or_null(env, m->env.name[i], m->env.value[i]);
     add_str(root, "cwd", m->cwd);
     cJSON *arch = add_obj(root, "arch", cJSON_CreateObject());
     if (arch) {
@@ -97,6 +97,19 @@ char *cbc_manifest_render(const struct cbc_manifest *m)
         add_str(arch, "rule", m->arch_rule);
         add_str(arch, "detail", m->arch_detail);
         add_str_or_null(arch, "CUDA_COMPUTE_CAP", m->compute_cap);
+    }
+    if (m->n_lookups) {
+        cJSON *lk = add_obj(root, "lookups", cJSON_CreateArray());
+        for (size_t i = 0; lk && i < m->n_lookups; i++) {
+            cJSON *o = cJSON_CreateObject(), *names = NULL;
+            if (o) {
+                add_str(o, "dir", m->lookups[i].dir);
+                names = add_obj(o, "absent", cJSON_CreateArray());
+                cJSON_AddItemToArray(lk, o);
+            }
+            for (size_t k = 0; names && k < m->lookups[i].n; k++)
+                cJSON_AddItemToArray(names, cJSON_CreateStringReference(m->lookups[i].names[k]));
+        }
     }
     cJSON *ents = add_obj(root, "entries", cJSON_CreateArray());
     for (size_t i = 0; ents && i < m->n; i++) {
@@ -287,6 +300,57 @@ static void parse_entry(struct rd *r, const cJSON *o, size_t i, size_t n_deps,
     }
 }
 
+/* "lookups": [{"dir": "/abs", "absent": ["name", ...]}, ...] */
+static void parse_lookups(struct rd *r, const cJSON *lk, struct cbc_manifest *m)
+{
+    if (!cJSON_IsArray(lk)) {
+        fail(r, "lookups", "expected an array");
+        return;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(lk);
+    m->lookups = calloc(n ? n : 1, sizeof *m->lookups);
+    if (!m->lookups) {
+        r->st = cbc_err_oom(r->err);
+        return;
+    }
+    const cJSON *o;
+    cJSON_ArrayForEach(o, lk)
+    {
+        char f[64];
+        snprintf(f, sizeof f, "lookups[%zu]", m->n_lookups);
+        struct cbc_manifest_lookup *l = &m->lookups[m->n_lookups++];
+        if (!cJSON_IsObject(o)) {
+            fail(r, f, "expected an object");
+            return;
+        }
+        snprintf(f, sizeof f, "lookups[%zu].dir", m->n_lookups - 1);
+        l->dir = get_str(r, o, "dir", f, false);
+        if (l->dir && l->dir[0] != '/')
+            fail(r, f, "expected an absolute directory");
+        snprintf(f, sizeof f, "lookups[%zu].absent", m->n_lookups - 1);
+        const cJSON *names = get_arr(r, o, "absent", f);
+        if (!names || r->st != CBC_OK)
+            return;
+        size_t k = (size_t)cJSON_GetArraySize(names);
+        if (!(l->names = calloc(k ? k : 1, sizeof *l->names))) {
+            r->st = cbc_err_oom(r->err);
+            return;
+        }
+        const cJSON *x;
+        cJSON_ArrayForEach(x, names)
+        {
+            if (!cJSON_IsString(x) || !x->valuestring[0] || x->valuestring[0] == '/') {
+                fail(r, f, "expected an array of paths relative to 'dir'");
+                return;
+            }
+            if (!(l->names[l->n++] = cbc_strdup(x->valuestring))) {
+                r->st = cbc_err_oom(r->err);
+                return;
+            }
+        }
+    }
+}
+
 /* The one JSON document `text` holds, or NULL with r->st set: no NUL in
  * it, nothing but white space after the document. */
 static cJSON *parse_whole(struct rd *r, const char *text, size_t len)
@@ -435,10 +499,28 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         }
     }
     const cJSON *env = get_obj(&r, root, "environment", "environment");
-    for (size_t i = 0; env && i < CBC_KEY_ENV_COUNT && r.st == CBC_OK; i++) {
-        char f[64];
-        snprintf(f, sizeof f, "environment.%s", cbc_key_env_names[i]);
-        m->env[i] = get_str(&r, env, cbc_key_env_names[i], f, true);
+    for (const cJSON *v = env ? env->child : NULL; v && r.st == CBC_OK; v = v->next) {
+        char f[96];
+        snprintf(f, sizeof f, "environment.%.60s", v->string);
+        if (!cJSON_IsString(v) && !cJSON_IsNull(v)) {
+            fail(&r, f, "expected a string or null");
+            break;
+        }
+        if (cbc_env_find(&m->env, v->string) >= 0) {
+            fail(&r, f, "appears twice");
+            break;
+        }
+        char *name = cbc_strdup(v->string);
+        char *value = cJSON_IsString(v) ? cbc_strdup(v->valuestring) : NULL;
+        if (!name || (cJSON_IsString(v) && !value) || !cbc_env_set(&m->env, name, value)) {
+            bool full = name && (!cJSON_IsString(v) || value);
+            free(name);
+            free(value);
+            if (full)
+                fail(&r, "environment", "more variables than any nvcc reads");
+            else
+                r.st = cbc_err_oom(err);
+        }
     }
     m->cwd = get_str(&r, root, "cwd", "cwd", false);
     const cJSON *arch = get_obj(&r, root, "arch", "arch");
@@ -448,6 +530,9 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         m->arch_detail = get_str(&r, arch, "detail", "arch.detail", false);
         m->compute_cap = get_str(&r, arch, "CUDA_COMPUTE_CAP", "arch.CUDA_COMPUTE_CAP", true);
     }
+    const cJSON *lk = cJSON_GetObjectItemCaseSensitive(root, "lookups");
+    if (lk && r.st == CBC_OK)
+        parse_lookups(&r, lk, m);
     const cJSON *ents = get_arr(&r, root, "entries", "entries");
     if (ents && r.st == CBC_OK) {
         size_t n = (size_t)cJSON_GetArraySize(ents);
@@ -508,13 +593,22 @@ void cbc_manifest_release(struct cbc_manifest *m)
     for (size_t i = 0; i < m->n_flags; i++)
         free(m->flags[i]);
     free(m->flags);
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
-        free(m->env[i]);
+    for (size_t i = 0; i < m->env.n; i++) {
+        free((char *)m->env.name[i]);
+        free((char *)m->env.value[i]);
+    }
     free(m->cwd);
     free(m->arch_spec);
     free(m->arch_rule);
     free(m->arch_detail);
     free(m->compute_cap);
+    for (size_t i = 0; i < m->n_lookups; i++) {
+        free(m->lookups[i].dir);
+        for (size_t k = 0; k < m->lookups[i].n; k++)
+            free(m->lookups[i].names[k]);
+        free(m->lookups[i].names);
+    }
+    free(m->lookups);
     for (size_t i = 0; i < m->n; i++) {
         free(m->entries[i].file);
         free(m->entries[i].deps);

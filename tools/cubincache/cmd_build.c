@@ -67,6 +67,18 @@ static void clear_status(struct printer *p)
  * libcuda.so.1 only.) */
 static const char *const cargo_env[] = {"CUDA_COMPUTE_CAP", "NVCC", "PATH"};
 
+static bool system_dir(const char *d)
+{
+    static const char *const sys[] = {"/usr", "/etc", "/lib", "/lib32", "/lib64", "/bin",
+                                      "/sbin", "/opt/nvidia"};
+    for (size_t i = 0; i < CBC_ARRAY_LEN(sys); i++) {
+        size_t n = strlen(sys[i]);
+        if (!strncmp(d, sys[i], n) && (d[n] == '/' || d[n] == '\0'))
+            return true;
+    }
+    return !strcmp(d, "/");
+}
+
 /* cargo's directives for what the bundle was made of, all or nothing: a
  * path cargo would read as more than one line is refused, never printed. */
 static int emit_cargo(struct tool *t, const char *manifest)
@@ -88,10 +100,34 @@ static int emit_cargo(struct tool *t, const char *manifest)
         if (one_line && p && *p)
             cbc_buf_printf(&out, "cargo:rerun-if-changed=%s\n", p);
     }
+    /* the directories where the compile looked for a header and found
+     * none, so that a new one there reruns the script: cargo rescans a
+     * named directory, all of it, at every build, so not the system's or
+     * the toolkit's, and never one that holds the bundle (the crate's root
+     * holds target/, which every build writes into) */
+    char *toolkit = m.nvcc ? cbc_path_dir(m.nvcc) : NULL, *top = toolkit ? cbc_path_dir(toolkit)
+                                                                         : NULL;
+    char *here = cbc_path_abs(manifest), *bundle = here ? cbc_path_dir(here) : NULL;
+    for (size_t i = 0; one_line && i < m.n_lookups; i++) {
+        const char *d = m.lookups[i].dir;
+        size_t dl = strlen(d);
+        bool holds_bundle = bundle && !strncmp(bundle, d, dl) &&
+                            (bundle[dl] == '/' || bundle[dl] == '\0' || dl == 1);
+        if (system_dir(d) || holds_bundle ||
+            (top && strcmp(top, "/") && !strncmp(d, top, strlen(top))))
+            continue;
+        one_line = !strpbrk(d, "\r\n");
+        if (one_line)
+            cbc_buf_printf(&out, "cargo:rerun-if-changed=%s\n", d);
+    }
+    free(toolkit);
+    free(top);
+    free(here);
+    free(bundle);
     for (size_t i = 0; i < CBC_ARRAY_LEN(cargo_env); i++)
         cbc_buf_printf(&out, "cargo:rerun-if-env-changed=%s\n", cargo_env[i]);
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
-        cbc_buf_printf(&out, "cargo:rerun-if-env-changed=%s\n", cbc_key_env_names[i]);
+    for (size_t i = 0; i < m.env.n; i++)
+        cbc_buf_printf(&out, "cargo:rerun-if-env-changed=%s\n", m.env.name[i]);
     cbc_manifest_release(&m);
     int rc = EXIT_OK;
     if (!one_line) {
