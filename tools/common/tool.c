@@ -32,10 +32,10 @@ static void vmsg(const struct tool *t, const char *label, const char *color, con
                  va_list ap)
 {
     char text[4 * CBC_ERR_MSG_MAX];
-    vsnprintf(text, sizeof text, fmt, ap);
+    int n = vsnprintf(text, sizeof text, fmt, ap);
     fprintf(stderr, "%s: %s%s%s: ", t->prog, t->color ? color : "", label, t->color ? "\033[0m" : "");
     tool_fputs_escaped(text, stderr);
-    fputc('\n', stderr);
+    fputs(n >= (int)sizeof text ? "...\n" : "\n", stderr); /* cut: say so */
 }
 
 void tool_errorf(const struct tool *t, const char *fmt, ...)
