@@ -22,7 +22,7 @@
 #include "build.h"
 
 #include "archspec.h"
-#include "direct.h"
+#include "cache.h"
 #include "jobslots.h"
 #include "key.h"
 #include "manifest.h"
@@ -52,12 +52,8 @@ struct tstate {
     struct cbc_target t;
     char name[CBC_TARGET_NAME_MAX];
     char *file; /* NAME.<target>.cubin|ptx */
-    struct cbc_direct_target dt; /* direct key, record, matched list */
-    struct cbc_hash result_key;
+    struct cbc_cache_unit u; /* direct key, record, result key; how its lookup went */
     enum tstate_kind state;
-    char dropped_why[CBC_ERR_MSG_MAX];
-    bool dropped;
-    bool remote; /* the hit came from the remote cache */
     uint8_t *data;
     size_t len;
     struct cbc_dep *deps;
@@ -106,8 +102,8 @@ struct ctx {
     char *manifest_path;
     struct tstate *ts;
     size_t n;
-    bool warned_store, warned_future;
-    struct cbc_direct *direct; /* direct mode over the store (src/direct) */
+    bool warned_future;
+    struct cbc_cache cache; /* lookups and commits over the store (src/cache) */
     char nvtmp[PATH_MAX]; /* nvcc's TMPDIR and the compiles' traces: ours, made at the first
                              compile, removed at the end */
 };
@@ -266,8 +262,8 @@ static const struct cbc_manifest_entry *prev_entry(const struct ctx *c, const st
 /* Why a target missed, by comparing with the previous manifest in DIR. */
 static void explain_miss(struct ctx *c, const struct tstate *t, char *buf, size_t len)
 {
-    if (t->dropped) {
-        cbc_fmt(buf, len, "the cached entry was bad (%s) and was dropped", t->dropped_why);
+    if (t->u.state == CBC_CACHE_DROPPED) {
+        cbc_fmt(buf, len, "the cached entry was bad (%s) and was dropped", t->u.why);
         return;
     }
     if (!previous(c, NULL, 0)) {
@@ -364,34 +360,21 @@ static enum cbc_status lookup(struct ctx *c, struct tstate *t)
 {
     struct cbc_key_inputs in;
     key_inputs(c, t, &in);
-    cbc_key_direct(&in, &t->dt.direct_key);
+    cbc_key_direct(&in, &t->u.dt.direct_key);
     t->state = T_MISS;
-    bool matched = false;
-    enum cbc_status st = cbc_direct_lookup(c->direct, &t->dt, &matched, &t->result_key, c->err);
-    if (st != CBC_OK || !matched)
+    char what[CBC_TARGET_NAME_MAX + PATH_MAX];
+    snprintf(what, sizeof what, "%s of '%s'", t->name, c->sources[t->src]);
+    enum cbc_status st = cbc_cache_lookup(&c->cache, &t->u, &t->t, what, c->err);
+    if (st != CBC_OK || t->u.state != CBC_CACHE_HIT)
         return st;
-    enum cbc_lookup r;
-    struct cbc_err e = {0};
-    if (cbc_store_get(c->store, &t->result_key, &t->t, &t->data, &t->len, &r, t->dropped_why,
-                      sizeof t->dropped_why, &e) != CBC_OK) {
-        say(c, CBC_MSG_WARNING, "cannot read the cache entry for %s: %s", t->name, e.msg);
-        return CBC_OK;
-    }
-    if (r == CBC_LOOKUP_DROPPED) {
-        t->dropped = true;
-        say(c, CBC_MSG_WARNING, "cache entry for %s of '%s' was bad (%s); dropped and rebuilt",
-            t->name, c->sources[t->src], t->dropped_why);
-        return CBC_OK;
-    }
-    if (r == CBC_LOOKUP_HIT) {
-        t->state = T_HIT;
-        t->remote = cbc_store_last_remote(c->store);
-        size_t n;
-        const struct cbc_direct_dep *deps = cbc_direct_deps(c->direct, &t->dt, &n);
-        enum cbc_status s2 = deps_from_list(t, deps, n, c->err);
-        return s2 == CBC_OK ? keep_lookups(t, cbc_direct_list(c->direct, &t->dt), c->err) : s2;
-    }
-    return CBC_OK;
+    t->state = T_HIT;
+    t->data = t->u.data;
+    t->len = t->u.len;
+    t->u.data = NULL;
+    size_t n;
+    const struct cbc_direct_dep *deps = cbc_direct_deps(c->cache.direct, &t->u.dt, &n);
+    st = deps_from_list(t, deps, n, c->err);
+    return st == CBC_OK ? keep_lookups(t, cbc_cache_unit_list(&c->cache, &t->u), c->err) : st;
 }
 
 /* ---- compile ------------------------------------------------------------- */
@@ -705,29 +688,25 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
     }
     struct cbc_key_inputs in_key;
     key_inputs(c, t, &in_key);
-    cbc_key_result(&in_key, &t->result_key);
-    t->cacheable = co.cacheable && co.recordable && co.n_side == 0;
-    if (!co.cacheable) {
-        say(c, CBC_MSG_WARNING, "%s: %s; using the result but not caching it", t->name, co.why);
-    } else if (co.n_side) {
+    cbc_key_result(&in_key, &t->u.result);
+    if (co.n_side) {
+        /* a bundle holds images: what else nvcc wrote would be lost by a hit */
         say(c, CBC_MSG_WARNING, "%s: nvcc also wrote '%s'%s, which a bundle does not hold; "
             "using the result but not caching it", t->name, co.side[0],
             co.n_side > 1 ? " and more" : "");
-    } else if (!co.recordable) {
-        say(c, CBC_MSG_NOTE, "%s: not cached: %s", t->name, co.why);
-    } else if (c->store) {
-        /* the entry, then what lets the next build find it without nvcc */
-        struct cbc_err e2 = {0};
-        bool ok = cbc_store_put(c->store, &t->result_key, &t->t, t->data, t->len, &e2) == CBC_OK &&
-                  cbc_direct_record(c->direct, &t->dt, &t->result_key, &co.list, &e2);
-        if (!ok && !c->warned_store) {
-            c->warned_store = true;
-            say(c, CBC_MSG_WARNING, "cannot write to the cache in '%s' (%s); compiling without "
-                "caching", cbc_store_root(c->store), e2.msg[0] ? e2.msg : "out of memory");
-        }
+        cbc_collect_release(&co);
+        return CBC_OK;
     }
+    enum cbc_commit outcome;
+    char why[CBC_ERR_MSG_MAX];
+    st = cbc_cache_commit(&c->cache, &t->u, &co, &t->t, t->data, t->len, &outcome, why,
+                          sizeof why, c->err);
+    if (outcome == CBC_COMMIT_CHANGED)
+        say(c, CBC_MSG_WARNING, "%s: %s; using the result but not caching it", t->name, why);
+    else if (outcome == CBC_COMMIT_UNRECORDABLE)
+        say(c, CBC_MSG_NOTE, "%s: not cached: %s", t->name, why);
     cbc_collect_release(&co);
-    return CBC_OK;
+    return st;
 }
 
 /* ---- outputs ------------------------------------------------------------- */
@@ -861,7 +840,7 @@ static enum cbc_status make_manifest(struct ctx *c, struct cbc_manifest *m)
         struct cbc_manifest_entry *e = &m->entries[m->n++];
         e->target = t->t;
         e->file = t->file;
-        e->key = t->result_key;
+        e->key = t->u.result;
         cbc_hash_bytes(t->data, t->len, &e->hash);
         e->size = t->len;
         if (t->n_deps != m->n_deps) {
@@ -1161,9 +1140,9 @@ static enum cbc_status prepare(struct ctx *c)
                 return rs;
         }
     }
-    c->direct = cbc_direct_new(c->store, c->memo);
-    if (!c->direct)
-        return cbc_err_oom(err);
+    st = cbc_cache_init(&c->cache, c->store, c->memo, o->msg, o->msg_ctx, err);
+    if (st != CBC_OK)
+        return st;
     struct cbc_record_cache tools = c->store ? cbc_store_tools_cache(c->store)
                                              : (struct cbc_record_cache){0};
     st = cbc_toolchain_identify(c->nvcc, c->ccbin, c->store ? &tools : NULL, &c->tc, err);
@@ -1272,7 +1251,7 @@ static void cleanup(struct ctx *c)
 {
     release_targets(c->ts, c->n);
     release_targets(c->units, c->n_units);
-    cbc_direct_free(c->direct);
+    cbc_cache_release(&c->cache);
     for (size_t i = 0; i < c->n_sources; i++)
         free(c->sources[i]);
     free(c->sources);
@@ -1323,7 +1302,7 @@ static enum cbc_status run_units(struct ctx *c, struct tstate *ts, size_t nt, si
         const char *of = c->link ? cbc_path_base(c->sources[t->src]) : NULL;
         if (t->state == T_HIT) {
             (*hits)++;
-            if (t->remote)
+            if (t->u.remote)
                 say(c, CBC_MSG_EXPLAIN, "%s%s%s: remote hit (%s)", of ? of : "", of ? " " : "",
                     t->name, cbc_store_remote_name(c->store));
             else
@@ -1338,7 +1317,7 @@ static enum cbc_status run_units(struct ctx *c, struct tstate *ts, size_t nt, si
             }
             misses++;
         }
-        *dropped += t->dropped;
+        *dropped += t->u.state == CBC_CACHE_DROPPED;
     }
     *nmiss = misses;
     if (!misses)
@@ -1520,28 +1499,24 @@ static enum cbc_status link_targets(struct ctx *c, struct cbc_build_result *res)
         struct cbc_key_now now = build_now(c, 0, true);
         struct cbc_key_inputs in;
         cbc_key_inputs_make(&now, &b->t, b->deps, b->n_deps, &in);
-        cbc_key_result(&in, &b->result_key);
-        enum cbc_lookup r = CBC_LOOKUP_MISS;
-        struct cbc_err e = {0};
-        if (c->store && cbc_store_get(c->store, &b->result_key, &b->t, &b->data, &b->len, &r,
-                                      b->dropped_why, sizeof b->dropped_why, &e) != CBC_OK)
-            say(c, CBC_MSG_WARNING, "cannot read the cache entry for %s: %s", b->name, e.msg);
-        if (r == CBC_LOOKUP_HIT) {
+        cbc_key_result(&in, &b->u.result);
+        char what[CBC_TARGET_NAME_MAX + 16];
+        snprintf(what, sizeof what, "link of %s", b->name);
+        st = cbc_cache_get(&c->cache, &b->u, &b->t, what, c->err);
+        if (st != CBC_OK)
+            break;
+        if (b->u.state == CBC_CACHE_HIT) {
             b->state = units_hit ? T_HIT : T_MISS;
+            b->data = b->u.data, b->len = b->u.len, b->u.data = NULL;
             say(c, CBC_MSG_EXPLAIN, "%s: link: hit", b->name);
         } else {
             b->state = T_MISS;
             say(c, CBC_MSG_EXPLAIN, "%s: link: miss", b->name);
-            free(b->data);
-            b->data = NULL;
             st = run_link(c, b, u);
-            if (st == CBC_OK && c->store &&
-                cbc_store_put(c->store, &b->result_key, &b->t, b->data, b->len, &e) != CBC_OK &&
-                !c->warned_store) {
-                c->warned_store = true;
-                say(c, CBC_MSG_WARNING, "cannot write to the cache in '%s' (%s); building "
-                    "without caching", cbc_store_root(c->store), e.msg);
-            }
+            enum cbc_commit outcome;
+            if (st == CBC_OK) /* keyed on the units' files, which their records vouch for */
+                st = cbc_cache_commit(&c->cache, &b->u, NULL, &b->t, b->data, b->len, &outcome,
+                                      NULL, 0, c->err);
         }
         if (b->state == T_HIT)
             res->hits++;
@@ -1578,7 +1553,6 @@ enum cbc_status cbc_build_run(const struct cbc_build_opts *o, struct cbc_build_r
     }
     if (st != CBC_OK)
         goto out;
-    cbc_direct_refresh(c.direct); /* lists a hit had to re-hash get fresh stamps */
     st = write_outputs(&c, res);
 out:
     if (c.store)

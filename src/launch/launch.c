@@ -20,18 +20,15 @@
  * (cbc_output_write: through a device or FIFO, through a symbolic link).
  *
  * A stored result is one store entry (kind CBC_STORE_RESULT_KIND) holding
- * a small container:
- *   0  8  magic "CBCLRES2"     8  4  count N
- *   then N times: 1 role (1 output, 2 depfile body, 3 stdout, 4 stderr,
- *                 5 a side file: its absolute path, a NUL, its bytes),
- *                 3 zero, 8 length L, L bytes
- * roles 1-4 at most once each, role 5 at most CBC_LAUNCH_MAX_SIDE times;
- * decoded with every length checked against what remains.
+ * a result container (src/cache/cache.h) whose members are "output",
+ * "depfile" (the body after "target : "), "stdout", "stderr" and
+ * "side:<absolute path>" for each file the compile wrote beside its output
+ * (at most CBC_LAUNCH_MAX_SIDE of them).
  */
 #include "launch.h"
 
+#include "cache.h"
 #include "cudadrv.h"
-#include "direct.h"
 #include "key.h"
 #include "nvargs.h"
 #include "split.h"
@@ -49,87 +46,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RES_MAGIC "CBCLRES2"
-enum { ROLE_OUTPUT = 1, ROLE_DEPFILE = 2, ROLE_STDOUT = 3, ROLE_STDERR = 4, ROLE_SIDE = 5 };
-#define ROLE_ONCE 4                /* roles 1..4 appear at most once */
 #define CBC_LAUNCH_MAX_SIDE 16     /* side files stored with one result */
 #define CBC_LAUNCH_SIDE_MAX (64u << 20) /* the largest side file stored */
-
-struct parts {
-    const uint8_t *p[ROLE_ONCE + 1];
-    size_t n[ROLE_ONCE + 1];
-    const char *side_path[CBC_LAUNCH_MAX_SIDE]; /* into the container (NUL-terminated there) */
-    const uint8_t *side[CBC_LAUNCH_MAX_SIDE];
-    size_t side_n[CBC_LAUNCH_MAX_SIDE], n_side;
-};
-
-static void put_member(struct cbc_buf *b, int role, const void *a, size_t na, const void *c,
-                       size_t nc)
-{
-    uint8_t h[12] = {(uint8_t)role, 0, 0, 0};
-    cbc_wr64(h + 4, na + nc);
-    cbc_buf_append(b, h, sizeof h);
-    cbc_buf_append(b, a, na);
-    if (nc)
-        cbc_buf_append(b, c, nc);
-}
-
-static uint8_t *encode(const struct parts *in, size_t *len)
-{
-    struct cbc_buf b = {0};
-    uint8_t head[12];
-    memcpy(head, RES_MAGIC, 8);
-    uint32_t count = 0;
-    for (int r = 1; r <= ROLE_ONCE; r++)
-        count += in->p[r] != NULL;
-    cbc_wr32(head + 8, count + (uint32_t)in->n_side);
-    cbc_buf_append(&b, head, sizeof head);
-    for (int r = 1; r <= ROLE_ONCE; r++)
-        if (in->p[r])
-            put_member(&b, r, in->p[r], in->n[r], NULL, 0);
-    for (size_t i = 0; i < in->n_side; i++)
-        put_member(&b, ROLE_SIDE, in->side_path[i], strlen(in->side_path[i]) + 1, in->side[i],
-                   in->side_n[i]);
-    if (b.oom) {
-        cbc_buf_release(&b);
-        return NULL;
-    }
-    *len = b.len;
-    return (uint8_t *)b.p;
-}
-
-static bool decode(const uint8_t *d, size_t len, struct parts *out)
-{
-    memset(out, 0, sizeof *out);
-    if (len < 12 || memcmp(d, RES_MAGIC, 8) != 0)
-        return false;
-    uint32_t count = cbc_rd32(d + 8);
-    size_t off = 12;
-    for (uint32_t i = 0; i < count; i++) {
-        if (!cbc_in_bounds(len, off, 12))
-            return false;
-        uint8_t role = d[off];
-        uint64_t n = cbc_rd64(d + off + 4);
-        off += 12;
-        if (role < 1 || role > ROLE_SIDE || n > len || !cbc_in_bounds(len, off, n))
-            return false;
-        if (role == ROLE_SIDE) {
-            const uint8_t *nul = memchr(d + off, 0, (size_t)n);
-            if (out->n_side == CBC_LAUNCH_MAX_SIDE || !nul || d[off] != '/')
-                return false;
-            out->side_path[out->n_side] = (const char *)d + off;
-            out->side[out->n_side] = nul + 1;
-            out->side_n[out->n_side++] = (size_t)n - (size_t)(nul + 1 - (d + off));
-        } else {
-            if (out->p[role])
-                return false;
-            out->p[role] = d + off;
-            out->n[role] = (size_t)n;
-        }
-        off += (size_t)n;
-    }
-    return off == len && out->p[ROLE_OUTPUT];
-}
+#define SIDE_PREFIX "side:"
 
 /* ---- what the device code of an output must be ----------------------------- */
 
@@ -268,8 +187,8 @@ struct ctx {
     bool have_tc;
     struct cbc_store *store;
     struct cbc_filememo *memo;
-    struct cbc_direct *direct;
-    struct cbc_direct_target dt;
+    struct cbc_cache cache;
+    struct cbc_cache_unit u;
     char tmp[PATH_MAX]; /* the private directory of a miss */
     char native[256];   /* -arch=native: the GPUs it means here ("sm_90,sm_80") */
 };
@@ -406,65 +325,73 @@ static enum cbc_status write_depfile(struct ctx *c, const uint8_t *body, size_t 
     return st;
 }
 
-static enum cbc_status serve(struct ctx *c, const struct parts *p)
+static enum cbc_status serve(struct ctx *c, const struct cbc_result *res)
 {
-    enum cbc_status st = cbc_output_write(c->a.output, p->p[ROLE_OUTPUT], p->n[ROLE_OUTPUT],
-                                          c->err);
+    const struct cbc_member *out = cbc_result_get(res, "output"),
+                            *dep = cbc_result_get(res, "depfile"),
+                            *so = cbc_result_get(res, "stdout"), *se = cbc_result_get(res, "stderr");
+    enum cbc_status st = cbc_output_write(c->a.output, out->data, out->len, c->err);
     if (st == CBC_OK && c->a.md)
-        st = write_depfile(c, p->p[ROLE_DEPFILE], p->n[ROLE_DEPFILE]);
-    for (size_t i = 0; st == CBC_OK && i < p->n_side; i++)
-        st = cbc_output_write(p->side_path[i], p->side[i], p->side_n[i], c->err);
+        st = write_depfile(c, dep->data, dep->len);
+    for (size_t i = 0; st == CBC_OK && i < res->n; i++)
+        if (!strncmp(res->m[i].name, SIDE_PREFIX, strlen(SIDE_PREFIX)))
+            st = cbc_output_write(res->m[i].name + strlen(SIDE_PREFIX), res->m[i].data,
+                                  res->m[i].len, c->err);
     if (st != CBC_OK)
         return st;
     c->r->outcome = CBC_LAUNCH_HIT;
     c->r->exit_code = 0;
-    if (p->p[ROLE_STDOUT] && !(c->r->out = dup_bytes(p->p[ROLE_STDOUT], p->n[ROLE_STDOUT])))
+    if (so && !(c->r->out = dup_bytes(so->data, so->len)))
         return cbc_err_oom(c->err);
-    c->r->out_len = p->n[ROLE_STDOUT];
-    if (p->p[ROLE_STDERR] && !(c->r->errs = dup_bytes(p->p[ROLE_STDERR], p->n[ROLE_STDERR])))
+    c->r->out_len = so ? so->len : 0;
+    if (se && !(c->r->errs = dup_bytes(se->data, se->len)))
         return cbc_err_oom(c->err);
-    c->r->errs_len = p->n[ROLE_STDERR];
+    c->r->errs_len = se ? se->len : 0;
     return CBC_OK;
+}
+
+/* Whether a stored result is whole: an output, a depfile when the command
+ * asks for one, and side files only at absolute paths. */
+static bool result_whole(const struct ctx *c, const struct cbc_result *res)
+{
+    if (!cbc_result_get(res, "output") || (c->a.md && !cbc_result_get(res, "depfile")))
+        return false;
+    size_t sides = 0;
+    for (size_t i = 0; i < res->n; i++)
+        if (!strncmp(res->m[i].name, SIDE_PREFIX, strlen(SIDE_PREFIX)) &&
+            (res->m[i].name[strlen(SIDE_PREFIX)] != '/' || ++sides > CBC_LAUNCH_MAX_SIDE))
+            return false;
+    return true;
 }
 
 /* A hit, when the command's result is stored and still good. */
 static enum cbc_status lookup(struct ctx *c, bool *hit)
 {
     *hit = false;
-    keys(c, NULL, 0, &c->dt.direct_key, NULL);
-    bool matched = false;
-    struct cbc_hash result;
-    enum cbc_status st = cbc_direct_lookup(c->direct, &c->dt, &matched, &result, c->err);
-    if (st != CBC_OK || !matched)
-        return st;
-    uint8_t *data = NULL;
-    size_t len = 0;
-    enum cbc_lookup lr;
-    char why[CBC_ERR_MSG_MAX];
+    keys(c, NULL, 0, &c->u.dt.direct_key, NULL);
     struct cbc_target rt = cbc_store_result_target();
-    struct cbc_err e = {0};
-    if (cbc_store_get(c->store, &result, &rt, &data, &len, &lr, why, sizeof why, &e) != CBC_OK) {
-        say(c, CBC_MSG_WARNING, "cannot read the cache entry of '%s': %s", c->a.output, e.msg);
-        return CBC_OK;
-    }
-    if (lr == CBC_LOOKUP_DROPPED)
-        say(c, CBC_MSG_WARNING, "the cached '%s' was bad (%s); dropped and compiled again",
-            c->a.output, why);
-    if (lr != CBC_LOOKUP_HIT)
-        return CBC_OK;
-    struct parts p;
-    bool good = decode(data, len, &p) && (!c->a.md || p.p[ROLE_DEPFILE]);
+    char what[PATH_MAX + 4];
+    snprintf(what, sizeof what, "'%s'", c->a.output);
+    enum cbc_status st = cbc_cache_lookup(&c->cache, &c->u, &rt, what, c->err);
+    if (st != CBC_OK || c->u.state != CBC_CACHE_HIT)
+        return st;
+    struct cbc_result res;
+    bool good = cbc_result_decode(c->u.data, c->u.len, &res, NULL) == CBC_OK;
+    free(c->u.data);
+    c->u.data = NULL;
+    good = good && result_whole(c, &res);
     char vwhy[512] = "";
-    if (good && !verify_output(&c->a, p.p[ROLE_OUTPUT], p.n[ROLE_OUTPUT], vwhy, sizeof vwhy)) {
+    const struct cbc_member *out = good ? cbc_result_get(&res, "output") : NULL;
+    if (good && !verify_output(&c->a, out->data, out->len, vwhy, sizeof vwhy)) {
         good = false;
         say(c, CBC_MSG_WARNING, "the cached '%s' failed verification (%s); compiling again",
             c->a.output, vwhy);
     }
     if (good) {
-        st = serve(c, &p);
+        st = serve(c, &res);
         *hit = st == CBC_OK;
     }
-    free(data);
+    cbc_result_release(&res);
     return st;
 }
 
@@ -506,8 +433,7 @@ static enum cbc_status read_deps(struct ctx *c, const char *df, char **dep_text,
 
 /* The side files a compile wrote, added to the result; false (why set)
  * when one cannot be stored. */
-static bool add_side(struct ctx *c, const struct cbc_collect_out *co, struct parts *p,
-                     uint8_t **keep)
+static bool add_side(struct ctx *c, const struct cbc_collect_out *co, struct cbc_result *res)
 {
     if (co->n_side > CBC_LAUNCH_MAX_SIDE) {
         set_why(c, "the compile wrote %zu files besides its output (at most %d are stored)",
@@ -515,15 +441,19 @@ static bool add_side(struct ctx *c, const struct cbc_collect_out *co, struct par
         return false;
     }
     for (size_t i = 0; i < co->n_side; i++) {
+        uint8_t *d = NULL;
         size_t n = 0;
         struct cbc_err e = {0};
-        if (cbc_file_read_max(co->side[i], CBC_LAUNCH_SIDE_MAX, &keep[i], &n, &e) != CBC_OK) {
-            set_why(c, "a file the compile wrote cannot be stored: %s", e.msg);
+        char *name = cbc_asprintf(SIDE_PREFIX "%s", co->side[i]);
+        bool ok = name && cbc_file_read_max(co->side[i], CBC_LAUNCH_SIDE_MAX, &d, &n, &e) == CBC_OK &&
+                  cbc_result_add(res, name, d, n);
+        free(name);
+        free(d);
+        if (!ok) {
+            set_why(c, "a file the compile wrote cannot be stored: %s",
+                    e.msg[0] ? e.msg : co->side[i]);
             return false;
         }
-        p->side_path[p->n_side] = co->side[i];
-        p->side[p->n_side] = keep[i];
-        p->side_n[p->n_side++] = n;
     }
     return true;
 }
@@ -575,7 +505,7 @@ static enum cbc_status compile(struct ctx *c)
         struct cbc_key_now now = key_now(c);
         struct cbc_split_req q = {c->tc.nvcc, argv + 1, n - 1, steps,
                                   own_dep ? own_dep : c->a.depfile,
-                                  c->a.mt ? c->a.mt : c->a.output, c->store, c->direct, &now,
+                                  c->a.mt ? c->a.mt : c->a.output, &c->cache, &now,
                                   started, tr.log};
         struct cbc_split_result sr;
         if (mkdir(steps, 0700) != 0)
@@ -630,7 +560,8 @@ static enum cbc_status compile(struct ctx *c)
     }
     c->r->exit_code = 0;
     c->r->outcome = CBC_LAUNCH_NOT_STORED;
-    uint8_t *output = NULL, *side[CBC_LAUNCH_MAX_SIDE] = {0};
+    uint8_t *output = NULL;
+    struct cbc_result res = {0};
     size_t out_len = 0;
     char *dep_text = NULL;
     size_t dep_len = 0;
@@ -691,8 +622,6 @@ static enum cbc_status compile(struct ctx *c)
         say(c, CBC_MSG_NOTE, "not caching '%s': %s", c->a.output, co.why);
         goto out;
     }
-    struct parts p = {0};
-    p.p[ROLE_OUTPUT] = output, p.n[ROLE_OUTPUT] = out_len;
     if (c->a.md) {
         size_t bl = 0;
         const char *body = dep_text ? depfile_body(dep_text, dep_len, &bl) : NULL;
@@ -700,38 +629,40 @@ static enum cbc_status compile(struct ctx *c)
             set_why(c, "nvcc's depfile '%s' is not in the form \"target : files\"", c->a.depfile);
             goto out;
         }
-        p.p[ROLE_DEPFILE] = (const uint8_t *)body, p.n[ROLE_DEPFILE] = bl;
+        if (!cbc_result_add(&res, "depfile", body, bl)) {
+            st = cbc_err_oom(c->err);
+            goto out;
+        }
     }
-    if (c->r->out_len)
-        p.p[ROLE_STDOUT] = (const uint8_t *)c->r->out, p.n[ROLE_STDOUT] = c->r->out_len;
-    if (c->r->errs_len)
-        p.p[ROLE_STDERR] = (const uint8_t *)c->r->errs, p.n[ROLE_STDERR] = c->r->errs_len;
-    if (!add_side(c, &co, &p, side)) {
+    if (!cbc_result_add(&res, "output", output, out_len) ||
+        (c->r->out_len && !cbc_result_add(&res, "stdout", c->r->out, c->r->out_len)) ||
+        (c->r->errs_len && !cbc_result_add(&res, "stderr", c->r->errs, c->r->errs_len))) {
+        st = cbc_err_oom(c->err);
+        goto out;
+    }
+    if (!add_side(c, &co, &res)) {
         say(c, CBC_MSG_NOTE, "not caching '%s': %s", c->a.output, c->r->why);
         goto out;
     }
     size_t blen = 0;
-    uint8_t *blob = encode(&p, &blen);
+    uint8_t *blob = cbc_result_encode(&res, &blen);
     if (!blob) {
         st = cbc_err_oom(c->err);
         goto out;
     }
-    struct cbc_hash result;
-    keys(c, co.deps, co.n_deps, NULL, &result);
+    keys(c, co.deps, co.n_deps, NULL, &c->u.result);
     struct cbc_target rt = cbc_store_result_target();
-    bool ok = cbc_store_put(c->store, &result, &rt, blob, blen, &e) == CBC_OK &&
-              cbc_direct_record(c->direct, &c->dt, &result, &co.list, &e);
+    enum cbc_commit outcome;
+    char cwhy[CBC_ERR_MSG_MAX];
+    st = cbc_cache_commit(&c->cache, &c->u, &co, &rt, blob, blen, &outcome, cwhy, sizeof cwhy,
+                          c->err);
     free(blob);
-    if (ok) {
+    if (outcome == CBC_COMMIT_STORED)
         c->r->outcome = CBC_LAUNCH_MISS;
-    } else {
-        set_why(c, "the cache cannot be written: %s", e.msg[0] ? e.msg : "out of memory");
-        say(c, CBC_MSG_WARNING, "cannot write to the cache in '%s' (%s); compiled without caching",
-            cbc_store_root(c->store), e.msg[0] ? e.msg : "out of memory");
-    }
+    else
+        set_why(c, "%s", cwhy);
 out:
-    for (size_t i = 0; i < CBC_LAUNCH_MAX_SIDE; i++)
-        free(side[i]);
+    cbc_result_release(&res);
     if (collected)
         cbc_collect_release(&co);
     cbc_trace_release(&trace);
@@ -758,7 +689,7 @@ static void cleanup(struct ctx *c)
         cbc_tmpdir_remove(p);
         rmdir(c->tmp);
     }
-    cbc_direct_free(c->direct);
+    cbc_cache_release(&c->cache);
     cbc_filememo_free(c->memo);
     cbc_store_close(c->store);
     if (c->have_tc)
@@ -849,8 +780,8 @@ enum cbc_status cbc_launch_run(const struct cbc_launch_opts *o, struct cbc_launc
         resolve_native(&c);
     if (st == CBC_OK && !r->why[0]) {
         cbc_key_env_read(c.tc.profile_env, c.tc.n_profile_env, &c.env);
-        c.direct = cbc_direct_new(c.store, c.memo);
-        if (!c.direct || !key_flags(&c))
+        st = cbc_cache_init(&c.cache, c.store, c.memo, o->msg, o->msg_ctx, err);
+        if (st == CBC_OK && !key_flags(&c))
             st = cbc_err_oom(err);
     }
     if (r->why[0] && st == CBC_OK) {
@@ -868,7 +799,6 @@ enum cbc_status cbc_launch_run(const struct cbc_launch_opts *o, struct cbc_launc
     if (st == CBC_OK && c.store)
         cbc_store_count(c.store, hit, r->outcome == CBC_LAUNCH_MISS ||
                                           r->outcome == CBC_LAUNCH_NOT_STORED, 0);
-    cbc_direct_refresh(c.direct);
     cleanup(&c);
     return st;
 }
