@@ -32,7 +32,7 @@ EDGES = {
     "trace": {"common"},
     "store": {"common", "binfmt", "remote"},
     "cache": {"common", "key", "store", "trace"},
-    "build": {"common", "cudadrv", "binfmt", "manifest", "key", "store", "trace", "cache"},
+    "bundle": {"common", "cudadrv", "binfmt", "manifest", "key", "store", "trace", "cache"},
     "launch": {"common", "cudadrv", "binfmt", "manifest", "key", "store", "trace", "cache"},
     "check": {"common", "cudadrv", "binfmt", "select", "program", "manifest", "key", "store"},
     "lint": {"common"},
@@ -40,7 +40,7 @@ EDGES = {
     # the commands
     "tools/common": {"common"},
     "tools/cubincache": {"tools/common", "common", "binfmt", "select", "program", "manifest",
-                         "key", "store", "trace", "cache", "build", "launch", "check", "loader",
+                         "key", "store", "trace", "cache", "bundle", "launch", "check", "loader",
                          "cudadrv", "lint"},
     "tools/igrun": {"tools/common", "common", "public"},
 }
