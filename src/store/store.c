@@ -31,7 +31,7 @@ char *cbc_store_default_root(const char *explicit_dir)
 {
     if (explicit_dir && *explicit_dir)
         return cbc_strdup(explicit_dir);
-    const char *e = getenv("CUBINCACHE_DIR");
+    const char *e = getenv(cbc_settings[CBC_SET_CACHE_DIR].env);
     if (e && *e)
         return cbc_strdup(e);
     e = getenv("XDG_CACHE_HOME");
@@ -78,11 +78,9 @@ const struct cbc_perm *cbc_st_perm(struct cbc_store *s)
 {
     if (!s->perm_read) {
         s->perm_read = true;
-        const char *e = getenv("CUBINCACHE_UMASK");
-        char v[16] = "";
-        if (!(e && *e))
-            cbc_st_config_value(s, "umask", v, sizeof v);
-        s->perm.umask = cbc_perm_parse_umask(e && *e ? e : v);
+        struct cbc_setting_value v;
+        cbc_store_setting(s, CBC_SET_UMASK, &v, NULL);
+        s->perm.umask = cbc_perm_parse_umask(v.value);
     }
     return &s->perm;
 }
@@ -100,8 +98,8 @@ static enum cbc_status open_store(const char *root, bool create, struct cbc_stor
         return cbc_err_oom(err);
     s->fd = -1;
     s->readonly = !create;
-    const char *e = getenv("CUBINCACHE_UMASK");
-    s->perm.umask = cbc_perm_parse_umask(e); /* what creates v1; config is read later */
+    /* what creates v1 (the config in it is read later) */
+    s->perm.umask = cbc_perm_parse_umask(getenv(cbc_settings[CBC_SET_UMASK].env));
     s->root = cbc_asprintf("%s/v1", root);
     if (!s->root) {
         free(s);
@@ -182,34 +180,43 @@ uint64_t cbc_store_max_size(struct cbc_store *s)
 {
     if (s->max_size)
         return s->max_size;
-    uint64_t v = DEFAULT_MAX_SIZE;
-    const char *e = getenv("CUBINCACHE_MAXSIZE");
-    if (e && *e && cbc_parse_size(e, &v) && v > 0) {
-        s->max_size = v;
-        return v;
-    }
-    v = DEFAULT_MAX_SIZE;
-    char val[64];
-    cbc_st_config_value(s, "max_size", val, sizeof val);
-    uint64_t x;
-    if (val[0] && cbc_parse_size(val, &x) && x > 0)
-        v = x;
-    s->max_size = v;
-    return v;
+    struct cbc_setting_value v;
+    cbc_store_setting(s, CBC_SET_MAX_SIZE, &v, NULL);
+    uint64_t x = DEFAULT_MAX_SIZE;
+    if (!cbc_parse_size(v.value, &x) || x == 0)
+        x = DEFAULT_MAX_SIZE;
+    s->max_size = x;
+    return x;
 }
 
 enum cbc_status cbc_store_set_max_size(struct cbc_store *s, uint64_t max_size, struct cbc_err *err)
 {
-    char um[16];
-    cbc_st_config_value(s, "umask", um, sizeof um);
-    char text[128];
-    int n = snprintf(text, sizeof text, "max_size = %llu\n%s%s%s", (unsigned long long)max_size,
-                     um[0] ? "umask = " : "", um, um[0] ? "\n" : "");
-    enum cbc_status st =
-        cbc_write_at(s->fd, s->root, "config", text, (size_t)n, cbc_st_perm(s), false, err);
+    /* the config as it is, less its max_size line, then the new one */
+    uint8_t *old = NULL;
+    size_t n = 0;
+    struct cbc_buf b = {0};
+    if (cbc_read_at(s->fd, s->root, "config", SMALL_MAX, &old, &n, NULL) == CBC_OK) {
+        for (const char *p = (const char *)old; p && *p;) {
+            const char *eol = strchr(p, '\n');
+            size_t ll = eol ? (size_t)(eol - p) + 1 : strlen(p);
+            bool ours = ll >= 8 && !strncmp(p, "max_size", 8) && (p[8] == ' ' || p[8] == '=');
+            if (!ours)
+                cbc_buf_append(&b, p, ll);
+            if (!ours && !eol)
+                cbc_buf_puts(&b, "\n");
+            p = eol ? eol + 1 : NULL;
+        }
+    }
+    free(old);
+    cbc_buf_printf(&b, "max_size = %llu\n", (unsigned long long)max_size);
+    enum cbc_status st = b.oom ? cbc_err_oom(err)
+                               : cbc_write_at(s->fd, s->root, "config", b.p, b.len,
+                                              cbc_st_perm(s), false, err);
+    cbc_buf_release(&b);
     if (st != CBC_OK)
-        return CBC_E_CACHE;
+        return st == CBC_E_NOMEM ? st : CBC_E_CACHE;
     s->max_size = max_size;
+    s->setting_read[CBC_SET_MAX_SIZE] = false;
     return CBC_OK;
 }
 

@@ -10,6 +10,7 @@
 #define CBC_STORE_INT_H
 
 #include "remote.h"
+#include "settings.h"
 #include "store.h"
 
 #include <sys/stat.h>
@@ -47,6 +48,9 @@ struct cbc_store {
     cbc_msg_fn msg;
     void *msg_ctx;
     struct cbc_remote_stats remote_merged; /* what the counters already hold */
+    /* settings.h, each resolved once */
+    struct cbc_setting_value settings[CBC_SET_COUNT];
+    bool setting_read[CBC_SET_COUNT];
 };
 
 

@@ -225,23 +225,18 @@ enum cbc_status cbc_store_attach_remote(struct cbc_store *s, const char *spec, c
 
 char *cbc_store_remote_spec(struct cbc_store *s, const char *explicit_spec, const char **from)
 {
-    const char *f = "--remote";
-    char *spec = NULL;
-    const char *e = getenv("CUBINCACHE_REMOTE");
-    char v[SMALL_MAX];
     if (explicit_spec) {
-        spec = cbc_strdup(explicit_spec);
-    } else if (e) {
-        f = "CUBINCACHE_REMOTE";
-        spec = cbc_strdup(e);
-    } else {
-        f = "'remote' in the cache's config";
-        cbc_st_config_value(s, "remote", v, sizeof v);
-        spec = v[0] ? cbc_strdup(v) : NULL;
+        if (from)
+            *from = "--remote";
+        return cbc_strdup(explicit_spec);
     }
+    struct cbc_setting_value v;
+    cbc_store_setting(s, CBC_SET_REMOTE, &v, NULL);
     if (from)
-        *from = f;
-    return spec;
+        *from = v.from == CBC_FROM_ENV      ? cbc_settings[CBC_SET_REMOTE].env
+                : v.from == CBC_FROM_CONFIG ? "'remote' in the cache's config"
+                                            : "the default";
+    return v.value[0] ? cbc_strdup(v.value) : NULL;
 }
 
 enum cbc_status cbc_store_attach_default_remote(struct cbc_store *s, const char *explicit_spec,
