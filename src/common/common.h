@@ -167,8 +167,7 @@ const char *cbc_path_base(const char *path);
 char *cbc_path_dir(const char *path);
 /* Final component without its last extension ("a/b.cu" -> "b"). */
 char *cbc_path_stem(const char *path);
-/* Finds `name` on $PATH (or returns a copy when it contains '/'); NULL if absent. */
-char *cbc_which(const char *name);
+
 
 /* ---- hashing (hash.c) -------------------------------------------------- */
 /* XXH3-128 in canonical big-endian byte order: the on-disk and printed form. */
@@ -294,6 +293,8 @@ static inline bool cbc_in_bounds(uint64_t size, uint64_t off, uint64_t len)
 }
 
 /* ---- processes (proc.c) ------------------------------------------------ */
+/* Finds `name` on $PATH (or returns a copy when it contains '/'); NULL if absent. */
+char *cbc_which(const char *name);
 /* Starts argv[0] (searched on PATH when it has no '/') with stdout and
  * stderr sent to the given files (NULL: inherited; the same path for both
  * merges them), under a guard that kills the command and everything it
