@@ -101,6 +101,7 @@ enum cbc_status cbc_cache_commit(struct cbc_cache *c, struct cbc_cache_unit *u,
             cbc_fmt(why, why_len, "there is no cache");
         return CBC_OK;
     }
+    CBC_ASSERT(!co || (co->cacheable && co->recordable)); /* no record of an unsafe compile */
     struct cbc_err e = {0};
     bool ok = (!data ||
                cbc_store_put(c->store, &u->result, target, data, len, &e) == CBC_OK) &&

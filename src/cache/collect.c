@@ -100,6 +100,7 @@ static enum cbc_status take_file(const struct cbc_collect_in *in, struct cbc_col
                 "cannot see: statically linked, or started without its environment)", path);
     if (!dep)
         return CBC_OK;
+    CBC_ASSERT(out->list.n < in->n_deps); /* one slot per dependency */
     struct cbc_direct_dep *d = &out->list.deps[out->list.n];
     d->path = cbc_strdup(path);
     if (!d->path)

@@ -193,6 +193,7 @@ bool cbc_direct_record(struct cbc_direct *d, struct cbc_direct_target *dt,
     if (!ok)
         return false;
     /* the list is stored: now the record that names it */
+    CBC_ASSERT(k < 0 || d->lists[k].present);
     struct cbc_direct_cand cand = {*result, k >= 0 ? d->lists[k].l.id : l->id};
     cbc_direct_push(&dt->rec, &cand);
     size_t rl = 0;

@@ -153,6 +153,7 @@ enum cbc_status cbc_dep_list_decode(const uint8_t *data, size_t len, const struc
     }
     if (p != len)
         goto bad;
+    CBC_ASSERT(used <= len); /* every string fitted the arena of len bytes */
     if (!cbc_dep_list_id(&l, &l.id)) {
         cbc_dep_list_release(&l);
         return cbc_err_oom(err);

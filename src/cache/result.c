@@ -39,6 +39,7 @@ static bool add(struct cbc_result *r, const char *name, size_t nl, const void *d
     }
     if (len)
         memcpy(d, data, len);
+    CBC_ASSERT(at >= 0 || find(r, name, nl) < 0); /* names are unique */
     struct cbc_member *m = at >= 0 ? &r->m[at] : &r->m[r->n++];
     if (at >= 0)
         free(m->data);

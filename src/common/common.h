@@ -27,6 +27,18 @@
 
 #define CBC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* An invariant the prose around it states, checked in debug builds (any
+ * build without NDEBUG, which is Meson's default): a violation is a bug of
+ * ours, reported with where and what, then abort(). Never for input
+ * checks: hostile input is an error, not a crash. */
+#ifndef NDEBUG
+#define CBC_ASSERT(cond)                                                                           \
+    ((cond) ? (void)0 : cbc_assert_failed(__FILE__, __LINE__, __func__, #cond))
+#else
+#define CBC_ASSERT(cond) ((void)0)
+#endif
+_Noreturn void cbc_assert_failed(const char *file, int line, const char *func, const char *what);
+
 /* ---- errors (err.c) ---------------------------------------------------- */
 /* cbc_err_set returns `status` so callers can `return cbc_err_set(...)`.
  * The two decorators return nothing: a status must come from where the

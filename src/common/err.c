@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *cbc_strerror(enum cbc_status status)
@@ -98,4 +99,11 @@ void cbc_say(cbc_msg_fn fn, void *ctx, enum cbc_msg_kind kind, const char *fmt, 
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     fn(ctx, kind, buf);
+}
+
+_Noreturn void cbc_assert_failed(const char *file, int line, const char *func, const char *what)
+{
+    fprintf(stderr, "cubincache: internal error: %s:%d: %s: '%s' does not hold; please report "
+            "this\n", file, line, func, what);
+    abort();
 }
