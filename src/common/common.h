@@ -49,7 +49,6 @@ enum cbc_status cbc_err_set(struct cbc_err *err, enum cbc_status status, const c
 void cbc_err_hint(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
 void cbc_err_prefix(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
 enum cbc_status cbc_err_oom(struct cbc_err *err);
-void cbc_err_clear(struct cbc_err *err);
 
 /* ---- growable buffer (buf.c) ------------------------------------------- */
 /* Always NUL-terminated when p != NULL; len excludes the NUL. A failed append

@@ -75,15 +75,6 @@ void cbc_err_prefix(struct cbc_err *err, const char *fmt, ...)
         memcpy(err->msg + sizeof err->msg - 4, "...", 4); /* truncated: say so */
 }
 
-void cbc_err_clear(struct cbc_err *err)
-{
-    if (err) {
-        err->status = CBC_OK;
-        err->msg[0] = '\0';
-        err->remedy[0] = '\0';
-    }
-}
-
 enum cbc_status cbc_err_oom(struct cbc_err *err)
 {
     return cbc_err_set(err, CBC_E_NOMEM, "out of memory");

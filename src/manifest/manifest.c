@@ -579,9 +579,3 @@ const struct cbc_dep **cbc_manifest_entry_deps(const struct cbc_manifest *m,
     return v;
 }
 
-char *cbc_manifest_path_for(const char *dir_or_manifest, const char *name)
-{
-    if (!cbc_is_dir(dir_or_manifest))
-        return cbc_strdup(dir_or_manifest);
-    return cbc_asprintf("%s/%s.manifest.json", dir_or_manifest, name);
-}

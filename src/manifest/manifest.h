@@ -83,8 +83,6 @@ void cbc_manifest_release(struct cbc_manifest *m);
 const struct cbc_dep **cbc_manifest_entry_deps(const struct cbc_manifest *m,
                                                const struct cbc_manifest_entry *e, size_t *n);
 
-/* "DIR/NAME.manifest.json", or the path itself when it names a file. */
-char *cbc_manifest_path_for(const char *dir_or_manifest, const char *name);
 
 /* ---- the bundle's directory (bundledir.c) --------------------------------- */
 
