@@ -106,6 +106,7 @@ struct ctx {
     struct cbc_cache cache; /* lookups and commits over the store (src/cache) */
     char nvtmp[PATH_MAX]; /* nvcc's TMPDIR and the compiles' traces: ours, made at the first
                              compile, removed at the end */
+    char *base; /* the base directory (key.h), or NULL */
 };
 
 /* Explanations and progress are formatted only when asked for. */
@@ -204,7 +205,8 @@ static struct cbc_key_now build_now(const struct ctx *c, size_t src, bool bundle
                                 bundle ? c->key_flags : c->flags,
                                 bundle ? c->n_key_flags : c->n_flags,
                                 &c->env,
-                                c->cwd};
+                                c->cwd,
+                                c->base};
 }
 
 /* A unit's key inputs (a compile of one source for one target). */
@@ -699,6 +701,8 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
     }
     enum cbc_commit outcome;
     char why[CBC_ERR_MSG_MAX];
+    /* a cubin that names this tree (-G, -lineinfo) is no entry for another checkout */
+    t->u.path_dependent = cbc_base_names(c->base, c->cwd, t->data, t->len);
     st = cbc_cache_commit(&c->cache, &t->u, &co, &t->t, t->data, t->len, &outcome, why,
                           sizeof why, c->err);
     if (outcome == CBC_COMMIT_CHANGED)
@@ -828,6 +832,7 @@ static enum cbc_status make_manifest(struct ctx *c, struct cbc_manifest *m)
     }
     m->env = c->env;
     m->cwd = c->cwd;
+    m->base_dir = c->base;
     enum cbc_status st = merge_lookups(c, m);
     if (st != CBC_OK)
         return st;
@@ -1140,7 +1145,8 @@ static enum cbc_status prepare(struct ctx *c)
                 return rs;
         }
     }
-    st = cbc_cache_init(&c->cache, c->store, c->memo, o->msg, o->msg_ctx, err);
+    c->base = cbc_cache_base(c->store, c->source, o->msg, o->msg_ctx);
+    st = cbc_cache_init(&c->cache, c->store, c->memo, c->base, c->cwd, o->msg, o->msg_ctx, err);
     if (st != CBC_OK)
         return st;
     struct cbc_record_cache tools = c->store ? cbc_store_tools_cache(c->store)
@@ -1271,6 +1277,7 @@ static void cleanup(struct ctx *c)
         cbc_tmpdir_remove(c->nvtmp);
     free(c->source);
     free(c->cwd);
+    free(c->base);
     free(c->out_dir);
     free(c->dir_name);
     free(c->name);
@@ -1514,6 +1521,7 @@ static enum cbc_status link_targets(struct ctx *c, struct cbc_build_result *res)
             say(c, CBC_MSG_EXPLAIN, "%s: link: miss", b->name);
             st = run_link(c, b, u);
             enum cbc_commit outcome;
+            b->u.path_dependent = cbc_base_names(c->base, c->cwd, b->data, b->len);
             if (st == CBC_OK) /* keyed on the units' files, which their records vouch for */
                 st = cbc_cache_commit(&c->cache, &b->u, NULL, &b->t, b->data, b->len, &outcome,
                                       NULL, 0, c->err);

@@ -13,17 +13,51 @@
 
 #define say(c, kind, ...) cbc_say((c)->msg, (c)->msg_ctx, (kind), __VA_ARGS__)
 
+char *cbc_cache_base(struct cbc_store *store, const char *source, cbc_msg_fn msg, void *msg_ctx)
+{
+    if (!store)
+        return NULL;
+    struct cbc_setting_value v;
+    struct cbc_err e = {0};
+    if (cbc_store_setting(store, CBC_SET_BASE_DIR, &v, &e) != CBC_OK) {
+        cbc_say(msg, msg_ctx, CBC_MSG_WARNING, "%s; keying absolute paths", e.msg);
+        return NULL;
+    }
+    return cbc_base_detect(v.value, source);
+}
+
 enum cbc_status cbc_cache_init(struct cbc_cache *c, struct cbc_store *store,
-                               struct cbc_filememo *memo, cbc_msg_fn msg, void *msg_ctx,
-                               struct cbc_err *err)
+                               struct cbc_filememo *memo, const char *base, const char *cwd,
+                               cbc_msg_fn msg, void *msg_ctx, struct cbc_err *err)
 {
     memset(c, 0, sizeof *c);
     c->store = store;
     c->memo = memo;
+    c->base = base;
+    c->cwd = cwd;
     c->msg = msg;
     c->msg_ctx = msg_ctx;
-    c->direct = cbc_direct_new(store, memo);
+    c->direct = cbc_direct_new(store, memo, base);
     return c->direct ? CBC_OK : cbc_err_oom(err);
+}
+
+/* Where the entry of a path-dependent result lives: the result key and
+ * this tree. */
+static struct cbc_hash entry_key(const struct cbc_cache *c, const struct cbc_cache_unit *u)
+{
+    if (!u->path_dependent)
+        return u->result;
+    struct cbc_hasher *h = cbc_hasher_new();
+    if (!h)
+        abort(); /* 200 bytes; nothing sensible to do without them */
+    struct cbc_hash k;
+    cbc_hasher_str(h, 1, "path-dependent");
+    cbc_hasher_hash(h, 2, &u->result);
+    cbc_hasher_str(h, 3, c->base);
+    cbc_hasher_str(h, 4, c->cwd);
+    cbc_hasher_digest(h, &k);
+    cbc_hasher_free(h);
+    return k;
 }
 
 void cbc_cache_release(struct cbc_cache *c)
@@ -46,7 +80,8 @@ enum cbc_status cbc_cache_get(struct cbc_cache *c, struct cbc_cache_unit *u,
         return CBC_OK;
     enum cbc_lookup r;
     struct cbc_err e = {0};
-    if (cbc_store_get(c->store, &u->result, target, &u->data, &u->len, &r, u->why, sizeof u->why,
+    struct cbc_hash key = entry_key(c, u);
+    if (cbc_store_get(c->store, &key, target, &u->data, &u->len, &r, u->why, sizeof u->why,
                       &e) != CBC_OK) {
         say(c, CBC_MSG_WARNING, "cannot read the cache entry of %s: %s", what, e.msg);
         return CBC_OK;
@@ -72,6 +107,7 @@ enum cbc_status cbc_cache_lookup(struct cbc_cache *c, struct cbc_cache_unit *u,
     enum cbc_status st = cbc_direct_lookup(c->direct, &u->dt, &matched, &u->result, err);
     if (st != CBC_OK || !matched)
         return st;
+    u->path_dependent = u->dt.flags & CBC_CAND_PATH_DEPENDENT;
     return cbc_cache_get(c, u, target, what, err);
 }
 
@@ -103,9 +139,11 @@ enum cbc_status cbc_cache_commit(struct cbc_cache *c, struct cbc_cache_unit *u,
     }
     CBC_ASSERT(!co || (co->cacheable && co->recordable)); /* no record of an unsafe compile */
     struct cbc_err e = {0};
-    bool ok = (!data ||
-               cbc_store_put(c->store, &u->result, target, data, len, &e) == CBC_OK) &&
-              (!co || cbc_direct_record(c->direct, &u->dt, &u->result, &co->list, &e));
+    struct cbc_hash key = entry_key(c, u);
+    bool ok = (!data || cbc_store_put(c->store, &key, target, data, len, &e) == CBC_OK) &&
+              (!co || cbc_direct_record(c->direct, &u->dt, &u->result,
+                                        u->path_dependent ? CBC_CAND_PATH_DEPENDENT : 0,
+                                        &co->list, &e));
     *outcome = ok ? CBC_COMMIT_STORED : CBC_COMMIT_UNWRITABLE;
     if (!ok) {
         const char *m = e.msg[0] ? e.msg : "out of memory";

@@ -191,6 +191,7 @@ struct ctx {
     struct cbc_cache_unit u;
     char tmp[PATH_MAX]; /* the private directory of a miss */
     char native[256];   /* -arch=native: the GPUs it means here ("sm_90,sm_80") */
+    char *base;         /* the base directory (key.h), or NULL */
 };
 
 #define say(c, kind, ...) cbc_say((c)->o->msg, (c)->o->msg_ctx, (kind), __VA_ARGS__)
@@ -282,7 +283,7 @@ static struct cbc_key_now key_now(const struct ctx *c)
     return (struct cbc_key_now){c->source,      &c->source_hash, c->tc.nvcc,
                                 c->tc.version,  &c->tc.nvcc_id,  c->tc.host_cc,
                                 &c->tc.host_id, c->flags,        c->n_flags,
-                                &c->env,        c->cwd};
+                                &c->env,        c->cwd,          c->base};
 }
 
 static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, struct cbc_hash *direct,
@@ -298,31 +299,43 @@ static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, stru
         cbc_key_result(&in, result);
 }
 
-static char *dup_bytes(const uint8_t *p, size_t n)
-{
-    char *s = malloc(n + 1);
-    if (s) {
-        memcpy(s, p, n);
-        s[n] = '\0';
-    }
-    return s;
-}
 
 /* The depfile as the build asked for it: nvcc's list of files under the
  * target this command names. */
 static enum cbc_status write_depfile(struct ctx *c, const uint8_t *body, size_t n)
 {
     const char *target = c->a.mt ? c->a.mt : c->a.output;
-    size_t tl = strlen(target);
-    char *text = malloc(tl + 3 + n);
-    if (!text)
-        return cbc_err_oom(c->err);
-    memcpy(text, target, tl);
-    memcpy(text + tl, " : ", 3);
-    memcpy(text + tl + 3, body, n);
-    enum cbc_status st = cbc_output_write(c->a.depfile, text, tl + 3 + n, c->err);
-    free(text);
+    struct cbc_buf b = {0};
+    cbc_buf_puts(&b, target);
+    cbc_buf_puts(&b, " : ");
+    cbc_base_expand(c->base, (const char *)body, n, &b); /* this tree's paths */
+    enum cbc_status st = b.oom ? cbc_err_oom(c->err)
+                               : cbc_output_write(c->a.depfile, b.p, b.len, c->err);
+    cbc_buf_release(&b);
     return st;
+}
+
+/* Text stored with an entry (a depfile, nvcc's messages): the base
+ * directory spelled "@BASE@", so another checkout gets its own paths. */
+static bool add_text(struct ctx *c, struct cbc_result *res, const char *name, const void *text,
+                     size_t n)
+{
+    struct cbc_buf b = {0};
+    cbc_base_template(c->base, text, n, &b);
+    bool ok = !b.oom && cbc_result_add(res, name, b.p ? b.p : "", b.len);
+    cbc_buf_release(&b);
+    return ok;
+}
+
+static char *expand_text(const struct ctx *c, const struct cbc_member *m)
+{
+    struct cbc_buf b = {0};
+    cbc_base_expand(c->base, (const char *)m->data, m->len, &b);
+    if (b.oom) {
+        cbc_buf_release(&b);
+        return NULL;
+    }
+    return b.p ? cbc_buf_detach(&b) : cbc_strdup("");
 }
 
 static enum cbc_status serve(struct ctx *c, const struct cbc_result *res)
@@ -341,12 +354,12 @@ static enum cbc_status serve(struct ctx *c, const struct cbc_result *res)
         return st;
     c->r->outcome = CBC_LAUNCH_HIT;
     c->r->exit_code = 0;
-    if (so && !(c->r->out = dup_bytes(so->data, so->len)))
+    if (so && !(c->r->out = expand_text(c, so)))
         return cbc_err_oom(c->err);
-    c->r->out_len = so ? so->len : 0;
-    if (se && !(c->r->errs = dup_bytes(se->data, se->len)))
+    c->r->out_len = so ? strlen(c->r->out) : 0;
+    if (se && !(c->r->errs = expand_text(c, se)))
         return cbc_err_oom(c->err);
-    c->r->errs_len = se ? se->len : 0;
+    c->r->errs_len = se ? strlen(c->r->errs) : 0;
     return CBC_OK;
 }
 
@@ -629,14 +642,14 @@ static enum cbc_status compile(struct ctx *c)
             set_why(c, "nvcc's depfile '%s' is not in the form \"target : files\"", c->a.depfile);
             goto out;
         }
-        if (!cbc_result_add(&res, "depfile", body, bl)) {
+        if (!add_text(c, &res, "depfile", body, bl)) {
             st = cbc_err_oom(c->err);
             goto out;
         }
     }
     if (!cbc_result_add(&res, "output", output, out_len) ||
-        (c->r->out_len && !cbc_result_add(&res, "stdout", c->r->out, c->r->out_len)) ||
-        (c->r->errs_len && !cbc_result_add(&res, "stderr", c->r->errs, c->r->errs_len))) {
+        (c->r->out_len && !add_text(c, &res, "stdout", c->r->out, c->r->out_len)) ||
+        (c->r->errs_len && !add_text(c, &res, "stderr", c->r->errs, c->r->errs_len))) {
         st = cbc_err_oom(c->err);
         goto out;
     }
@@ -644,6 +657,8 @@ static enum cbc_status compile(struct ctx *c)
         say(c, CBC_MSG_NOTE, "not caching '%s': %s", c->a.output, c->r->why);
         goto out;
     }
+    /* an output that names this tree is no entry for another checkout */
+    c->u.path_dependent = cbc_base_names(c->base, c->cwd, output, out_len) || co.n_side;
     size_t blen = 0;
     uint8_t *blob = cbc_result_encode(&res, &blen);
     if (!blob) {
@@ -699,6 +714,7 @@ static void cleanup(struct ctx *c)
     free(c->flags);
     free(c->cwd);
     free(c->source);
+    free(c->base);
     cbc_nv_release(&c->a);
 }
 
@@ -780,7 +796,8 @@ enum cbc_status cbc_launch_run(const struct cbc_launch_opts *o, struct cbc_launc
         resolve_native(&c);
     if (st == CBC_OK && !r->why[0]) {
         cbc_key_env_read(c.tc.profile_env, c.tc.n_profile_env, &c.env);
-        st = cbc_cache_init(&c.cache, c.store, c.memo, o->msg, o->msg_ctx, err);
+        c.base = cbc_cache_base(c.store, c.source, o->msg, o->msg_ctx);
+        st = cbc_cache_init(&c.cache, c.store, c.memo, c.base, c.cwd, o->msg, o->msg_ctx, err);
         if (st == CBC_OK && !key_flags(&c))
             st = cbc_err_oom(err);
     }
