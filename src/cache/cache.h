@@ -109,6 +109,10 @@ struct cbc_cache_unit {
     char why[CBC_ERR_MSG_MAX];   /* DROPPED: what was wrong */
     bool path_dependent;         /* the output names its tree: the lookup found it so, or the
                                     caller says so before the commit (cbc_base_names) */
+    struct cbc_hash sibling;     /* the direct key without the working directory, when the
+                                    command is keyed with it (has_sibling): a commit then
+                                    also indexes the result for cbc_cache_lookup_preprocessed */
+    bool has_sibling;
 };
 
 /* Finds u->dt.direct_key's result and its entry, verified as `target`.
@@ -123,6 +127,19 @@ enum cbc_status cbc_cache_lookup(struct cbc_cache *c, struct cbc_cache_unit *u,
 enum cbc_status cbc_cache_get(struct cbc_cache *c, struct cbc_cache_unit *u,
                               const struct cbc_target *target, const char *what,
                               struct cbc_err *err);
+/* Whether this command was compiled in another working directory to a
+ * result this directory's record (read by the lookup) does not hold (a
+ * commit links u->sibling): then a direct miss is worth a preprocessing. */
+bool cbc_cache_sibling_seen(struct cbc_cache *c, const struct cbc_cache_unit *u);
+/* A direct miss's second chance: u->result made by the caller from the
+ * files a preprocessing just read (nvcc -M: the same list a compile's -MD
+ * gives). Served only when a stored list vouches for that result here,
+ * its files unchanged and every place it looked still empty (a commit
+ * indexes each result by its list): the compile's other steps looked for
+ * programs too. A hit links the command's own record to that list. */
+enum cbc_status cbc_cache_lookup_preprocessed(struct cbc_cache *c, struct cbc_cache_unit *u,
+                                              const struct cbc_target *target, const char *what,
+                                              struct cbc_err *err);
 /* The list a lookup matched (borrowed until cbc_cache_release), or NULL. */
 const struct cbc_dep_list *cbc_cache_unit_list(const struct cbc_cache *c,
                                                const struct cbc_cache_unit *u);

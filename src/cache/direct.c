@@ -200,7 +200,16 @@ bool cbc_direct_record(struct cbc_direct *d, struct cbc_direct_target *dt,
         return false;
     /* the list is stored: now the record that names it */
     CBC_ASSERT(k < 0 || d->lists[k].present);
-    struct cbc_direct_cand cand = {*result, k >= 0 ? d->lists[k].l.id : l->id, flags};
+    return cbc_direct_link(d, dt, result, flags, k >= 0 ? &d->lists[k].l.id : &l->id, err);
+}
+
+bool cbc_direct_link(struct cbc_direct *d, struct cbc_direct_target *dt,
+                     const struct cbc_hash *result, uint8_t flags, const struct cbc_hash *list,
+                     struct cbc_err *err)
+{
+    if (!d->store)
+        return true;
+    struct cbc_direct_cand cand = {*result, *list, flags};
     cbc_direct_push(&dt->rec, &cand);
     size_t rl = 0;
     uint8_t *rec = cbc_direct_encode(&dt->rec, &rl);
@@ -208,7 +217,8 @@ bool cbc_direct_record(struct cbc_direct *d, struct cbc_direct_target *dt,
         cbc_err_oom(err);
         return false;
     }
-    ok = cbc_store_blob_put(d->store, CBC_STORE_DIRECT, &dt->direct_key, rec, rl, err) == CBC_OK;
+    bool ok = cbc_store_blob_put(d->store, CBC_STORE_DIRECT, &dt->direct_key, rec, rl, err) ==
+              CBC_OK;
     free(rec);
     return ok;
 }

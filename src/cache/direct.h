@@ -169,6 +169,11 @@ const struct cbc_direct_dep *cbc_direct_deps(const struct cbc_direct *d,
 bool cbc_direct_record(struct cbc_direct *d, struct cbc_direct_target *dt,
                        const struct cbc_hash *result, uint8_t flags, struct cbc_dep_list *l,
                        struct cbc_err *err);
+/* Puts (result, a stored list's id) first in the target's record, as
+ * cbc_direct_record does once the list is stored. */
+bool cbc_direct_link(struct cbc_direct *d, struct cbc_direct_target *dt,
+                     const struct cbc_hash *result, uint8_t flags, const struct cbc_hash *list,
+                     struct cbc_err *err);
 /* Stores fresh stamps for every matched list whose match needed hashing (a
  * touched file), once per list, so the next hit reads no file contents. */
 void cbc_direct_refresh(struct cbc_direct *d);

@@ -192,6 +192,7 @@ struct ctx {
     char tmp[PATH_MAX]; /* the private directory of a miss */
     char native[256];   /* -arch=native: the GPUs it means here ("sm_90,sm_80") */
     char *base;         /* the base directory (key.h), or NULL */
+    bool cwd_keyed;     /* the command names a path relative to the working directory */
 };
 
 #define say(c, kind, ...) cbc_say((c)->o->msg, (c)->o->msg_ctx, (kind), __VA_ARGS__)
@@ -255,23 +256,27 @@ static bool resolve_native(struct ctx *c)
  * left out (they are replayed, not keyed), inputs by placeholder (their
  * content is keyed), and what else decides the output: that this is the
  * launcher, and the working directory (-g objects record it). */
+static bool skip_output(size_t i, void *a)
+{
+    return cbc_nv_is_output_arg(a, i);
+}
+
 static bool key_flags(struct ctx *c)
 {
-    c->flags = calloc(c->a.argc + 3, sizeof *c->flags);
+    c->flags = calloc(c->a.argc + 2, sizeof *c->flags);
     if (!c->flags)
         return false;
-    c->flags[c->n_flags++] = cbc_strdup("--cubincache-launcher=1");
-    c->flags[c->n_flags++] = cbc_asprintf("--cubincache-cwd=%s", c->cwd);
+    /* the inputs as spelled (__FILE__ is what the command line says), by
+     * content too; the working directory only in the direct key, and only
+     * when the command names a path relative to it */
+    c->flags[c->n_flags++] = cbc_strdup("--cubincache-launcher=2");
     if (c->native[0])
         c->flags[c->n_flags++] = cbc_asprintf("--cubincache-native=%s", c->native);
-    for (size_t i = 0; i < c->a.argc; i++) {
-        if (cbc_nv_is_output_arg(&c->a, i))
-            continue;
-        bool input = false;
-        for (size_t k = 0; k < c->a.n_inputs && !input; k++)
-            input = c->a.input_idx[k] == (long)i;
-        c->flags[c->n_flags++] = cbc_strdup(input ? "<input>" : c->a.argv[i]);
-    }
+    for (size_t i = 0; i < c->a.argc; i++)
+        if (!cbc_nv_is_output_arg(&c->a, i))
+            c->flags[c->n_flags++] = cbc_strdup(c->a.argv[i]);
+    c->cwd_keyed = cbc_nv_names_relative(c->a.argv, c->a.argc, skip_output, &c->a);
+    c->u.has_sibling = c->cwd_keyed && c->a.mode != CBC_NV_DLINK;
     for (size_t i = 0; i < c->n_flags; i++)
         if (!c->flags[i])
             return false;
@@ -283,7 +288,7 @@ static struct cbc_key_now key_now(const struct ctx *c)
     return (struct cbc_key_now){c->source,      &c->source_hash, c->tc.nvcc,
                                 c->tc.version,  &c->tc.nvcc_id,  c->tc.host_cc,
                                 &c->tc.host_id, c->flags,        c->n_flags,
-                                &c->env,        c->cwd,          c->base};
+                                &c->env,        c->cwd_keyed ? c->cwd : NULL, c->base};
 }
 
 static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, struct cbc_hash *direct,
@@ -297,6 +302,17 @@ static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, stru
         cbc_key_direct(&in, direct);
     if (result)
         cbc_key_result(&in, result);
+}
+
+/* The direct key as another working directory has it (cache.h, sibling). */
+static void sibling_key(const struct ctx *c, struct cbc_hash *out)
+{
+    struct cbc_key_now now = key_now(c);
+    now.cwd = NULL;
+    struct cbc_target t = cbc_store_result_target();
+    struct cbc_key_inputs in;
+    cbc_key_inputs_make(&now, &t, NULL, 0, &in);
+    cbc_key_direct(&in, out);
 }
 
 
@@ -377,17 +393,9 @@ static bool result_whole(const struct ctx *c, const struct cbc_result *res)
     return true;
 }
 
-/* A hit, when the command's result is stored and still good. */
-static enum cbc_status lookup(struct ctx *c, bool *hit)
+/* Serves u's payload when it is a whole, verified result of this command. */
+static enum cbc_status serve_unit(struct ctx *c, bool *hit)
 {
-    *hit = false;
-    keys(c, NULL, 0, &c->u.dt.direct_key, NULL);
-    struct cbc_target rt = cbc_store_result_target();
-    char what[PATH_MAX + 4];
-    snprintf(what, sizeof what, "'%s'", c->a.output);
-    enum cbc_status st = cbc_cache_lookup(&c->cache, &c->u, &rt, what, c->err);
-    if (st != CBC_OK || c->u.state != CBC_CACHE_HIT)
-        return st;
     struct cbc_result res;
     bool good = cbc_result_decode(c->u.data, c->u.len, &res, NULL) == CBC_OK;
     free(c->u.data);
@@ -395,6 +403,7 @@ static enum cbc_status lookup(struct ctx *c, bool *hit)
     good = good && result_whole(c, &res);
     char vwhy[512] = "";
     const struct cbc_member *out = good ? cbc_result_get(&res, "output") : NULL;
+    enum cbc_status st = CBC_OK;
     if (good && !verify_output(&c->a, out->data, out->len, vwhy, sizeof vwhy)) {
         good = false;
         say(c, CBC_MSG_WARNING, "the cached '%s' failed verification (%s); compiling again",
@@ -406,6 +415,99 @@ static enum cbc_status lookup(struct ctx *c, bool *hit)
     }
     cbc_result_release(&res);
     return st;
+}
+
+static enum cbc_status read_deps(struct ctx *c, const char *df, char **dep_text, size_t *dep_len,
+                                 char ***paths, size_t *np, struct cbc_err *e);
+
+/* A direct miss of a command compiled in another working directory: nvcc
+ * -M lists the files the compile would read (the list its -MD writes),
+ * and their result key may be stored (cbc_cache_lookup_preprocessed). */
+static enum cbc_status preprocessed(struct ctx *c)
+{
+    const char *tdir = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/cubincache-pp.XXXXXX", tdir && *tdir ? tdir : "/tmp");
+    if (!mkdtemp(dir))
+        return CBC_OK; /* no preprocessing: the compile finds out */
+    char *dep = cbc_asprintf("%s/pp.d", dir), *log = cbc_asprintf("%s/log", dir);
+    char **argv = calloc(c->a.argc + 5, sizeof *argv);
+    enum cbc_status st = CBC_OK;
+    if (!dep || !log || !argv) {
+        st = cbc_err_oom(c->err);
+        goto out;
+    }
+    size_t n = 0;
+    argv[n++] = (char *)c->tc.nvcc;
+    for (size_t i = 0; i < c->a.argc; i++)
+        if (!cbc_nv_is_output_arg(&c->a, i) && strcmp(c->a.argv[i], "-MD") != 0 &&
+            strcmp(c->a.argv[i], "--generate-dependencies-with-compile") != 0)
+            argv[n++] = c->a.argv[i];
+    argv[n++] = "-M";
+    argv[n++] = "-o";
+    argv[n++] = dep;
+    uint64_t started = cbc_now_ns();
+    pid_t pid;
+    struct cbc_err e = {0};
+    if (cbc_proc_spawn_env(argv, log, log, NULL, &pid, &e) != CBC_OK || cbc_proc_wait(pid) != 0)
+        goto out;
+    char *text = NULL, **paths = NULL;
+    size_t len = 0, np = 0;
+    struct cbc_collect_out co;
+    const char *own[] = {dir};
+    if (read_deps(c, dep, &text, &len, &paths, &np, &e) == CBC_OK) {
+        struct cbc_collect_in ci = {paths, np, c->source, NULL, own, 1, NULL, 0, started, c->memo};
+        enum cbc_status cs = cbc_collect(&ci, &co, &e);
+        if (cs == CBC_E_NOMEM)
+            st = cbc_err_oom(c->err);
+        if (cs == CBC_OK) {
+            if (co.cacheable) {
+                keys(c, co.deps, co.n_deps, NULL, &c->u.result);
+                struct cbc_target rt = cbc_store_result_target();
+                char what[PATH_MAX + 4];
+                snprintf(what, sizeof what, "'%s'", c->a.output);
+                st = cbc_cache_lookup_preprocessed(&c->cache, &c->u, &rt, what, c->err);
+            }
+            cbc_collect_release(&co);
+        }
+    }
+    cbc_paths_free(paths, np);
+    free(text);
+out:
+    free(argv);
+    if (dep)
+        unlink(dep);
+    if (log)
+        unlink(log);
+    free(dep);
+    free(log);
+    rmdir(dir);
+    return st;
+}
+
+/* A hit, when the command's result is stored and still good: through its
+ * direct record, else (compiled in another working directory) through a
+ * preprocessing. */
+static enum cbc_status lookup(struct ctx *c, bool *hit)
+{
+    *hit = false;
+    keys(c, NULL, 0, &c->u.dt.direct_key, NULL);
+    if (c->u.has_sibling)
+        sibling_key(c, &c->u.sibling);
+    struct cbc_target rt = cbc_store_result_target();
+    char what[PATH_MAX + 4];
+    snprintf(what, sizeof what, "'%s'", c->a.output);
+    enum cbc_status st = cbc_cache_lookup(&c->cache, &c->u, &rt, what, c->err);
+    if (st == CBC_OK && c->u.state == CBC_CACHE_MISS && c->u.has_sibling &&
+        cbc_cache_sibling_seen(&c->cache, &c->u)) {
+        st = preprocessed(c);
+        if (st == CBC_OK && c->u.state == CBC_CACHE_HIT)
+            say(c, CBC_MSG_NOTE, "'%s': compiled in another directory; found through nvcc -M",
+                c->a.output);
+    }
+    if (st != CBC_OK || c->u.state != CBC_CACHE_HIT)
+        return st;
+    return serve_unit(c, hit);
 }
 
 static enum cbc_status read_small(const char *path, char **out, size_t *len, struct cbc_err *err)

@@ -7,7 +7,10 @@
 #  2. the launcher: an object is a hit, its depfile names this tree;
 #  3. outputs that name the tree (-lineinfo, __FILE__ of an absolute
 #     path) stay per tree and equal nvcc's there;
-#  4. base_dir none: no sharing; an edit in one checkout is a miss there only.
+#  4. base_dir none: no sharing; an edit in one checkout is a miss there only;
+#  5. another working directory: absolute paths (CMake) hit without running
+#     anything; relative ones (Meson, build -- -I ../inc) hit through one
+#     preprocessing; a relative path that means another file there misses.
 . "$(dirname "$0")/lib.sh"
 C=$CUBINCACHE
 cd "$T"
@@ -94,4 +97,56 @@ grep -Eq '"base_dir":[[:space:]]*null' b/proj/out2/k.manifest.json || fail "base
 note "   a bad value is said, and keys stay absolute"
 expect_out 0 "CUBINCACHE_BASEDIR" env CUBINCACHE_BASEDIR=relative/dir "$C" build -a 90 -o out3 b/proj/src/k.cu -- -I b/proj/inc
 grep -Eq '"base_dir":[[:space:]]*null' out3/k.manifest.json || fail "a bad base_dir was used"
+note "5. another working directory of one checkout"
+rm -rf "$CUBINCACHE_DIR"
+printf '#!/bin/sh\necho "$*" >> "%s/nvcc.log"\nexec "%s" "$@"\n' "$T" "$NVCC_REAL" > nvcc-logged
+chmod +x nvcc-logged
+touch -d "1 hour ago" nvcc-logged
+sleep 1.1 # its ctime settles: its identity is trusted at once
+runs() { cat "$T/nvcc.log" 2>/dev/null | wc -l; }
+P=$T/a/proj
+mkdir -p "$P/build/CMakeFiles" "$P/build-debug/CMakeFiles" "$P/x/y" "$P/x/inc"
+note "   CMake's command (absolute paths) in a fresh build directory: no nvcc at all"
+(cd "$P/build" && "$C" "$T/nvcc-logged" -x cu -c "$P/src/k.cu" -o CMakeFiles/k.o -I"$P/inc" \
+    -arch=sm_90 -MD -MT CMakeFiles/k.o -MF CMakeFiles/k.o.d) || fail "launcher in build"
+r0=$(runs)
+(cd "$P/build-debug" && "$C" "$T/nvcc-logged" -x cu -c "$P/src/k.cu" -o CMakeFiles/k.o -I"$P/inc" \
+    -arch=sm_90 -MD -MT CMakeFiles/k.o -MF CMakeFiles/k.o.d) || fail "launcher in build-debug"
+[ "$(runs)" = "$r0" ] || fail "a fresh build directory ran nvcc for an absolute-path command"
+cmp "$P/build/CMakeFiles/k.o.d" "$P/build-debug/CMakeFiles/k.o.d" || fail "depfiles differ"
+note "   Meson's command (relative paths): one nvcc -M, no compile"
+(cd "$P/build" && "$C" "$T/nvcc-logged" -c ../src/k.cu -o k.o -I../inc -arch=sm_90 -MD -MF k.d) ||
+    fail "launcher in build"
+r0=$(runs)
+(cd "$P/build-debug" && "$C" "$T/nvcc-logged" -c ../src/k.cu -o k.o -I../inc -arch=sm_90 -MD \
+    -MF k.d) || fail "launcher in build-debug"
+[ "$(runs)" = "$((r0 + 1))" ] || fail "a relative command in another directory ran nvcc $(( $(runs) - r0 )) times, not once (-M)"
+(cd "$P/build-debug" && "$NVCC_REAL" -c ../src/k.cu -o ref.o -I../inc -arch=sm_90 -MD -MF ref.d)
+same_object "$P/build-debug/k.o" "$P/build-debug/ref.o" || fail "the object is not nvcc's there"
+cmp <(sed 's/ref\.o/k.o/' "$P/build-debug/ref.d") "$P/build-debug/k.d" || fail "the depfile is not nvcc's there"
+r0=$(runs)
+(cd "$P/build-debug" && "$C" "$T/nvcc-logged" -c ../src/k.cu -o k.o -I../inc -arch=sm_90 -MD \
+    -MF k.d) || fail "launcher in build-debug"
+[ "$(runs)" = "$r0" ] || fail "the second compile there was not a direct hit"
+note "   build -- -I ../inc from another directory: hits through the preprocessing"
+(cd "$P/build" && "$C" build -q -a 89,90 -o out ../src/k.cu -- -I ../inc) || fail "build in build"
+m0=$(stat_of misses)
+expect_out 0 "sm_90: hit (compiled in another directory" \
+    sh -c "cd '$P/build-debug' && '$C' build --explain -a 89,90 -o out ../src/k.cu -- -I ../inc"
+[ "$(stat_of misses)" = "$m0" ] || fail "build in another directory compiled"
+cmp "$P/build/out/k.sm_89.cubin" "$P/build-debug/out/k.sm_89.cubin" || fail "cubins differ"
+note "   ... but where ../inc is another directory with another h.h, a miss equal to nvcc's"
+mkdir -p "$P/q/y" "$P/q/inc"
+printf '#define VAL 9.5f\n' > "$P/x/inc/h.h"
+printf '#define VAL 7.5f\n' > "$P/q/inc/h.h"
+for d in x q; do
+    (cd "$P/$d/y" && "$C" "$NVCC_REAL" -cubin ../../src/k.cu -o k.cubin -I../inc -arch=sm_90) ||
+        fail "launcher in $d/y"
+    (cd "$P/$d/y" && "$NVCC_REAL" -cubin ../../src/k.cu -o ref.cubin -I../inc -arch=sm_90)
+    cmp "$P/$d/y/k.cubin" "$P/$d/y/ref.cubin" || fail "$d/y's cubin is not nvcc's with $d/inc/h.h"
+    (cd "$P/$d/y" && "$C" build -q -a 90 -o out ../../src/k.cu -- -I ../inc) || fail "build in $d/y"
+    (cd "$P/$d/y" && "$NVCC_REAL" -cubin -gencode arch=compute_90,code=sm_90 -o bref.cubin \
+        -I ../inc "$P/src/k.cu")
+    cmp "$P/$d/y/out/k.sm_90.cubin" "$P/$d/y/bref.cubin" || fail "build's cubin in $d/y is not nvcc's"
+done
 echo "ok"
