@@ -26,6 +26,9 @@ enum cbc_status ig_err_set(struct cbc_err *err, enum cbc_status status, const ch
 void ig_err_hint(struct cbc_err *err, const char *fmt, ...) IG_PRINTF(2, 3);
 enum cbc_status ig_err_oom(struct cbc_err *err);
 char *ig_strdup(const char *s);
+/* IEEE half and bfloat16 bits to float (subnormals, Inf and NaN kept). */
+float ig_half_to_float(uint16_t h);
+float ig_bf16_to_float(uint16_t h);
 /* "512 B", "1.5 MB" (powers of 1000). */
 const char *ig_format_size(uint64_t bytes, char *buf, size_t len);
 /* A whole regular file of at most max bytes; CBC_E_NOT_FOUND, CBC_E_IO,

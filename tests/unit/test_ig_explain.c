@@ -268,26 +268,42 @@ Test(models, batchnorm_folded_equals_the_unfolded_network_before_and_after_the_a
     seq2[5].name = "2.running_var";
     st_write(p2, seq2, 8, "\"activations\":\"nn.Tanh,torch.nn.Identity()\"");
     check_folded(p2, NULL, false);
-    /* named layers, stored fc1, bn1, fc2: the storage order is the model's */
+    /* named layers: their order is the layer_order metadata (state_dict()'s
+     * keys) or --layers, never the file's (save_file sorts it by name) */
     struct st_tensor named[8];
     memcpy(named, seq1, sizeof seq1);
     const char *names[] = {"fc1.weight",       "fc1.bias",          "bn1.weight", "bn1.bias",
                            "bn1.running_mean", "bn1.running_var", "fc2.weight", "fc2.bias"};
     for (int i = 0; i < 8; i++)
         named[i].name = names[i];
-    st_write(p3, named, 8, "\"activations\":\"tanh,identity\"");
+    const char *order = "\"activations\":\"tanh,identity\",\"layer_order\":\"fc1.weight,"
+                        "fc1.bias,bn1.weight,bn1.bias,bn1.running_mean,bn1.running_var,"
+                        "bn1.num_batches_tracked,fc2.weight,fc2.bias\"";
+    st_write(p3, named, 8, order);
     check_folded(p3, NULL, true);
     check_folded(p3, "fc1,bn1,fc2", true);
-    /* stored fc2 first: storage order is wrong, and the error names both
-     * tensors; --layers states the order */
+    /* stored fc2 first, as the sorted file would have it: the metadata still
+     * says the order; without it the file is refused with both fixes */
     struct st_tensor rev[8] = {named[6], named[7], named[0], named[1],
                                named[2], named[3], named[4], named[5]};
+    st_write(p3, rev, 8, order);
+    check_folded(p3, NULL, true);
     st_write(p3, rev, 8, "\"activations\":\"tanh,identity\"");
     struct cbc_mlp_owned *m = NULL;
     struct cbc_err e = {0};
-    cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, NULL, &m, &e), CBC_E_SHAPE);
-    cr_assert(strstr(e.msg, "fc1.weight") && strstr(e.msg, "fc2.weight"), "%s", e.msg);
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, NULL, &m, &e), CBC_E_USAGE);
+    cr_assert(strstr(e.msg, "'fc2'") && strstr(e.msg, "'fc1'") && strstr(e.msg, "not numbered") &&
+                  strstr(e.msg, "sorts tensors by name") && strstr(e.remedy, "layer_order") &&
+                  strstr(e.remedy, "--layers") && strstr(e.remedy, "torch.onnx.export"),
+              "%s / %s", e.msg, e.remedy);
     check_folded(p3, "fc1,bn1,fc2", true);
+    /* metadata that names a layer the file lacks, or leaves one out, is refused */
+    st_write(p3, rev, 8, "\"activations\":\"tanh,identity\",\"layer_order\":\"fc1,fc9,fc2\"");
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, NULL, &m, &e), CBC_E_FORMAT);
+    cr_assert(strstr(e.msg, "layer_order names 'fc9'"), "%s", e.msg);
+    st_write(p3, rev, 8, "\"activations\":\"tanh,identity\",\"layer_order\":\"fc1,fc2\"");
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, NULL, &m, &e), CBC_E_FORMAT);
+    cr_assert(strstr(e.msg, "layer_order does not name 'bn1'"), "%s", e.msg);
     memset(&e, 0, sizeof e);
     cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, "fc1,fc2", &m, &e), CBC_E_USAGE);
     cr_assert(strstr(e.msg, "does not name 'bn1'"), "%s", e.msg);
@@ -457,7 +473,8 @@ Test(models, layernorm_before_and_after_the_activation_is_the_network_pytorch_ru
             {names[k][2], 1, {3, 0}, G},         {names[k][3], 1, {3, 0}, BE},
             {names[k][4], 2, {1, 3}, &W2[0][0]}, {names[k][5], 1, {1, 0}, B2},
         };
-        st_write(p, t, 6, "\"activations\":\"Tanh,Identity\"");
+        st_write(p, t, 6, k < 2 ? "\"activations\":\"Tanh,Identity\""
+                                : "\"activations\":\"Tanh,Identity\",\"layer_order\":\"fc1,ln1,fc2\"");
         struct cbc_mlp_owned *m = NULL;
         struct cbc_err e = {0};
         cr_assert_eq(cbc_mlp_load_safetensors_layers(p, NULL, NULL, &m, &e), CBC_OK, "%s", e.msg);
