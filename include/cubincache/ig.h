@@ -406,10 +406,14 @@ CBC_API void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m);
 
 /* IG of an uploaded MLP; r->gradient selects analytic, batched FD or the
  * per-feature loop (both FD modes use the model's forward as the black box).
- * A model with a LayerNorm, a Softmax or LogSoftmax output or an activation
- * parameter other than PyTorch's default runs on a layered path (a GEMM per
- * layer, then its LayerNorm and activation over whole rows); the others on
- * fused kernels. Both hold the CPU reference's results to float rounding.
+ * A model with a LayerNorm, a Softmax or LogSoftmax output, an activation
+ * parameter other than PyTorch's default, a constant scale or shift of a
+ * layer's output or a residual runs on a layered path (a GEMM per layer,
+ * then its LayerNorm, activation, scale and residual over whole rows); the
+ * others on fused kernels. Both hold the CPU reference's results to float
+ * rounding, and both take a target per input (r->targets, analytic mode
+ * only) in the same call. A residual of the model's input is refused at
+ * upload (CBC_E_UNSUPPORTED: the CPU reference runs it).
  * Small analytic requests (inputs up to 256 KiB on the host, or device
  * pointers; a zero or scalar baseline) are recorded as a CUDA graph the
  * second time the same shape comes and replayed from then on, which takes
@@ -440,7 +444,8 @@ enum cbc_ig_precision {
 };
 /* "fast", "fp32". Since 0.2. */
 CBC_API bool cbc_ig_precision_parse(const char *name, enum cbc_ig_precision *out);
-/* How the engine computes from now on (recorded CUDA graphs are dropped).
+/* How the engine computes from now on (recorded CUDA graphs are dropped);
+ * an engine opens in CBC_IG_PRECISION_FP32 (since 0.3; FAST before).
  * README's igrun section has the accuracy and speed of each. Since 0.2. */
 CBC_API void cbc_ig_gpu_set_precision(struct cbc_ig_gpu *g, enum cbc_ig_precision p);
 
