@@ -654,3 +654,49 @@ Test(ig_cpu, layernorm_softmax_and_parameters_backpropagate_as_their_forward_dif
         }
     }
 }
+
+/* An engine that is not built in: counts its calls and whether each had a
+ * target per row, then runs the CPU reference. */
+struct counting {
+    const struct cbc_mlp *m;
+    int calls, with_targets;
+};
+
+static enum cbc_status counting_engine(void *ctx, const struct cbc_ig_request *r,
+                                       struct cbc_ig_output *out, struct cbc_err *err)
+{
+    struct counting *c = ctx;
+    c->calls++;
+    c->with_targets += r->targets != NULL;
+    return cbc_ig_cpu_mlp(c->m, r, out, err);
+}
+
+Test(explain, built_in_engines_take_a_target_per_row_and_others_one_call_per_target)
+{
+    struct cbc_mlp_layer L;
+    struct cbc_mlp m = linear3(&L);
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = &X4[0][0];
+    r.n = 3;
+    r.steps = 8;
+    int tg[6] = {2, 0, 0, 2, 1, 2}; /* two per input, three distinct */
+    struct cbc_ig_plan p = {.targets = tg, .n_targets = 2, .noise = CBC_IG_SMOOTHGRAD,
+                            .samples = 3, .stdev = 0.2, .seed = 4};
+    float a1[24], a2[24];
+    double v1[24], v2[24];
+    struct cbc_ig_output o1 = {a1, v1, v1 + 6, v1 + 12, v1 + 18},
+                         o2 = {a2, v2, v2 + 6, v2 + 12, v2 + 18};
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p, &o1, NULL, &e), CBC_OK, "%s",
+                 e.msg);
+    struct counting c = {&m, 0, 0};
+    cr_assert_eq(cbc_ig_explain(counting_engine, &c, 4, &r, &p, &o2, NULL, &e), CBC_OK, "%s",
+                 e.msg);
+    cr_assert_eq(c.calls, 3, "one call per distinct target, not %d", c.calls);
+    cr_assert_eq(c.with_targets, 0);
+    for (int i = 0; i < 24; i++)
+        cr_assert_float_eq(a1[i], a2[i], 1e-6, "attribution %d: %g vs %g", i, a1[i], a2[i]);
+    for (int i = 0; i < 24; i++)
+        cr_assert_float_eq(v1[i], v2[i], 1e-6, "value %d", i);
+}
