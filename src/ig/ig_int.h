@@ -58,6 +58,13 @@ static inline void ig_wr32(uint8_t *p, uint32_t v)
     p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
 }
 
+/* ---- onnx.c -------------------------------------------------------------- */
+
+/* cbc_mlp_load_onnx on a file already in memory (path names it in errors,
+ * and its directory holds any external data): what the fuzzer drives. */
+enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t len,
+                                 struct cbc_mlp_owned **out, struct cbc_err *err);
+
 /* ---- shared by the CPU reference and the GPU engine ------------------ */
 
 /* The parameter an activation runs with: the layer's, or PyTorch's

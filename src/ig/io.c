@@ -137,6 +137,7 @@ void cbc_mlp_owned_free(struct cbc_mlp_owned *m)
     free(m->layers);
     free(m->storage);
     free(m->activations);
+    free(m->layer_names);
     free(m);
 }
 

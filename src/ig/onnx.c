@@ -314,13 +314,13 @@ static enum cbc_status tensor_read(const char *path, const Onnx__TensorProto *t,
         ig_err_hint(err, "export the model in float32 (model.float()) before torch.onnx.export");
         return CBC_E_UNSUPPORTED;
     }
-    c->v = malloc((c->count ? c->count : 1) * sizeof *c->v);
-    if (!c->v)
-        return ig_err_oom(err);
+    /* the data must be there before anything the size of the shape is
+     * allocated: a shape is only a claim */
     const uint8_t *raw = NULL;
     uint8_t *ext = NULL;
     enum cbc_status st = CBC_OK;
     size_t need = c->count * es;
+    bool typed = false;
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         if ((st = read_external(path, t, need, &ext, err)) == CBC_OK)
             raw = ext;
@@ -337,6 +337,15 @@ static enum cbc_status tensor_read(const char *path, const Onnx__TensorProto *t,
         if (have != c->count)
             st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' holds %zu values but its shape "
                             "needs %zu", path, name, have, c->count);
+        typed = true;
+    }
+    if (st == CBC_OK && !(c->v = malloc((c->count ? c->count : 1) * sizeof *c->v)))
+        st = ig_err_oom(err);
+    if (st != CBC_OK) {
+        free(ext);
+        return st;
+    }
+    if (typed) {
         for (size_t i = 0; st == CBC_OK && i < c->count; i++)
             switch (dt) {
             case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: c->v[i] = t->float_data[i]; break;
@@ -1529,14 +1538,14 @@ static enum cbc_status graph_input(struct ctx *c, const Onnx__ValueInfoProto *in
                          : 0;
     }
     if (v->rank == 1) { /* one input of F features */
-        v->width = v->dims[0] > 0 && v->dims[0] < INT32_MAX / 64 ? (int)v->dims[0] : 0;
+        v->width = v->dims[0] > 0 && v->dims[0] <= (1 << 22) ? (int)v->dims[0] : 0;
         v->rank = 2;
     } else if (v->rank == 2) {
-        v->width = v->dims[1] > 0 && v->dims[1] < INT32_MAX / 64 ? (int)v->dims[1] : 0;
+        v->width = v->dims[1] > 0 && v->dims[1] <= (1 << 22) ? (int)v->dims[1] : 0;
     } else { /* an image: its features once flattened, when every dimension is known */
         uint64_t f = 1;
         for (int d = 1; d < v->rank && f; d++)
-            f = v->dims[d] > 0 && f * (uint64_t)v->dims[d] < INT32_MAX / 64 ? f * (uint64_t)v->dims[d] : 0;
+            f = v->dims[d] > 0 && f * (uint64_t)v->dims[d] <= (1u << 22) ? f * (uint64_t)v->dims[d] : 0;
         v->width = (int)f;
     }
     c->in_width = v->width;
@@ -1626,9 +1635,6 @@ static enum cbc_status finish(struct ctx *c, struct cbc_mlp_owned **out)
     *out = m;
     return CBC_OK;
 }
-
-enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t len,
-                                 struct cbc_mlp_owned **out, struct cbc_err *err);
 
 enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t len,
                                  struct cbc_mlp_owned **out, struct cbc_err *err)

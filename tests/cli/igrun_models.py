@@ -322,6 +322,12 @@ int8 = model([node("Gemm", ["x", "w8"], ["y"], "fc", [attr_i("transB", 1)])],
              [tensor("w8", np.ones((2, 3)), dtype=3)])
 expect(2, ["tensor 'w8' is of type INT8", "float32"], "--model", write("int8.onnx", int8),
        "--input", x3, "--target", "1")
+# a shape is a claim: 2^30 elements without their data are refused before
+# anything that size is allocated (the fuzzer found the allocation first)
+huge = model([node("Gemm", ["x", "wh"], ["y"], "fc", [attr_i("transB", 1)])],
+             [b"".join(fint(1, n) for n in (1 << 15, 1 << 15)) + fint(2, 1) + fld(8, "wh")])
+expect(2, ["tensor 'wh' holds 0 values but its shape needs 1073741824"], "--model",
+       write("huge.onnx", huge), "--input", x3, "--target", "1")
 # nesting: a graph in an attribute of a node of a graph ... 40 deep
 g = fld(2, "leaf")
 for _ in range(40):
