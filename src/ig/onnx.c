@@ -423,6 +423,50 @@ struct node {
     const char *syn_in, *syn_out;
 };
 
+/* An open-addressing index of names: slot k holds a name and its entry's
+ * position in the table it indexes (for the values, and for the names). */
+struct name_index {
+    struct {
+        const char *name;
+        size_t at;
+    } *slot;
+    size_t cap; /* a power of two, at least twice the entries */
+};
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool index_init(struct name_index *ix, size_t entries)
+{
+    for (ix->cap = 16; ix->cap < 2 * entries; ix->cap *= 2)
+        ;
+    ix->slot = calloc(ix->cap, sizeof *ix->slot);
+    return ix->slot != NULL;
+}
+
+/* The position of `name`, or SIZE_MAX; with `add` set, a name not there is
+ * entered at position `add_at` (the table's next entry). */
+static size_t index_at(struct name_index *ix, const char *name, bool add, size_t add_at)
+{
+    if (!name || !*name || !ix->cap)
+        return SIZE_MAX;
+    for (size_t i = hash_str(name) & (ix->cap - 1);; i = (i + 1) & (ix->cap - 1)) {
+        if (!ix->slot[i].name) {
+            if (!add)
+                return SIZE_MAX;
+            ix->slot[i].name = name, ix->slot[i].at = add_at;
+            return add_at;
+        }
+        if (!strcmp(ix->slot[i].name, name))
+            return ix->slot[i].at;
+    }
+}
+
 /* Every name the nodes mention: its (last) producer and its readers. */
 struct name {
     const char *name;
@@ -438,12 +482,12 @@ struct ctx {
     int opset;
     struct val *vals;
     size_t nv, cap;
-    size_t *hash; /* open addressing: index + 1, 0 empty */
-    size_t hcap;
+    struct name_index vix; /* vals by name */
     struct node *nodes;
     size_t nn;
     struct name *names;
-    size_t nnames, names_cap, *nhash, nhcap;
+    size_t nnames, names_cap;
+    struct name_index nix; /* names by name */
     struct blayer *L;
     int nl;
     /* the input: its pending scale and shift (folded into the first Linear) */
@@ -453,24 +497,10 @@ struct ctx {
 
 static size_t readers(const struct ctx *c, const char *name, struct node **first);
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
 static struct val *val_find(struct ctx *c, const char *name)
 {
-    if (!name || !*name || !c->hcap)
-        return NULL;
-    for (size_t i = hash_str(name) & (c->hcap - 1);; i = (i + 1) & (c->hcap - 1)) {
-        if (!c->hash[i])
-            return NULL;
-        if (!strcmp(c->vals[c->hash[i] - 1].name, name))
-            return &c->vals[c->hash[i] - 1];
-    }
+    size_t at = index_at(&c->vix, name, false, 0);
+    return at == SIZE_MAX ? NULL : &c->vals[at];
 }
 
 /* A new value `name` (a later definition of a name replaces the earlier). */
@@ -483,15 +513,11 @@ static struct val *val_new(struct ctx *c, const char *name)
         old->name = name;
         return old;
     }
-    if (c->nv == c->cap) /* sized for every definition up front */
-        return NULL;
+    if (c->nv == c->cap || index_at(&c->vix, name, true, c->nv) != c->nv)
+        return NULL; /* sized for every definition up front */
     struct val *v = &c->vals[c->nv++];
     memset(v, 0, sizeof *v);
     v->name = name;
-    size_t i = hash_str(name) & (c->hcap - 1);
-    while (c->hash[i])
-        i = (i + 1) & (c->hcap - 1);
-    c->hash[i] = c->nv;
     return v;
 }
 
@@ -1332,14 +1358,8 @@ static enum cbc_status run_node(struct ctx *c, struct node *n)
 
 static struct name *name_find(const struct ctx *c, const char *name)
 {
-    if (!name || !*name || !c->nhcap)
-        return NULL;
-    for (size_t i = hash_str(name) & (c->nhcap - 1);; i = (i + 1) & (c->nhcap - 1)) {
-        if (!c->nhash[i])
-            return NULL;
-        if (!strcmp(c->names[c->nhash[i] - 1].name, name))
-            return &c->names[c->nhash[i] - 1];
-    }
+    size_t at = index_at((struct name_index *)&c->nix, name, false, 0);
+    return at == SIZE_MAX ? NULL : &c->names[at];
 }
 
 static struct name *name_add(struct ctx *c, const char *name)
@@ -1347,12 +1367,9 @@ static struct name *name_add(struct ctx *c, const char *name)
     struct name *e = name_find(c, name);
     if (e || !name || !*name || c->nnames == c->names_cap)
         return e;
+    index_at(&c->nix, name, true, c->nnames);
     e = &c->names[c->nnames++];
     *e = (struct name){name, -1, 0, -1};
-    size_t i = hash_str(name) & (c->nhcap - 1);
-    while (c->nhash[i])
-        i = (i + 1) & (c->nhcap - 1);
-    c->nhash[i] = c->nnames;
     return e;
 }
 
@@ -1691,10 +1708,8 @@ enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t l
         goto out;
     }
     c.cap = defs;
-    for (c.hcap = 16; c.hcap < 2 * defs; c.hcap *= 2)
-        ;
     c.vals = calloc(defs, sizeof *c.vals);
-    c.hash = calloc(c.hcap, sizeof *c.hash);
+    bool vix_ok = index_init(&c.vix, defs);
     c.nodes = calloc(g->n_node + 1, sizeof *c.nodes);
     c.L = calloc(ONNX_LAYERS_MAX, sizeof *c.L);
     size_t refs = g->n_output + 1;
@@ -1706,11 +1721,8 @@ enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t l
         goto out;
     }
     c.names_cap = refs;
-    for (c.nhcap = 16; c.nhcap < 2 * refs; c.nhcap *= 2)
-        ;
     c.names = calloc(refs, sizeof *c.names);
-    c.nhash = calloc(c.nhcap, sizeof *c.nhash);
-    if (!c.vals || !c.hash || !c.nodes || !c.L || !c.names || !c.nhash) {
+    if (!c.vals || !vix_ok || !c.nodes || !c.L || !c.names || !index_init(&c.nix, refs)) {
         st = ig_err_oom(err);
         goto out;
     }
@@ -1815,8 +1827,8 @@ out:
         free(c.vals[i].c.v);
     for (int l = 0; c.L && l < c.nl; l++)
         blayer_free(&c.L[l]);
-    free(c.vals), free(c.hash), free(c.nodes), free(c.L), free(c.in_mul), free(c.in_add);
-    free(c.names), free(c.nhash);
+    free(c.vals), free(c.vix.slot), free(c.nodes), free(c.L), free(c.in_mul), free(c.in_add);
+    free(c.names), free(c.nix.slot);
     onnx__model_proto__free_unpacked(mp, NULL);
     return st;
 }

@@ -20,7 +20,6 @@ Meson passes BUILDDIR and SRCDIR; CBC_PYTHON is the interpreter with numpy."""
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 
@@ -34,14 +33,11 @@ IGRUN = os.path.join(os.environ["BUILDDIR"], "tools", "igrun", "igrun")
 DATA = os.path.join(os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")),
                     "tests", "data", "ig")
 tmp = tempfile.mkdtemp(prefix="cbc-models.")
-failures = 0
-checks = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from igrun_checks import Checks  # noqa: E402
 
-
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL: " + msg, file=sys.stderr)
+C = Checks(IGRUN)
+fail, igrun, expect = C.fail, C.igrun, C.expect
 
 
 def d(name):
@@ -50,26 +46,6 @@ def d(name):
 
 def t(name):
     return os.path.join(tmp, name)
-
-
-def igrun(*args):
-    p = subprocess.run([IGRUN, "--device", "cpu", *args], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, timeout=120)
-    if p.returncode < 0:
-        fail("igrun %s died of signal %d" % (" ".join(args), -p.returncode))
-    return p.returncode, p.stdout.decode(errors="replace")
-
-
-def expect(code, needles, *args):
-    global checks
-    checks += 1
-    rc, out = igrun(*args)
-    if rc != code:
-        fail("igrun %s exited %d, expected %d: %s" % (" ".join(args), rc, code, out[-600:]))
-    for n in needles if isinstance(needles, (list, tuple)) else [needles]:
-        if n not in out:
-            fail("igrun %s: output lacks '%s': %s" % (" ".join(args), n, out[-600:]))
-    return out
 
 
 def attributions(model, name, *extra):
@@ -89,8 +65,7 @@ def rel_l2(a, b):
 
 
 def equals_captum(model, name, *extra):
-    global checks
-    checks += 1
+    C.checks += 1
     a = attributions(model, name, *extra)
     want = np.load(d(name + ".attr.npy"))
     if a is None:
@@ -124,7 +99,7 @@ for name, layers in (("named", "'hidden', 'input', 'output'"), ("recipe", "'bn1'
            "--model", d(name + ".safetensors"), "--input", d("x.npy"), "--target", "0")
     a_st = equals_captum(d(name + ".order.safetensors"), name)
     a_onnx = equals_captum(d(name + ".onnx"), name)
-    checks += 1
+    C.checks += 1
     if a_st is not None and a_onnx is not None and rel_l2(a_onnx, a_st) > 1e-6:
         fail("%s: the ONNX model and its safetensors twin differ by %.3g" %
              (name, rel_l2(a_onnx, a_st)))
@@ -350,9 +325,5 @@ for _ in range(150):
         b[r.integers(len(b))] = int(r.integers(256))
     igrun("--model", write("flip.onnx", bytes(b)), "--input", d("x.npy"), "--target", "0", "-q")
 
-print("# igrun on real PyTorch models: %d checks, external data, %d hand-built refusals, "
-      "prefixes and byte flips of a real model" % (checks, len(cases) + 4))
-if failures:
-    print("%d failures" % failures, file=sys.stderr)
-    sys.exit(1)
-print("ok")
+C.finish("# igrun on real PyTorch models: %d checks, external data, %d hand-built refusals, "
+         "prefixes and byte flips of a real model" % (C.checks, len(cases) + 5))
