@@ -281,6 +281,31 @@ static bool name_has(const char *name, const char *word)
     return false;
 }
 
+/* "fc1, bn1, fc2": the modules in the order they run, for messages. */
+static const char *order_list(struct module *const *order, size_t no, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < no && o + 80 < len; k++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%.60s", k ? ", " : "", order[k]->name);
+    return buf;
+}
+
+/* The hint of a shape or layout error: which order the layers ran in and
+ * the fixes that apply. */
+static void order_hint(struct cbc_err *err, struct module *const *order, size_t no,
+                       bool from_meta, bool given, bool numbered)
+{
+    char list[400];
+    ig_err_hint(err, "the layers ran in the order %s (%s): if that is not forward()'s, %s; a "
+                "model that is not a chain of Linear layers (a residual, a branch) is read "
+                "right only from its graph: export ONNX, torch.onnx.export(model, x, "
+                "'model.onnx')", order_list(order, no, list, sizeof list),
+                given ? "--layers" : from_meta ? "the layer_order metadata" :
+                numbered ? "the Sequential's indices" : "the file's",
+                given ? "correct --layers" : "pass --layers in forward()'s order");
+}
+
 /* A module whose weight igrun would misread: a Conv (3 to 5 dimensions), an
  * Embedding (a 2-D weight alone, named like one) or a PReLU (a 1-D weight
  * alone, not named like a norm) is refused by name. */
@@ -475,6 +500,8 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         if (md->other) {
             st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' belongs to no layer igrun "
                             "runs (Linear, BatchNorm1d, LayerNorm)", path, md->other_name);
+            ig_err_hint(err, "export ONNX (torch.onnx.export(model, x, 'model.onnx')): igrun "
+                             "then names the operator it does not run, or runs it");
             goto out;
         }
         if (md->mean || md->var) {
@@ -506,7 +533,7 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
     const cJSON *mo = cJSON_IsObject(meta0) ? cJSON_GetObjectItemCaseSensitive(meta0, "layer_order")
                                             : NULL;
     char meta_order[4096];
-    bool from_meta = false;
+    bool from_meta = false, numbered_order = false;
     if (!layers && cJSON_IsString(mo)) {
         if ((st = order_from_metadata(path, mo->valuestring, mods, nm, meta_order,
                                       sizeof meta_order, err)) != CBC_OK)
@@ -588,6 +615,7 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
                              "from the graph itself");
             goto out;
         }
+        numbered_order = numbered;
         qsort(mods, nm, sizeof *mods, cmp_index);
         for (size_t k = 0; numbered && k + 1 < nm; k++)
             if (mods[k].index == mods[k + 1].index) {
@@ -653,6 +681,8 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         if (na == nl) {
             st = ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations given for %zu Linear layers "
                              "('%s')", path, na + 1, nl, acts);
+            ig_err_hint(err, "give one activation per Linear layer, in forward()'s order "
+                             "(--activations or the activations metadata)");
             goto out;
         }
         if (!cbc_act_parse_param(tok, &m->layers[na].act, &m->layers[na].act_param)) {
@@ -668,6 +698,8 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
     if (na != nl) {
         st = ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations ('%s') for %zu Linear layers",
                          path, na, acts, nl);
+        ig_err_hint(err, "give one activation per Linear layer, in forward()'s order "
+                         "(--activations or the activations metadata)");
         goto out;
     }
     free(m->activations);
@@ -697,10 +729,14 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
                 all[n_all++] = &md->tb;
             }
             if (prev_lin && md->tw.shape[1] != prev_lin->tw.shape[0]) {
-                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' takes %lld inputs but '%s' "
-                                 "gives %lld outputs", path, md->tw.name,
-                                 (long long)md->tw.shape[1], prev_lin->tw.name,
+                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' [%lld, %lld] takes %lld "
+                                 "inputs but '%s' [%lld, %lld] gives %lld outputs", path,
+                                 md->tw.name, (long long)md->tw.shape[0],
+                                 (long long)md->tw.shape[1], (long long)md->tw.shape[1],
+                                 prev_lin->tw.name, (long long)prev_lin->tw.shape[0],
+                                 (long long)prev_lin->tw.shape[1],
                                  (long long)prev_lin->tw.shape[0]);
+                order_hint(err, order, no, from_meta, layers && !from_meta, numbered_order);
                 goto out;
             }
             all[n_all++] = &md->tw;
@@ -833,13 +869,15 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         }
         free(g), free(bb);
         if (st != CBC_OK) {
-            if (st == CBC_E_SHAPE)
+            if (st == CBC_E_SHAPE) {
                 ig_err_set(err, CBC_E_SHAPE, "'%s': BatchNorm '%s' (tensor '%s') has %lld "
                            "features where '%s', the Linear layer %s it, has %lld %s", path,
                            md->name, md->tm.name, (long long)md->tm.shape[0],
                            lin_of[after_prev ? li - 1 : li]->tw.name,
                            after_prev ? "before" : "after", (long long)nf,
                            after_prev ? "outputs" : "inputs");
+                order_hint(err, order, no, from_meta, layers && !from_meta, numbered_order);
+            }
             goto out;
         }
         float *w = (float *)L->w, *bias = (float *)L->b;

@@ -107,6 +107,12 @@ for name, layers in (("named", "'hidden', 'input', 'output'"), ("recipe", "'bn1'
            "--target", "0", "--check-outputs", d(name + ".y.npy"))
 equals_captum(d("recipe.dynamo.onnx"), "recipe")
 equals_captum(d("recipe.safetensors"), "recipe", "--layers", "fc1,bn1,fc2,fc3")
+# a wrong order says which order ran, where it came from and the fixes
+expect(2, ["tensor 'fc1.weight' [8, 6] takes 6 inputs but 'fc2.weight' [8, 8] gives 8",
+           "ran in the order fc2, fc1, bn1, fc3 (--layers)", "correct --layers",
+           "torch.onnx.export"],
+       "--model", d("recipe.safetensors"), "--input", d("x.npy"), "--target", "0", "--layers",
+       "fc2,fc1,bn1,fc3")
 # 5. parameters of layers igrun does not run are refused by name
 expect(2, ["tensor 'conv.weight' of shape [2, 1, 2, 2] is a Conv2d", "Captum"],
        "--model", d("conv.safetensors"), "--input", d("x.npy"), "--target", "0")
