@@ -1071,15 +1071,23 @@ static enum cbc_status op_shape(struct ctx *c, const struct node *n, bool flatte
         st = input_val(c, n, 1, &sh);
     if (st != CBC_OK)
         return st;
-    if (x->kind == V_CONST) { /* a constant reshaped: same values */
-        struct val *o = val_new(c, n->p->output[0]);
-        if (!o || !(o->c.v = malloc((x->c.count ? x->c.count : 1) * sizeof *o->c.v)))
+    if (x->kind == V_CONST) { /* a constant reshaped: same values (copied first: the
+                                 output may be the input's own name) */
+        size_t count = x->c.count;
+        double *v = malloc((count ? count : 1) * sizeof *v);
+        if (!v)
             return ig_err_oom(c->err);
+        memcpy(v, x->c.v, count * sizeof *v);
+        struct val *o = val_new(c, n->p->output[0]);
+        if (!o) {
+            free(v);
+            return ig_err_oom(c->err);
+        }
         o->kind = V_CONST;
-        o->c.count = x->c.count;
-        memcpy(o->c.v, x->c.v, x->c.count * sizeof *o->c.v);
+        o->c.v = v;
+        o->c.count = count;
         o->c.ndim = 1;
-        o->c.dims[0] = (int64_t)x->c.count;
+        o->c.dims[0] = (int64_t)count;
         return CBC_OK;
     }
     if (!is_current(c, x))
@@ -1146,19 +1154,23 @@ static enum cbc_status op_alias(struct ctx *c, const struct node *n)
             return node_err(c, n, CBC_E_UNSUPPORTED, "call model.eval() before "
                             "torch.onnx.export", "its mask is used");
     }
+    /* copied before the output is made: it may be the input's own name */
     struct val copy = *x;
+    double *data = NULL;
+    if (copy.kind == V_CONST) {
+        if (!(data = malloc((copy.c.count ? copy.c.count : 1) * sizeof *data)))
+            return ig_err_oom(c->err);
+        memcpy(data, copy.c.v, copy.c.count * sizeof *data);
+    }
     struct val *o = val_new(c, n->p->output[0]);
-    if (!o)
+    if (!o) {
+        free(data);
         return ig_err_oom(c->err);
+    }
     const char *name = o->name;
     *o = copy;
     o->name = name;
-    o->c.v = NULL;
-    if (copy.kind == V_CONST) {
-        if (!(o->c.v = malloc((copy.c.count ? copy.c.count : 1) * sizeof *o->c.v)))
-            return ig_err_oom(c->err);
-        memcpy(o->c.v, copy.c.v, copy.c.count * sizeof *o->c.v);
-    }
+    o->c.v = data;
     return CBC_OK;
 }
 

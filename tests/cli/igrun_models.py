@@ -258,6 +258,12 @@ ok = model([node("Gemm", ["x", "w1", "b1"], ["z"], "fc1", [attr_i("transB", 1)])
             node("Relu", ["z"], ["h"], "act"),
             node("Gemm", ["h", "w2"], ["y"], "fc2", [attr_i("transB", 1)])], lin)
 expect(0, "max |delta|", "--model", write("ok.onnx", ok), "--input", x3, "--target", "1")
+# a node whose output is its own input's name (Identity, Reshape of a constant)
+alias = model([node("Identity", ["w1"], ["w1"], "same"), node("Flatten", ["b1"], ["b1"], "flat"),
+               node("Gemm", ["x", "w1", "b1"], ["z"], "fc1", [attr_i("transB", 1)]),
+               node("Relu", ["z"], ["h"], "act"),
+               node("Gemm", ["h", "w2"], ["y"], "fc2", [attr_i("transB", 1)])], lin)
+expect(0, "max |delta|", "--model", write("alias.onnx", alias), "--input", x3, "--target", "1")
 cases = [
     ("branch", [node("Gemm", ["x", "w1", "b1"], ["z"], "fc1", [attr_i("transB", 1)]),
                 node("Gemm", ["z", "w1"], ["p"], "left", [attr_i("transB", 1)]),
