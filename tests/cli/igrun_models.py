@@ -235,10 +235,11 @@ def value_info(name, dims):
     return fld(1, name) + fld(2, fld(1, fint(1, 1) + fld(2, shape)))
 
 
-def model(nodes, inits, out="y", width=3):
+def model(nodes, inits, out="y", width=3, more_outputs=()):
     g = b"".join(fld(1, n) for n in nodes) + fld(2, "g")
     g += b"".join(fld(5, i) for i in inits)
     g += fld(11, value_info("x", [1, width])) + fld(12, value_info(out, [1, 2]))
+    g += b"".join(fld(12, value_info(o, [1, 3])) for o in more_outputs)
     return fint(1, 8) + fld(8, fint(2, 17)) + fld(7, g)  # ir_version, opset 17, graph
 
 
@@ -302,9 +303,44 @@ cases = [
                  node("Gemm", ["h", "w2"], ["y"], "fc2", [attr_i("transB", 1)])],
      ["node 'bn' (BatchNormalization): is in training mode", "model.eval()"]),
 ]
+G1 = node("Gemm", ["x", "w1", "b1"], ["z"], "fc1", [attr_i("transB", 1)])
+G2 = node("Gemm", ["h", "w2"], ["y"], "fc2", [attr_i("transB", 1)])
+cases += [
+    ("subtwo", [G1, node("Relu", ["z"], ["r"], "act"),
+                node("Gemm", ["r", "w1"], ["q"], "mid", [attr_i("transB", 1)]),
+                node("Sub", ["q", "r"], ["h"], "minus"), G2],
+     ["node 'minus' (Sub): takes two tensors", "residual connection"]),
+    ("div0", [G1, node("Div", ["z", "zero"], ["h"], "div"), G2],
+     ["node 'div' (Div): divides by 0 ('zero')"]),
+    ("reshape", [G1, node("Reshape", ["z", "shape3"], ["h"], "rs"), G2],
+     ["node 'rs' (Reshape): reshapes to a shape that is not two constant numbers",
+      "x.flatten(1)"]),
+    ("actin", [node("Relu", ["x"], ["a"], "early"),
+               node("Gemm", ["a", "w1", "b1"], ["z"], "fc1", [attr_i("transB", 1)]),
+               node("Relu", ["z"], ["h"], "act"), G2],
+     ["node 'early' (Relu): is applied to the input", "a Linear's output"]),
+    ("lnafter", [G1, node("Relu", ["z"], ["r"], "act"), node("Mul", ["r", "two"], ["s"], "dbl"),
+                 node("LayerNormalization", ["s", "b1", "b1"], ["h"], "ln"), G2],
+     ["node 'ln' (LayerNormalization): follows layer 'fc1''s scaling or residual"]),
+    ("notearlier", [G1, node("Relu", ["z"], ["r"], "act"),
+                    node("Gemm", ["r", "w1"], ["q"], "mid", [attr_i("transB", 1)]),
+                    node("Add", ["q", "z"], ["h"], "res"), G2],
+     ["node 'res' (Add): adds 'z', which is not an earlier layer's output"]),
+    ("domain", [G1, node("FusedGelu", ["z"], ["h"], "ms") + fld(7, "com.microsoft"), G2],
+     ["node 'ms' (FusedGelu): is an operator of domain 'com.microsoft'"]),
+    ("view", [node("Shape", ["x"], ["s"], "shape"),
+              node("Reshape", ["x", "s"], ["xf"], "view"),
+              node("Gemm", ["xf", "w1", "b1"], ["z"], "fc1", [attr_i("transB", 1)]),
+              node("Relu", ["z"], ["h"], "act"), G2],
+     ["node 'shape' (Shape): is not an operator igrun runs", "write x.flatten(1)"]),
+]
+lin += [tensor("zero", np.array(0.0)), tensor("shape3", np.array([-1, 3, 1]))]
 for name, nodes, needles in cases:
     expect(2, needles, "--model", write(name + ".onnx", model(nodes, lin)), "--input", x3,
            "--target", "1")
+two = model([G1, node("Relu", ["z"], ["h"], "act"), G2], lin, more_outputs=["z"])
+expect(2, ["the graph has 2 outputs", "return one tensor"], "--model", write("two.onnx", two),
+       "--input", x3, "--target", "1")
 int8 = model([node("Gemm", ["x", "w8"], ["y"], "fc", [attr_i("transB", 1)])],
              [tensor("w8", np.ones((2, 3)), dtype=3)])
 expect(2, ["tensor 'w8' is of type INT8", "float32"], "--model", write("int8.onnx", int8),
