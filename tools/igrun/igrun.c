@@ -808,8 +808,9 @@ int main(int argc, char **argv)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", averaged over %zu baselines",
                  K);
     if (t.verbosity >= 0)
-        fprintf(stderr, "igrun: %s (%s; %s), %zu input%s, %s %d steps, %s%s, %s gradients, on %s\n",
-                model, arch, m->activations, X.rows, X.rows == 1 ? "" : "s",
+        fprintf(stderr, "igrun: %s (%s; %s%s%s), %zu input%s, %s %d steps, %s%s, %s gradients, "
+                "on %s\n", model, arch, m->activations, m->layer_names ? "; layers " : "",
+                m->layer_names ? m->layer_names : "", X.rows, X.rows == 1 ? "" : "s",
                 cbc_ig_method_name(req.method), req.steps, what, extra,
                 req.gradient == CBC_IG_ANALYTIC ? "analytic" : req.gradient == CBC_IG_FD ? "finite-difference" : "naive",
                 where);
