@@ -31,6 +31,11 @@
 
 static const char *const noise_names[] = {"none", "smoothgrad", "smoothgrad_sq", "vargrad"};
 
+/* Rows of one engine call with a target per row: 4096 inputs with 16
+ * noisy copies each (of 784 features, about 1.3 GB of the GPU's per-call
+ * arrays besides the budgeted per-step work). */
+#define EXPLAIN_ROWS_MAX 65536
+
 bool cbc_ig_noise_parse(const char *name, enum cbc_ig_noise *out)
 {
     for (size_t i = 0; i < IG_ARRAY_LEN(noise_names); i++)
@@ -380,10 +385,13 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
     }
     struct expand e = {r, p, F, T, S, K, per_input, slot, X, Bx, noisy};
     parallel_ranges(r->n, rows * F, expand_inputs, &e);
-    /* one engine call per distinct target (or for all), on contiguous rows */
+    /* one engine call per distinct target, or (a target per row) for slices
+     * of at most EXPLAIN_ROWS_MAX rows, which bounds what one call puts on
+     * the GPU besides its budgeted per-step work */
+    const size_t slice = per_input < EXPLAIN_ROWS_MAX ? EXPLAIN_ROWS_MAX / per_input : 1;
     for (size_t j0 = 0; j0 < n_pairs && st == CBC_OK;) {
         size_t j1 = j0 + 1;
-        while (j1 < n_pairs && (per_row || order[j1].target == order[j0].target))
+        while (j1 < n_pairs && (per_row ? j1 - j0 < slice : order[j1].target == order[j0].target))
             j1++;
         for (size_t j = j0; j < j1; j++) /* the engine call that computed pair j */
             group[2 * j] = j0, group[2 * j + 1] = j1;

@@ -700,3 +700,38 @@ Test(explain, built_in_engines_take_a_target_per_row_and_others_one_call_per_tar
     for (int i = 0; i < 24; i++)
         cr_assert_float_eq(v1[i], v2[i], 1e-6, "value %d", i);
 }
+
+Test(explain, more_rows_than_one_call_takes_are_sliced_with_the_same_result)
+{
+    /* 4100 inputs x 16 noisy copies: 65600 rows, past the 65536 of one call */
+    struct cbc_mlp_layer L;
+    struct cbc_mlp m = linear3(&L);
+    const size_t n = 4100, F = 4;
+    float *x = malloc(n * F * sizeof *x), *a1 = malloc(n * F * sizeof *a1),
+          *a2 = malloc(n * F * sizeof *a2);
+    double *v1 = malloc(4 * n * sizeof *v1), *v2 = malloc(4 * n * sizeof *v2);
+    int *tg = malloc(n * sizeof *tg);
+    cr_assert(x && a1 && a2 && v1 && v2 && tg);
+    for (size_t i = 0; i < n * F; i++)
+        x[i] = X4[i % 3][i % 4] * (float)(1 + i % 5);
+    for (size_t b = 0; b < n; b++)
+        tg[b] = (int)(b % 3);
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = x, r.n = n, r.steps = 2;
+    struct cbc_ig_plan p = {.targets = tg, .noise = CBC_IG_SMOOTHGRAD, .samples = 16,
+                            .stdev = 0.1, .seed = 2};
+    struct cbc_ig_output o1 = {a1, v1, v1 + n, v1 + 2 * n, v1 + 3 * n},
+                         o2 = {a2, v2, v2 + n, v2 + 2 * n, v2 + 3 * n};
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_ig_explain(cbc_ig_engine_cpu, &m, F, &r, &p, &o1, NULL, &e), CBC_OK, "%s",
+                 e.msg);
+    struct counting c = {&m, 0, 0};
+    cr_assert_eq(cbc_ig_explain(counting_engine, &c, F, &r, &p, &o2, NULL, &e), CBC_OK, "%s",
+                 e.msg);
+    for (size_t i = 0; i < n * F; i++)
+        cr_assert_float_eq(a1[i], a2[i], 1e-5, "attribution %zu: %g vs %g", i, a1[i], a2[i]);
+    for (size_t i = 0; i < 4 * n; i++)
+        cr_assert_float_eq(v1[i], v2[i], 1e-5, "value %zu", i);
+    free(x), free(a1), free(a2), free(v1), free(v2), free(tg);
+}
