@@ -1083,7 +1083,8 @@ static enum cbc_status parse_dryrun(struct run *r, char *text, size_t len, bool 
             return cbc_err_oom(r->err);
         classify(s);
     }
-    *ok = *ok && r->n && group_steps(r);
+    /* no virtual arch (a host-only compile): nothing to cache per arch */
+    *ok = *ok && r->n && group_steps(r) && r->ng;
     if (*ok)
         plan_renames(r);
     return CBC_OK;

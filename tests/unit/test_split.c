@@ -70,6 +70,17 @@ Test(split, an_unknown_step_or_shape_runs_whole)
     memcpy(odd + len, "nvcc warning : something\n", 25);
     cr_assert_not(plan_of(odd, len + 25).ok);
     cr_assert_not(plan_of("", 0).ok, "nothing at all");
+    /* a plan with no device compile (fuzz_dryrun found it: a cut dryrun) */
+    size_t hl;
+    char *plain = slurp("object-2arch.txt", &hl);
+    char *keep = malloc(hl + 1), *w = keep;
+    for (char *line = strtok(plain, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strstr(line, "cicc") && !strstr(line, "ptxas") && !strstr(line, "__CUDA_ARCH__=") &&
+            !strstr(line, "fatbinary"))
+            w += sprintf(w, "%s\n", line);
+    cr_assert_not(plan_of(keep, (size_t)(w - keep)).ok, "no virtual arch: nothing to split");
+    free(keep);
+    free(plain);
     free(odd);
     free(t);
 }
