@@ -30,6 +30,18 @@
 
 #define CBC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* An invariant the prose around it states, checked in debug builds (any
+ * build without NDEBUG, which is Meson's default): a violation is a bug of
+ * ours, reported with where and what, then abort(). Never for input
+ * checks: hostile input is an error, not a crash. */
+#ifndef NDEBUG
+#define CBC_ASSERT(cond)                                                                           \
+    ((cond) ? (void)0 : cbc_assert_failed(__FILE__, __LINE__, __func__, #cond))
+#else
+#define CBC_ASSERT(cond) ((void)0)
+#endif
+_Noreturn void cbc_assert_failed(const char *file, int line, const char *func, const char *what);
+
 /* ---- errors (err.c) ---------------------------------------------------- */
 /* cbc_err_set returns `status` so callers can `return cbc_err_set(...)`.
  * The two decorators return nothing: a status must come from where the
@@ -40,7 +52,6 @@ enum cbc_status cbc_err_set(struct cbc_err *err, enum cbc_status status, const c
 void cbc_err_hint(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
 void cbc_err_prefix(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
 enum cbc_status cbc_err_oom(struct cbc_err *err);
-void cbc_err_clear(struct cbc_err *err);
 
 /* ---- growable buffer (buf.c) ------------------------------------------- */
 /* Always NUL-terminated when p != NULL; len excludes the NUL. A failed append
@@ -185,8 +196,7 @@ const char *cbc_path_base(const char *path);
 char *cbc_path_dir(const char *path);
 /* Final component without its last extension ("a/b.cu" -> "b"). */
 char *cbc_path_stem(const char *path);
-/* Finds `name` on $PATH (or returns a copy when it contains '/'); NULL if absent. */
-char *cbc_which(const char *name);
+
 
 /* ---- hashing (hash.c) -------------------------------------------------- */
 /* XXH3-128 in canonical big-endian byte order: the on-disk and printed form. */
@@ -312,6 +322,8 @@ static inline bool cbc_in_bounds(uint64_t size, uint64_t off, uint64_t len)
 }
 
 /* ---- processes (proc.c) ------------------------------------------------ */
+/* Finds `name` on $PATH (or returns a copy when it contains '/'); NULL if absent. */
+char *cbc_which(const char *name);
 /* Starts argv[0] (searched on PATH when it has no '/') with stdout and
  * stderr sent to the given files (NULL: inherited; the same path for both
  * merges them), under a guard that kills the command and everything it

@@ -16,6 +16,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *cbc_strerror(enum cbc_status status)
@@ -90,15 +91,6 @@ void cbc_err_prefix(struct cbc_err *err, const char *fmt, ...)
     cbc_escape(err->msg, sizeof err->msg, both);
 }
 
-void cbc_err_clear(struct cbc_err *err)
-{
-    if (err) {
-        err->status = CBC_OK;
-        err->msg[0] = '\0';
-        err->remedy[0] = '\0';
-    }
-}
-
 enum cbc_status cbc_err_oom(struct cbc_err *err)
 {
     return cbc_err_set(err, CBC_E_NOMEM, "out of memory");
@@ -114,4 +106,11 @@ void cbc_say(cbc_msg_fn fn, void *ctx, enum cbc_msg_kind kind, const char *fmt, 
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     fn(ctx, kind, buf);
+}
+
+_Noreturn void cbc_assert_failed(const char *file, int line, const char *func, const char *what)
+{
+    fprintf(stderr, "cubincache: internal error: %s:%d: %s: '%s' does not hold; please report "
+            "this\n", file, line, func, what);
+    abort();
 }

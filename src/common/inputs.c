@@ -57,5 +57,7 @@ bool cbc_env_set(struct cbc_env *e, const char *name, const char *value)
     e->name[i] = name;
     e->value[i] = value;
     e->n++;
+    CBC_ASSERT((i == 0 || strcmp(e->name[i - 1], name) < 0) &&
+               (i + 1 == e->n || strcmp(name, e->name[i + 1]) < 0)); /* sorted, each once */
     return true;
 }

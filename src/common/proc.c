@@ -30,6 +30,28 @@
 
 static volatile pid_t g_child; /* the guard's command */
 
+char *cbc_which(const char *name)
+{
+    if (strchr(name, '/'))
+        return cbc_strdup(name);
+    const char *path = secure_getenv("PATH");
+    if (!path)
+        return NULL;
+    for (const char *p = path;;) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char *cand = n ? cbc_asprintf("%.*s/%s", (int)n, p, name) : cbc_asprintf("./%s", name);
+        if (cand && access(cand, X_OK) == 0 && cbc_is_file(cand))
+            return cand;
+        free(cand);
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return NULL;
+}
+
+
 static void guard_kill_group(int sig)
 {
     (void)sig;

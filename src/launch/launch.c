@@ -20,18 +20,15 @@
  * (cbc_output_write: through a device or FIFO, through a symbolic link).
  *
  * A stored result is one store entry (kind CBC_STORE_RESULT_KIND) holding
- * a small container:
- *   0  8  magic "CBCLRES2"     8  4  count N
- *   then N times: 1 role (1 output, 2 depfile body, 3 stdout, 4 stderr,
- *                 5 a side file: its absolute path, a NUL, its bytes),
- *                 3 zero, 8 length L, L bytes
- * roles 1-4 at most once each, role 5 at most CBC_LAUNCH_MAX_SIDE times;
- * decoded with every length checked against what remains.
+ * a result container (src/cache/cache.h) whose members are "output",
+ * "depfile" (the body after "target : "), "stdout", "stderr" and
+ * "side:<absolute path>" for each file the compile wrote beside its output
+ * (at most CBC_LAUNCH_MAX_SIDE of them).
  */
 #include "launch.h"
 
+#include "cache.h"
 #include "cudadrv.h"
-#include "direct.h"
 #include "key.h"
 #include "nvargs.h"
 #include "split.h"
@@ -49,87 +46,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RES_MAGIC "CBCLRES2"
-enum { ROLE_OUTPUT = 1, ROLE_DEPFILE = 2, ROLE_STDOUT = 3, ROLE_STDERR = 4, ROLE_SIDE = 5 };
-#define ROLE_ONCE 4                /* roles 1..4 appear at most once */
 #define CBC_LAUNCH_MAX_SIDE 16     /* side files stored with one result */
 #define CBC_LAUNCH_SIDE_MAX (64u << 20) /* the largest side file stored */
-
-struct parts {
-    const uint8_t *p[ROLE_ONCE + 1];
-    size_t n[ROLE_ONCE + 1];
-    const char *side_path[CBC_LAUNCH_MAX_SIDE]; /* into the container (NUL-terminated there) */
-    const uint8_t *side[CBC_LAUNCH_MAX_SIDE];
-    size_t side_n[CBC_LAUNCH_MAX_SIDE], n_side;
-};
-
-static void put_member(struct cbc_buf *b, int role, const void *a, size_t na, const void *c,
-                       size_t nc)
-{
-    uint8_t h[12] = {(uint8_t)role, 0, 0, 0};
-    cbc_wr64(h + 4, na + nc);
-    cbc_buf_append(b, h, sizeof h);
-    cbc_buf_append(b, a, na);
-    if (nc)
-        cbc_buf_append(b, c, nc);
-}
-
-static uint8_t *encode(const struct parts *in, size_t *len)
-{
-    struct cbc_buf b = {0};
-    uint8_t head[12];
-    memcpy(head, RES_MAGIC, 8);
-    uint32_t count = 0;
-    for (int r = 1; r <= ROLE_ONCE; r++)
-        count += in->p[r] != NULL;
-    cbc_wr32(head + 8, count + (uint32_t)in->n_side);
-    cbc_buf_append(&b, head, sizeof head);
-    for (int r = 1; r <= ROLE_ONCE; r++)
-        if (in->p[r])
-            put_member(&b, r, in->p[r], in->n[r], NULL, 0);
-    for (size_t i = 0; i < in->n_side; i++)
-        put_member(&b, ROLE_SIDE, in->side_path[i], strlen(in->side_path[i]) + 1, in->side[i],
-                   in->side_n[i]);
-    if (b.oom) {
-        cbc_buf_release(&b);
-        return NULL;
-    }
-    *len = b.len;
-    return (uint8_t *)b.p;
-}
-
-static bool decode(const uint8_t *d, size_t len, struct parts *out)
-{
-    memset(out, 0, sizeof *out);
-    if (len < 12 || memcmp(d, RES_MAGIC, 8) != 0)
-        return false;
-    uint32_t count = cbc_rd32(d + 8);
-    size_t off = 12;
-    for (uint32_t i = 0; i < count; i++) {
-        if (!cbc_in_bounds(len, off, 12))
-            return false;
-        uint8_t role = d[off];
-        uint64_t n = cbc_rd64(d + off + 4);
-        off += 12;
-        if (role < 1 || role > ROLE_SIDE || n > len || !cbc_in_bounds(len, off, n))
-            return false;
-        if (role == ROLE_SIDE) {
-            const uint8_t *nul = memchr(d + off, 0, (size_t)n);
-            if (out->n_side == CBC_LAUNCH_MAX_SIDE || !nul || d[off] != '/')
-                return false;
-            out->side_path[out->n_side] = (const char *)d + off;
-            out->side[out->n_side] = nul + 1;
-            out->side_n[out->n_side++] = (size_t)n - (size_t)(nul + 1 - (d + off));
-        } else {
-            if (out->p[role])
-                return false;
-            out->p[role] = d + off;
-            out->n[role] = (size_t)n;
-        }
-        off += (size_t)n;
-    }
-    return off == len && out->p[ROLE_OUTPUT];
-}
+#define SIDE_PREFIX "side:"
 
 /* ---- what the device code of an output must be ----------------------------- */
 
@@ -268,10 +187,12 @@ struct ctx {
     bool have_tc;
     struct cbc_store *store;
     struct cbc_filememo *memo;
-    struct cbc_direct *direct;
-    struct cbc_direct_target dt;
+    struct cbc_cache cache;
+    struct cbc_cache_unit u;
     char tmp[PATH_MAX]; /* the private directory of a miss */
     char native[256];   /* -arch=native: the GPUs it means here ("sm_90,sm_80") */
+    char *base;         /* the base directory (key.h), or NULL */
+    bool cwd_keyed;     /* the command names a path relative to the working directory */
 };
 
 #define say(c, kind, ...) cbc_say((c)->o->msg, (c)->o->msg_ctx, (kind), __VA_ARGS__)
@@ -335,23 +256,27 @@ static bool resolve_native(struct ctx *c)
  * left out (they are replayed, not keyed), inputs by placeholder (their
  * content is keyed), and what else decides the output: that this is the
  * launcher, and the working directory (-g objects record it). */
+static bool skip_output(size_t i, void *a)
+{
+    return cbc_nv_is_output_arg(a, i);
+}
+
 static bool key_flags(struct ctx *c)
 {
-    c->flags = calloc(c->a.argc + 3, sizeof *c->flags);
+    c->flags = calloc(c->a.argc + 2, sizeof *c->flags);
     if (!c->flags)
         return false;
-    c->flags[c->n_flags++] = cbc_strdup("--cubincache-launcher=1");
-    c->flags[c->n_flags++] = cbc_asprintf("--cubincache-cwd=%s", c->cwd);
+    /* the inputs as spelled (__FILE__ is what the command line says), by
+     * content too; the working directory only in the direct key, and only
+     * when the command names a path relative to it */
+    c->flags[c->n_flags++] = cbc_strdup("--cubincache-launcher=2");
     if (c->native[0])
         c->flags[c->n_flags++] = cbc_asprintf("--cubincache-native=%s", c->native);
-    for (size_t i = 0; i < c->a.argc; i++) {
-        if (cbc_nv_is_output_arg(&c->a, i))
-            continue;
-        bool input = false;
-        for (size_t k = 0; k < c->a.n_inputs && !input; k++)
-            input = c->a.input_idx[k] == (long)i;
-        c->flags[c->n_flags++] = cbc_strdup(input ? "<input>" : c->a.argv[i]);
-    }
+    for (size_t i = 0; i < c->a.argc; i++)
+        if (!cbc_nv_is_output_arg(&c->a, i))
+            c->flags[c->n_flags++] = cbc_strdup(c->a.argv[i]);
+    c->cwd_keyed = cbc_nv_names_relative(c->a.argv, c->a.argc, skip_output, &c->a);
+    c->u.has_sibling = c->cwd_keyed && c->a.mode != CBC_NV_DLINK;
     for (size_t i = 0; i < c->n_flags; i++)
         if (!c->flags[i])
             return false;
@@ -363,7 +288,7 @@ static struct cbc_key_now key_now(const struct ctx *c)
     return (struct cbc_key_now){c->source,      &c->source_hash, c->tc.nvcc,
                                 c->tc.version,  &c->tc.nvcc_id,  c->tc.host_cc,
                                 &c->tc.host_id, c->flags,        c->n_flags,
-                                &c->env,        c->cwd};
+                                &c->env,        c->cwd_keyed ? c->cwd : NULL, c->base};
 }
 
 static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, struct cbc_hash *direct,
@@ -379,93 +304,210 @@ static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, stru
         cbc_key_result(&in, result);
 }
 
-static char *dup_bytes(const uint8_t *p, size_t n)
+/* The direct key as another working directory has it (cache.h, sibling). */
+static void sibling_key(const struct ctx *c, struct cbc_hash *out)
 {
-    char *s = malloc(n + 1);
-    if (s) {
-        memcpy(s, p, n);
-        s[n] = '\0';
-    }
-    return s;
+    struct cbc_key_now now = key_now(c);
+    now.cwd = NULL;
+    struct cbc_target t = cbc_store_result_target();
+    struct cbc_key_inputs in;
+    cbc_key_inputs_make(&now, &t, NULL, 0, &in);
+    cbc_key_direct(&in, out);
 }
+
 
 /* The depfile as the build asked for it: nvcc's list of files under the
  * target this command names. */
 static enum cbc_status write_depfile(struct ctx *c, const uint8_t *body, size_t n)
 {
     const char *target = c->a.mt ? c->a.mt : c->a.output;
-    size_t tl = strlen(target);
-    char *text = malloc(tl + 3 + n);
-    if (!text)
-        return cbc_err_oom(c->err);
-    memcpy(text, target, tl);
-    memcpy(text + tl, " : ", 3);
-    memcpy(text + tl + 3, body, n);
-    enum cbc_status st = cbc_output_write(c->a.depfile, text, tl + 3 + n, c->err);
-    free(text);
+    struct cbc_buf b = {0};
+    cbc_buf_puts(&b, target);
+    cbc_buf_puts(&b, " : ");
+    cbc_base_expand(c->base, (const char *)body, n, &b); /* this tree's paths */
+    enum cbc_status st = b.oom ? cbc_err_oom(c->err)
+                               : cbc_output_write(c->a.depfile, b.p, b.len, c->err);
+    cbc_buf_release(&b);
     return st;
 }
 
-static enum cbc_status serve(struct ctx *c, const struct parts *p)
+/* Text stored with an entry (a depfile, nvcc's messages): the base
+ * directory spelled "@BASE@", so another checkout gets its own paths. */
+static bool add_text(struct ctx *c, struct cbc_result *res, const char *name, const void *text,
+                     size_t n)
 {
-    enum cbc_status st = cbc_output_write(c->a.output, p->p[ROLE_OUTPUT], p->n[ROLE_OUTPUT],
-                                          c->err);
+    struct cbc_buf b = {0};
+    cbc_base_template(c->base, text, n, &b);
+    bool ok = !b.oom && cbc_result_add(res, name, b.p ? b.p : "", b.len);
+    cbc_buf_release(&b);
+    return ok;
+}
+
+static char *expand_text(const struct ctx *c, const struct cbc_member *m)
+{
+    struct cbc_buf b = {0};
+    cbc_base_expand(c->base, (const char *)m->data, m->len, &b);
+    if (b.oom) {
+        cbc_buf_release(&b);
+        return NULL;
+    }
+    return b.p ? cbc_buf_detach(&b) : cbc_strdup("");
+}
+
+static enum cbc_status serve(struct ctx *c, const struct cbc_result *res)
+{
+    const struct cbc_member *out = cbc_result_get(res, "output"),
+                            *dep = cbc_result_get(res, "depfile"),
+                            *so = cbc_result_get(res, "stdout"), *se = cbc_result_get(res, "stderr");
+    enum cbc_status st = cbc_output_write(c->a.output, out->data, out->len, c->err);
     if (st == CBC_OK && c->a.md)
-        st = write_depfile(c, p->p[ROLE_DEPFILE], p->n[ROLE_DEPFILE]);
-    for (size_t i = 0; st == CBC_OK && i < p->n_side; i++)
-        st = cbc_output_write(p->side_path[i], p->side[i], p->side_n[i], c->err);
+        st = write_depfile(c, dep->data, dep->len);
+    for (size_t i = 0; st == CBC_OK && i < res->n; i++)
+        if (!strncmp(res->m[i].name, SIDE_PREFIX, strlen(SIDE_PREFIX)))
+            st = cbc_output_write(res->m[i].name + strlen(SIDE_PREFIX), res->m[i].data,
+                                  res->m[i].len, c->err);
     if (st != CBC_OK)
         return st;
     c->r->outcome = CBC_LAUNCH_HIT;
     c->r->exit_code = 0;
-    if (p->p[ROLE_STDOUT] && !(c->r->out = dup_bytes(p->p[ROLE_STDOUT], p->n[ROLE_STDOUT])))
+    if (so && !(c->r->out = expand_text(c, so)))
         return cbc_err_oom(c->err);
-    c->r->out_len = p->n[ROLE_STDOUT];
-    if (p->p[ROLE_STDERR] && !(c->r->errs = dup_bytes(p->p[ROLE_STDERR], p->n[ROLE_STDERR])))
+    c->r->out_len = so ? strlen(c->r->out) : 0;
+    if (se && !(c->r->errs = expand_text(c, se)))
         return cbc_err_oom(c->err);
-    c->r->errs_len = p->n[ROLE_STDERR];
+    c->r->errs_len = se ? strlen(c->r->errs) : 0;
     return CBC_OK;
 }
 
-/* A hit, when the command's result is stored and still good. */
-static enum cbc_status lookup(struct ctx *c, bool *hit)
+/* Whether a stored result is whole: an output, a depfile when the command
+ * asks for one, and side files only at absolute paths. */
+static bool result_whole(const struct ctx *c, const struct cbc_result *res)
 {
-    *hit = false;
-    keys(c, NULL, 0, &c->dt.direct_key, NULL);
-    bool matched = false;
-    struct cbc_hash result;
-    enum cbc_status st = cbc_direct_lookup(c->direct, &c->dt, &matched, &result, c->err);
-    if (st != CBC_OK || !matched)
-        return st;
-    uint8_t *data = NULL;
-    size_t len = 0;
-    enum cbc_lookup lr;
-    char why[CBC_ERR_MSG_MAX];
-    struct cbc_target rt = cbc_store_result_target();
-    struct cbc_err e = {0};
-    if (cbc_store_get(c->store, &result, &rt, &data, &len, &lr, why, sizeof why, &e) != CBC_OK) {
-        say(c, CBC_MSG_WARNING, "cannot read the cache entry of '%s': %s", c->a.output, e.msg);
-        return CBC_OK;
-    }
-    if (lr == CBC_LOOKUP_DROPPED)
-        say(c, CBC_MSG_WARNING, "the cached '%s' was bad (%s); dropped and compiled again",
-            c->a.output, why);
-    if (lr != CBC_LOOKUP_HIT)
-        return CBC_OK;
-    struct parts p;
-    bool good = decode(data, len, &p) && (!c->a.md || p.p[ROLE_DEPFILE]);
+    if (!cbc_result_get(res, "output") || (c->a.md && !cbc_result_get(res, "depfile")))
+        return false;
+    size_t sides = 0;
+    for (size_t i = 0; i < res->n; i++)
+        if (!strncmp(res->m[i].name, SIDE_PREFIX, strlen(SIDE_PREFIX)) &&
+            (res->m[i].name[strlen(SIDE_PREFIX)] != '/' || ++sides > CBC_LAUNCH_MAX_SIDE))
+            return false;
+    return true;
+}
+
+/* Serves u's payload when it is a whole, verified result of this command. */
+static enum cbc_status serve_unit(struct ctx *c, bool *hit)
+{
+    struct cbc_result res;
+    bool good = cbc_result_decode(c->u.data, c->u.len, &res, NULL) == CBC_OK;
+    free(c->u.data);
+    c->u.data = NULL;
+    good = good && result_whole(c, &res);
     char vwhy[512] = "";
-    if (good && !verify_output(&c->a, p.p[ROLE_OUTPUT], p.n[ROLE_OUTPUT], vwhy, sizeof vwhy)) {
+    const struct cbc_member *out = good ? cbc_result_get(&res, "output") : NULL;
+    enum cbc_status st = CBC_OK;
+    if (good && !verify_output(&c->a, out->data, out->len, vwhy, sizeof vwhy)) {
         good = false;
         say(c, CBC_MSG_WARNING, "the cached '%s' failed verification (%s); compiling again",
             c->a.output, vwhy);
     }
     if (good) {
-        st = serve(c, &p);
+        st = serve(c, &res);
         *hit = st == CBC_OK;
     }
-    free(data);
+    cbc_result_release(&res);
     return st;
+}
+
+static enum cbc_status read_deps(struct ctx *c, const char *df, char **dep_text, size_t *dep_len,
+                                 char ***paths, size_t *np, struct cbc_err *e);
+
+/* A direct miss of a command compiled in another working directory: nvcc
+ * -M lists the files the compile would read (the list its -MD writes),
+ * and their result key may be stored (cbc_cache_lookup_preprocessed). */
+static enum cbc_status preprocessed(struct ctx *c)
+{
+    const char *tdir = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/cubincache-pp.XXXXXX", tdir && *tdir ? tdir : "/tmp");
+    if (!mkdtemp(dir))
+        return CBC_OK; /* no preprocessing: the compile finds out */
+    char *dep = cbc_asprintf("%s/pp.d", dir), *log = cbc_asprintf("%s/log", dir);
+    char **argv = calloc(c->a.argc + 5, sizeof *argv);
+    enum cbc_status st = CBC_OK;
+    if (!dep || !log || !argv) {
+        st = cbc_err_oom(c->err);
+        goto out;
+    }
+    size_t n = 0;
+    argv[n++] = (char *)c->tc.nvcc;
+    for (size_t i = 0; i < c->a.argc; i++)
+        if (!cbc_nv_is_output_arg(&c->a, i) && strcmp(c->a.argv[i], "-MD") != 0 &&
+            strcmp(c->a.argv[i], "--generate-dependencies-with-compile") != 0)
+            argv[n++] = c->a.argv[i];
+    argv[n++] = "-M";
+    argv[n++] = "-o";
+    argv[n++] = dep;
+    uint64_t started = cbc_now_ns();
+    pid_t pid;
+    struct cbc_err e = {0};
+    if (cbc_proc_spawn_env(argv, log, log, NULL, &pid, &e) != CBC_OK || cbc_proc_wait(pid) != 0)
+        goto out;
+    char *text = NULL, **paths = NULL;
+    size_t len = 0, np = 0;
+    struct cbc_collect_out co;
+    const char *own[] = {dir};
+    if (read_deps(c, dep, &text, &len, &paths, &np, &e) == CBC_OK) {
+        struct cbc_collect_in ci = {paths, np, c->source, NULL, own, 1, NULL, 0, started, c->memo};
+        enum cbc_status cs = cbc_collect(&ci, &co, &e);
+        if (cs == CBC_E_NOMEM)
+            st = cbc_err_oom(c->err);
+        if (cs == CBC_OK) {
+            if (co.cacheable) {
+                keys(c, co.deps, co.n_deps, NULL, &c->u.result);
+                struct cbc_target rt = cbc_store_result_target();
+                char what[PATH_MAX + 4];
+                snprintf(what, sizeof what, "'%s'", c->a.output);
+                st = cbc_cache_lookup_preprocessed(&c->cache, &c->u, &rt, what, c->err);
+            }
+            cbc_collect_release(&co);
+        }
+    }
+    cbc_paths_free(paths, np);
+    free(text);
+out:
+    free(argv);
+    if (dep)
+        unlink(dep);
+    if (log)
+        unlink(log);
+    free(dep);
+    free(log);
+    rmdir(dir);
+    return st;
+}
+
+/* A hit, when the command's result is stored and still good: through its
+ * direct record, else (compiled in another working directory) through a
+ * preprocessing. */
+static enum cbc_status lookup(struct ctx *c, bool *hit)
+{
+    *hit = false;
+    keys(c, NULL, 0, &c->u.dt.direct_key, NULL);
+    if (c->u.has_sibling)
+        sibling_key(c, &c->u.sibling);
+    struct cbc_target rt = cbc_store_result_target();
+    char what[PATH_MAX + 4];
+    snprintf(what, sizeof what, "'%s'", c->a.output);
+    enum cbc_status st = cbc_cache_lookup(&c->cache, &c->u, &rt, what, c->err);
+    if (st == CBC_OK && c->u.state == CBC_CACHE_MISS && c->u.has_sibling &&
+        cbc_cache_sibling_seen(&c->cache, &c->u)) {
+        st = preprocessed(c);
+        if (st == CBC_OK && c->u.state == CBC_CACHE_HIT)
+            say(c, CBC_MSG_NOTE, "'%s': compiled in another directory; found through nvcc -M",
+                c->a.output);
+    }
+    if (st != CBC_OK || c->u.state != CBC_CACHE_HIT)
+        return st;
+    return serve_unit(c, hit);
 }
 
 static enum cbc_status read_small(const char *path, char **out, size_t *len, struct cbc_err *err)
@@ -506,8 +548,7 @@ static enum cbc_status read_deps(struct ctx *c, const char *df, char **dep_text,
 
 /* The side files a compile wrote, added to the result; false (why set)
  * when one cannot be stored. */
-static bool add_side(struct ctx *c, const struct cbc_collect_out *co, struct parts *p,
-                     uint8_t **keep)
+static bool add_side(struct ctx *c, const struct cbc_collect_out *co, struct cbc_result *res)
 {
     if (co->n_side > CBC_LAUNCH_MAX_SIDE) {
         set_why(c, "the compile wrote %zu files besides its output (at most %d are stored)",
@@ -515,15 +556,19 @@ static bool add_side(struct ctx *c, const struct cbc_collect_out *co, struct par
         return false;
     }
     for (size_t i = 0; i < co->n_side; i++) {
+        uint8_t *d = NULL;
         size_t n = 0;
         struct cbc_err e = {0};
-        if (cbc_file_read_max(co->side[i], CBC_LAUNCH_SIDE_MAX, &keep[i], &n, &e) != CBC_OK) {
-            set_why(c, "a file the compile wrote cannot be stored: %s", e.msg);
+        char *name = cbc_asprintf(SIDE_PREFIX "%s", co->side[i]);
+        bool ok = name && cbc_file_read_max(co->side[i], CBC_LAUNCH_SIDE_MAX, &d, &n, &e) == CBC_OK &&
+                  cbc_result_add(res, name, d, n);
+        free(name);
+        free(d);
+        if (!ok) {
+            set_why(c, "a file the compile wrote cannot be stored: %s",
+                    e.msg[0] ? e.msg : co->side[i]);
             return false;
         }
-        p->side_path[p->n_side] = co->side[i];
-        p->side[p->n_side] = keep[i];
-        p->side_n[p->n_side++] = n;
     }
     return true;
 }
@@ -575,7 +620,7 @@ static enum cbc_status compile(struct ctx *c)
         struct cbc_key_now now = key_now(c);
         struct cbc_split_req q = {c->tc.nvcc, argv + 1, n - 1, steps,
                                   own_dep ? own_dep : c->a.depfile,
-                                  c->a.mt ? c->a.mt : c->a.output, c->store, c->direct, &now,
+                                  c->a.mt ? c->a.mt : c->a.output, &c->cache, &now,
                                   started, tr.log};
         struct cbc_split_result sr;
         if (mkdir(steps, 0700) != 0)
@@ -630,7 +675,8 @@ static enum cbc_status compile(struct ctx *c)
     }
     c->r->exit_code = 0;
     c->r->outcome = CBC_LAUNCH_NOT_STORED;
-    uint8_t *output = NULL, *side[CBC_LAUNCH_MAX_SIDE] = {0};
+    uint8_t *output = NULL;
+    struct cbc_result res = {0};
     size_t out_len = 0;
     char *dep_text = NULL;
     size_t dep_len = 0;
@@ -691,8 +737,6 @@ static enum cbc_status compile(struct ctx *c)
         say(c, CBC_MSG_NOTE, "not caching '%s': %s", c->a.output, co.why);
         goto out;
     }
-    struct parts p = {0};
-    p.p[ROLE_OUTPUT] = output, p.n[ROLE_OUTPUT] = out_len;
     if (c->a.md) {
         size_t bl = 0;
         const char *body = dep_text ? depfile_body(dep_text, dep_len, &bl) : NULL;
@@ -700,38 +744,42 @@ static enum cbc_status compile(struct ctx *c)
             set_why(c, "nvcc's depfile '%s' is not in the form \"target : files\"", c->a.depfile);
             goto out;
         }
-        p.p[ROLE_DEPFILE] = (const uint8_t *)body, p.n[ROLE_DEPFILE] = bl;
+        if (!add_text(c, &res, "depfile", body, bl)) {
+            st = cbc_err_oom(c->err);
+            goto out;
+        }
     }
-    if (c->r->out_len)
-        p.p[ROLE_STDOUT] = (const uint8_t *)c->r->out, p.n[ROLE_STDOUT] = c->r->out_len;
-    if (c->r->errs_len)
-        p.p[ROLE_STDERR] = (const uint8_t *)c->r->errs, p.n[ROLE_STDERR] = c->r->errs_len;
-    if (!add_side(c, &co, &p, side)) {
+    if (!cbc_result_add(&res, "output", output, out_len) ||
+        (c->r->out_len && !add_text(c, &res, "stdout", c->r->out, c->r->out_len)) ||
+        (c->r->errs_len && !add_text(c, &res, "stderr", c->r->errs, c->r->errs_len))) {
+        st = cbc_err_oom(c->err);
+        goto out;
+    }
+    if (!add_side(c, &co, &res)) {
         say(c, CBC_MSG_NOTE, "not caching '%s': %s", c->a.output, c->r->why);
         goto out;
     }
+    /* an output that names this tree is no entry for another checkout */
+    c->u.path_dependent = cbc_base_names(c->base, c->cwd, output, out_len) || co.n_side;
     size_t blen = 0;
-    uint8_t *blob = encode(&p, &blen);
+    uint8_t *blob = cbc_result_encode(&res, &blen);
     if (!blob) {
         st = cbc_err_oom(c->err);
         goto out;
     }
-    struct cbc_hash result;
-    keys(c, co.deps, co.n_deps, NULL, &result);
+    keys(c, co.deps, co.n_deps, NULL, &c->u.result);
     struct cbc_target rt = cbc_store_result_target();
-    bool ok = cbc_store_put(c->store, &result, &rt, blob, blen, &e) == CBC_OK &&
-              cbc_direct_record(c->direct, &c->dt, &result, &co.list, &e);
+    enum cbc_commit outcome;
+    char cwhy[CBC_ERR_MSG_MAX];
+    st = cbc_cache_commit(&c->cache, &c->u, &co, &rt, blob, blen, &outcome, cwhy, sizeof cwhy,
+                          c->err);
     free(blob);
-    if (ok) {
+    if (outcome == CBC_COMMIT_STORED)
         c->r->outcome = CBC_LAUNCH_MISS;
-    } else {
-        set_why(c, "the cache cannot be written: %s", e.msg[0] ? e.msg : "out of memory");
-        say(c, CBC_MSG_WARNING, "cannot write to the cache in '%s' (%s); compiled without caching",
-            cbc_store_root(c->store), e.msg[0] ? e.msg : "out of memory");
-    }
+    else
+        set_why(c, "%s", cwhy);
 out:
-    for (size_t i = 0; i < CBC_LAUNCH_MAX_SIDE; i++)
-        free(side[i]);
+    cbc_result_release(&res);
     if (collected)
         cbc_collect_release(&co);
     cbc_trace_release(&trace);
@@ -758,7 +806,7 @@ static void cleanup(struct ctx *c)
         cbc_tmpdir_remove(p);
         rmdir(c->tmp);
     }
-    cbc_direct_free(c->direct);
+    cbc_cache_release(&c->cache);
     cbc_filememo_free(c->memo);
     cbc_store_close(c->store);
     if (c->have_tc)
@@ -768,6 +816,7 @@ static void cleanup(struct ctx *c)
     free(c->flags);
     free(c->cwd);
     free(c->source);
+    free(c->base);
     cbc_nv_release(&c->a);
 }
 
@@ -849,8 +898,9 @@ enum cbc_status cbc_launch_run(const struct cbc_launch_opts *o, struct cbc_launc
         resolve_native(&c);
     if (st == CBC_OK && !r->why[0]) {
         cbc_key_env_read(c.tc.profile_env, c.tc.n_profile_env, &c.env);
-        c.direct = cbc_direct_new(c.store, c.memo);
-        if (!c.direct || !key_flags(&c))
+        c.base = cbc_cache_base(c.store, c.source, o->msg, o->msg_ctx);
+        st = cbc_cache_init(&c.cache, c.store, c.memo, c.base, c.cwd, o->msg, o->msg_ctx, err);
+        if (st == CBC_OK && !key_flags(&c))
             st = cbc_err_oom(err);
     }
     if (r->why[0] && st == CBC_OK) {
@@ -868,7 +918,6 @@ enum cbc_status cbc_launch_run(const struct cbc_launch_opts *o, struct cbc_launc
     if (st == CBC_OK && c.store)
         cbc_store_count(c.store, hit, r->outcome == CBC_LAUNCH_MISS ||
                                           r->outcome == CBC_LAUNCH_NOT_STORED, 0);
-    cbc_direct_refresh(c.direct);
     cleanup(&c);
     return st;
 }

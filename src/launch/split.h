@@ -34,8 +34,8 @@
 #ifndef CBC_SPLIT_H
 #define CBC_SPLIT_H
 
+#include "cache.h"
 #include "common.h"
-#include "direct.h"
 #include "key.h"
 #include "store.h"
 
@@ -46,8 +46,8 @@ struct cbc_split_req {
     const char *tmpdir;              /* private, empty: nvcc's TMPDIR for the steps */
     const char *depfile;             /* where nvcc would write its depfile, or NULL */
     const char *dep_target;          /* the depfile's target */
-    struct cbc_store *store;
-    struct cbc_direct *direct;       /* direct mode over the store: skip an arch's preprocessing */
+    struct cbc_cache *cache;         /* the store and its direct mode: an arch's lookups and
+                                        commits, skipping its preprocessing */
     const struct cbc_key_now *now;   /* the command's inputs of now: ids, env, source, cwd */
     uint64_t started_ns;             /* cbc_now_ns() when the compile began (racy files are
                                         not recorded) */
@@ -71,5 +71,19 @@ struct cbc_split_result {
 enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_result *res,
                               struct cbc_err *err);
 void cbc_split_result_release(struct cbc_split_result *res);
+
+/* What `nvcc --dryrun`'s text (its stderr) makes of a command, for tests
+ * and the fuzz target: whether it runs split (every step known and in an
+ * arch's group), its steps, the virtual archs in order, and the renames of
+ * a one-arch run. Never reads past `len`; an error only when out of memory. */
+struct cbc_split_plan {
+    bool ok;
+    size_t steps;
+    unsigned archs[32];
+    size_t n_archs;
+    size_t renames;
+};
+enum cbc_status cbc_split_plan(const char *text, size_t len, struct cbc_split_plan *out,
+                               struct cbc_err *err);
 
 #endif

@@ -57,6 +57,7 @@ struct cbc_manifest {
     size_t n_flags;
     struct cbc_env env; /* parsed: names and values owned (release frees them) */
     char *cwd;
+    char *base_dir; /* the base directory the keys were made under (key.h), or NULL */
     char *arch_spec, *arch_rule, *arch_detail, *compute_cap;
     struct cbc_manifest_entry *entries;
     size_t n;
@@ -83,8 +84,6 @@ void cbc_manifest_release(struct cbc_manifest *m);
 const struct cbc_dep **cbc_manifest_entry_deps(const struct cbc_manifest *m,
                                                const struct cbc_manifest_entry *e, size_t *n);
 
-/* "DIR/NAME.manifest.json", or the path itself when it names a file. */
-char *cbc_manifest_path_for(const char *dir_or_manifest, const char *name);
 
 /* ---- the bundle's directory (bundledir.c) --------------------------------- */
 

@@ -151,6 +151,8 @@ static size_t sort_unique(char **v, size_t n)
         }
         v[w++] = v[r];
     }
+    for (size_t i = 1; i < w; i++)
+        CBC_ASSERT(strcmp(v[i - 1], v[i]) < 0); /* what cbc_trace_has searches */
     return w;
 }
 

@@ -1,7 +1,7 @@
 /* cmd_build.c: `cubincache build`, the per-target compile driver.
  *
  * Parses the command line (options before "--", nvcc's after) and hands
- * everything to the build engine (src/build); this file only prints,
+ * everything to the build engine (src/bundle); this file only prints,
  * including the one updating status line of a cold build on a terminal.
  */
 #include "build.h"

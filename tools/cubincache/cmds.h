@@ -16,6 +16,7 @@ bool tool_parse_driver(const char *s, unsigned *isa);
 
 int cmd_build(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_select(int argc, char **argv);
