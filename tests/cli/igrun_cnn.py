@@ -272,6 +272,51 @@ if a_an is not None and a_fd is not None:
     if not e <= 1e-4:
         fail("finite differences differ from backpropagation by %.3g" % e)
 
+# MaxPool's gradient goes to the first largest element of each window, as
+# autograd's: on an input with ties, IG of Linear(MaxPool(x)) is x_i times the
+# weights of the windows whose first largest element is i (exact: the pool is
+# linear along the path from 0)
+xt = np.floor(rng.random((2, 1, 6, 6)) * 3).astype(np.float32)  # values 0, 1, 2: many ties
+np.save(t("ties.npy"), xt)
+Wt = rng.standard_normal((3, 9))
+tie = model([node("MaxPool", ["x"], ["p"], "pool", [ints_attr("kernel_shape", [2, 2]),
+                                                    ints_attr("strides", [2, 2])]),
+             node("Flatten", ["p"], ["f"], "flat"),
+             node("Gemm", ["f", "wt"], ["y"], "fc", [attr_i("transB", 1)])],
+            extra_inits=[tensor("wt", Wt)])
+a_tie = run_attr(write("ties.onnx", tie), t("ties.npy"), "--target", "1")
+want = np.zeros_like(xt, dtype=np.float64)
+for b in range(2):
+    for oy in range(3):
+        for ox in range(3):
+            win = xt[b, 0, 2 * oy:2 * oy + 2, 2 * ox:2 * ox + 2].ravel()
+            k = int(np.argmax(win))  # numpy's argmax: the first largest, in scan order
+            want[b, 0, 2 * oy + k // 2, 2 * ox + k % 2] += Wt[1, oy * 3 + ox] * win[k]
+C.checks += 1
+if a_tie is not None and not np.allclose(a_tie, want, rtol=1e-5, atol=1e-6):
+    fail("MaxPool over ties: the gradient did not go to each window's first largest element")
+
+# BatchNorm folded into a Conv with a bias (W' = W s, b' = b s + t) equals the
+# same BatchNorm run as a node of its own, which a second reader of the
+# Conv's output forces (a dead Identity)
+bn_inits = [tensor("bn_s", rng.uniform(0.5, 1.5, 2)), tensor("bn_b", rng.standard_normal(2)),
+            tensor("bn_m", rng.standard_normal(2)), tensor("bn_v", rng.uniform(0.5, 2, 2))]
+BN = node("BatchNormalization", ["c", "bn_s", "bn_b", "bn_m", "bn_v"], ["r0"], "bn")
+folded = model([CONV, BN, node("Relu", ["r0"], ["r"], "relu"), POOL] + HEAD,
+               extra_inits=bn_inits)
+apart = model([CONV, node("Identity", ["c"], ["dead"], "other"), BN,
+               node("Relu", ["r0"], ["r"], "relu"), POOL] + HEAD, extra_inits=bn_inits)
+out_f = expect(0, ["conv(2,3x3) relu"], "--model", write("bnfold.onnx", folded), "--input", x66,
+               "--target", "1")
+out_a = expect(0, ["conv(2,3x3) scale relu"], "--model", write("bnapart.onnx", apart),
+               "--input", x66, "--target", "1")
+a_f = run_attr(t("bnfold.onnx"), x66, "--target", "1")
+a_a = run_attr(t("bnapart.onnx"), x66, "--target", "1")
+C.checks += 1
+if a_f is not None and a_a is not None and rel_l2(a_f, a_a) > 1e-6:
+    fail("BatchNorm folded into a Conv with a bias differs from it run apart by %.3g"
+         % rel_l2(a_f, a_a))
+
 # ---- hostile files: prefixes and byte flips of a real model ------------------
 real = open(d("dwsep.onnx"), "rb").read()
 xr = d("dwsep.x.npy")
