@@ -1289,6 +1289,42 @@ static bool known_op(const char *op)
     return false;
 }
 
+/* Whether operator op is an elementwise activation: *act and its parameter
+ * (PyTorch's spelling of LeakyRelu(0) is ReLU), or an error in *st naming
+ * the node (a parameter out of range, the tanh form of GELU). */
+static bool activation_of(struct ctx *c, const struct node *n, const char *op, enum cbc_act *act,
+                          double *param, enum cbc_status *st)
+{
+    static const struct {
+        const char *name;
+        enum cbc_act act;
+    } acts[] = {{"Relu", CBC_ACT_RELU},         {"Tanh", CBC_ACT_TANH},
+                {"Sigmoid", CBC_ACT_SIGMOID},   {"Softplus", CBC_ACT_SOFTPLUS},
+                {"Elu", CBC_ACT_ELU},           {"LeakyRelu", CBC_ACT_LEAKY_RELU},
+                {"Gelu", CBC_ACT_GELU}};
+    *st = CBC_OK;
+    for (size_t i = 0; i < IG_ARRAY_LEN(acts); i++) {
+        if (strcmp(op, acts[i].name))
+            continue;
+        double p = 0;
+        if (acts[i].act == CBC_ACT_ELU)
+            p = attr_float(n, "alpha", 1.0);
+        if (acts[i].act == CBC_ACT_LEAKY_RELU)
+            p = attr_float(n, "alpha", 0.01);
+        const Onnx__AttributeProto *ap = attr(n, "approximate");
+        if (!isfinite(p) || fabs(p) > 1e6)
+            *st = node_err(c, n, CBC_E_NUMERIC, NULL, "alpha %g", p);
+        else if (acts[i].act == CBC_ACT_GELU && ap && ap->has_s &&
+                 !(ap->s.len == 4 && !memcmp(ap->s.data, "none", 4)))
+            *st = node_err(c, n, CBC_E_UNSUPPORTED, "use nn.GELU() (approximate='none')",
+                           "is the tanh approximation of GELU");
+        *act = acts[i].act == CBC_ACT_LEAKY_RELU && p == 0 ? CBC_ACT_RELU : acts[i].act;
+        *param = *act == CBC_ACT_RELU ? 0 : p;
+        return true;
+    }
+    return false;
+}
+
 static enum cbc_status run_node(struct ctx *c, struct node *n)
 {
     const char *op = str_or(n->p->op_type, "");
@@ -1305,31 +1341,11 @@ static enum cbc_status run_node(struct ctx *c, struct node *n)
         return node_err(c, n, CBC_E_FORMAT, NULL, "has no output");
     if (n->p->n_input < 1 && strcmp(op, "Constant"))
         return node_err(c, n, CBC_E_FORMAT, NULL, "has no input");
-    static const struct {
-        const char *name;
-        enum cbc_act act;
-    } acts[] = {{"Relu", CBC_ACT_RELU},         {"Tanh", CBC_ACT_TANH},
-                {"Sigmoid", CBC_ACT_SIGMOID},   {"Softplus", CBC_ACT_SOFTPLUS},
-                {"Elu", CBC_ACT_ELU},           {"LeakyRelu", CBC_ACT_LEAKY_RELU},
-                {"Gelu", CBC_ACT_GELU}};
-    for (size_t i = 0; i < IG_ARRAY_LEN(acts); i++)
-        if (!strcmp(op, acts[i].name)) {
-            double p = 0;
-            if (acts[i].act == CBC_ACT_ELU)
-                p = attr_float(n, "alpha", 1.0);
-            if (acts[i].act == CBC_ACT_LEAKY_RELU)
-                p = attr_float(n, "alpha", 0.01);
-            if (!isfinite(p) || fabs(p) > 1e6)
-                return node_err(c, n, CBC_E_NUMERIC, NULL, "alpha %g", p);
-            const Onnx__AttributeProto *ap = attr(n, "approximate");
-            if (acts[i].act == CBC_ACT_GELU && ap && ap->has_s &&
-                !(ap->s.len == 4 && !memcmp(ap->s.data, "none", 4)))
-                return node_err(c, n, CBC_E_UNSUPPORTED, "use nn.GELU() (approximate='none')",
-                                "is the tanh approximation of GELU");
-            if (acts[i].act == CBC_ACT_LEAKY_RELU && p == 0)
-                return op_activation(c, n, CBC_ACT_RELU, 0, n->p->input[0]);
-            return op_activation(c, n, acts[i].act, p, n->p->input[0]);
-        }
+    enum cbc_act act;
+    double prm;
+    enum cbc_status ast;
+    if (activation_of(c, n, op, &act, &prm, &ast))
+        return ast != CBC_OK ? ast : op_activation(c, n, act, prm, n->p->input[0]);
     if (!strcmp(op, "Softmax"))
         return op_softmax(c, n, CBC_ACT_SOFTMAX);
     if (!strcmp(op, "LogSoftmax"))
@@ -2443,30 +2459,11 @@ static enum cbc_status net_run_node(struct ctx *c, struct node *n)
         return node_err(c, n, CBC_E_FORMAT, NULL, "has no output");
     if (n->p->n_input < 1 && strcmp(op, "Constant"))
         return node_err(c, n, CBC_E_FORMAT, NULL, "has no input");
-    static const struct {
-        const char *name;
-        enum cbc_act act;
-    } acts[] = {{"Relu", CBC_ACT_RELU},       {"Tanh", CBC_ACT_TANH}, {"Sigmoid", CBC_ACT_SIGMOID},
-                {"Softplus", CBC_ACT_SOFTPLUS}, {"Elu", CBC_ACT_ELU},  {"LeakyRelu", CBC_ACT_LEAKY_RELU},
-                {"Gelu", CBC_ACT_GELU}};
-    for (size_t i = 0; i < IG_ARRAY_LEN(acts); i++)
-        if (!strcmp(op, acts[i].name)) {
-            double p = 0;
-            if (acts[i].act == CBC_ACT_ELU)
-                p = attr_float(n, "alpha", 1.0);
-            if (acts[i].act == CBC_ACT_LEAKY_RELU)
-                p = attr_float(n, "alpha", 0.01);
-            if (!isfinite(p) || fabs(p) > 1e6)
-                return node_err(c, n, CBC_E_NUMERIC, NULL, "alpha %g", p);
-            const Onnx__AttributeProto *ap = attr(n, "approximate");
-            if (acts[i].act == CBC_ACT_GELU && ap && ap->has_s &&
-                !(ap->s.len == 4 && !memcmp(ap->s.data, "none", 4)))
-                return node_err(c, n, CBC_E_UNSUPPORTED, "use nn.GELU() (approximate='none')",
-                                "is the tanh approximation of GELU");
-            if (acts[i].act == CBC_ACT_LEAKY_RELU && p == 0)
-                return nop_act(c, n, CBC_ACT_RELU, 0, n->p->input[0], n->p->output[0]);
-            return nop_act(c, n, acts[i].act, p, n->p->input[0], n->p->output[0]);
-        }
+    enum cbc_act act;
+    double prm;
+    enum cbc_status ast;
+    if (activation_of(c, n, op, &act, &prm, &ast))
+        return ast != CBC_OK ? ast : nop_act(c, n, act, prm, n->p->input[0], n->p->output[0]);
     if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) {
         int64_t axis = attr_int(n, "axis", c->opset >= 13 ? -1 : 1);
         if (axis != -1 && axis != 1)
