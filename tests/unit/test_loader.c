@@ -879,7 +879,7 @@ Test(loader, the_loader_and_check_read_one_description_of_an_embedded_bundle)
     fake_gpu(90, "NVIDIA H200", 13000);
     const struct cbc_embedded_bundle *orig = &cbc_bundle_ig_kernels;
     const size_t n = orig->n;
-    cr_assert_geq(n, 2);
+    cr_assert_geq(n, 1); /* one image where the kernels were built for this GPU alone */
     struct cbc_embedded_image *imgs = calloc(n, sizeof *imgs);
     memcpy(imgs, orig->images, n * sizeof *imgs);
     struct cbc_embedded_bundle eb = *orig;
@@ -887,11 +887,11 @@ Test(loader, the_loader_and_check_read_one_description_of_an_embedded_bundle)
     expect_open(&eb, CBC_OK, NULL);
     const char *needle = "the struct's images[0].%s is not what its .cbc_bundle record says";
     char want[128];
-    imgs[0].target = orig->images[1].target;
+    imgs[0].target = strcmp(orig->images[0].target, "sm_75") ? "sm_75" : "sm_80";
     snprintf(want, sizeof want, needle, "target");
     expect_open(&eb, CBC_E_VERIFY, want);
     imgs[0] = orig->images[0];
-    imgs[0].data = orig->images[1].data;
+    imgs[0].data = orig->images[0].data + 1; /* still inside the record */
     snprintf(want, sizeof want, needle, "data");
     expect_open(&eb, CBC_E_VERIFY, want);
     imgs[0] = orig->images[0];
@@ -899,7 +899,7 @@ Test(loader, the_loader_and_check_read_one_description_of_an_embedded_bundle)
     snprintf(want, sizeof want, needle, "size");
     expect_open(&eb, CBC_E_VERIFY, want);
     imgs[0] = orig->images[0];
-    imgs[0].xxh3 = orig->images[1].xxh3;
+    imgs[0].xxh3 = "0123456789abcdef0123456789abcdef";
     snprintf(want, sizeof want, needle, "xxh3");
     expect_open(&eb, CBC_E_VERIFY, want);
     imgs[0] = orig->images[0];
