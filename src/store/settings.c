@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *check_size(const char *v)
 {
@@ -37,6 +38,24 @@ static const char *check_bool(const char *v)
                    !strcmp(v, "false")
                ? NULL
                : "expected 1 or 0 (true or false)";
+}
+
+int cbc_setting_shared_jobs(const char *v)
+{
+    if (!v || !*v || !strcmp(v, "0"))
+        return 0;
+    if (!strcmp(v, "cpus")) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        return n > 0 ? (int)n : 1;
+    }
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *end || n < 1 || n > 1024 ? -1 : (int)n;
+}
+
+static const char *check_jobs(const char *v)
+{
+    return cbc_setting_shared_jobs(v) >= 0 ? NULL : "expected a number from 1 to 1024, cpus, or 0";
 }
 
 static const char *check_base(const char *v)
@@ -75,6 +94,10 @@ const struct cbc_setting_def cbc_settings[CBC_SET_COUNT] = {
                           "shares entries: an absolute directory, none, or auto (the "
                           "version-control checkout holding the source)",
                           false, false, check_base},
+    [CBC_SET_SHARED_JOBS] = {"shared_jobs", "CUBINCACHE_SHARED_JOBS", "shared_jobs", "0",
+                             "opt-in: at most this many compiles at once across every build of "
+                             "this user without a jobserver (a number, or cpus); 0: none",
+                             false, false, check_jobs},
     [CBC_SET_BUNDLE_PATH] = {"bundle_path", "CUBINCACHE_BUNDLE_PATH", NULL, "",
                              "directories (':'-separated) where programs look for installed "
                              "bundles before the installed ones",

@@ -22,6 +22,7 @@ enum cbc_setting {
     CBC_SET_REMOTE,     /* the second-level cache */
     CBC_SET_DISABLE,    /* compile without the cache */
     CBC_SET_BASE_DIR,   /* paths keyed relative to it, so checkouts share entries */
+    CBC_SET_SHARED_JOBS, /* opt-in: a limit on compiles across every build of this user */
     CBC_SET_BUNDLE_PATH, /* (libcubincache) where programs look for installed bundles */
     CBC_SET_LIBCUDA,    /* (libcubincache, test builds) the driver library to open */
     CBC_SET_PUBLISH_DELAY, /* (tests) stall between writing and publishing a file */
@@ -55,6 +56,10 @@ struct cbc_setting_value {
     enum cbc_setting_from from;
     char bad[256]; /* "": the value passes its check; else what is wrong with it */
 };
+
+/* shared_jobs as a number of slots: 0 (off) for "0" or "", the CPUs for
+ * "cpus", else the number; -1 when the value is none of these. */
+int cbc_setting_shared_jobs(const char *value);
 
 /* The setting's name as the table spells it, or its id; -1 when unknown. */
 int cbc_setting_find(const char *name);

@@ -2,6 +2,7 @@
  * cmd_<name>.c (git's builtin layout). Usage strings live with the commands.
  */
 #include "cmds.h"
+#include "jobserver.h"
 
 #include <cubincache/version.h>
 
@@ -42,6 +43,7 @@ static void help(FILE *f)
 
 int main(int argc, char **argv)
 {
+    cbc_jobserver_early(); /* before anything is opened: make's descriptors, if any */
     if (argc < 2) {
         help(stderr);
         return EXIT_USAGE;
