@@ -267,6 +267,10 @@ static const struct cbc_manifest_entry *prev_entry(const struct ctx *c, const st
 /* Why a target missed, by comparing with the previous manifest in DIR. */
 static void explain_miss(struct ctx *c, const struct tstate *t, char *buf, size_t len)
 {
+    if (c->cache.recache) {
+        cbc_fmt(buf, len, "recache is set: every target compiles again");
+        return;
+    }
     if (t->u.state == CBC_CACHE_DROPPED) {
         cbc_fmt(buf, len, "the cached entry was bad (%s) and was dropped", t->u.why);
         return;

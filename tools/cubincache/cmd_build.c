@@ -6,6 +6,7 @@
  */
 #include "build.h"
 #include "cmds.h"
+#include "log.h"
 #include "manifest.h"
 
 #include <getopt.h>
@@ -44,6 +45,7 @@ static const char usage[] =
 
 struct printer {
     struct tool *t;
+    struct tool_log log; /* log_file and debug: the --explain lines, hit or miss and why */
     bool explain;
     bool status;     /* a status line is on the terminal now */
     bool erase;      /* the terminal takes ESC [ K (not NO_COLOR, not TERM=dumb) */
@@ -166,6 +168,7 @@ static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
     case CBC_MSG_EXPLAIN:
         if (p->explain)
             fprintf(stderr, "%s: explain: %s\n", p->t->prog, text);
+        tool_log_line(&p->log, "%s", text);
         break;
     case CBC_MSG_DIAG: fprintf(stderr, "%s\n", text); break;
     case CBC_MSG_PROGRESS: break;
@@ -243,6 +246,10 @@ int cmd_build(int argc, char **argv)
     o.n_flags = split < argc ? (size_t)(argc - split - 1) : 0;
     const char *dis = getenv("CUBINCACHE_DISABLE");
     o.no_cache = dis && *dis && strcmp(dis, "0") != 0;
+    char what[200];
+    snprintf(what, sizeof what, "build %s -> %s", o.source, o.out_dir ? o.out_dir : ".");
+    tool_log_open(&pr.log, &t, o.cache_dir, what);
+    o.explain = o.explain || tool_log_on(&pr.log);
 
     /* a status line only for a person at a terminal: not under ninja or
      * make (their pipes), not with -q, and plain with NO_COLOR or TERM=dumb */
@@ -253,6 +260,9 @@ int cmd_build(int argc, char **argv)
     struct cbc_err err = {0};
     enum cbc_status st = cbc_build_run(&o, &res, &err);
     clear_status(&pr);
+    if (st != CBC_OK)
+        tool_log_line(&pr.log, "failed: %s", err.msg);
+    tool_log_close(&pr.log);
     if (st != CBC_OK) {
         tool_error(&t, &err);
         cbc_build_result_release(&res);
