@@ -341,6 +341,9 @@ int cbc_proc_wait(pid_t pid);
 /* Waits until one of pids[0..n) ends (only these: never another child of
  * the process); returns its index and its code as cbc_proc_wait does. */
 long cbc_proc_wait_any(const pid_t *pids, size_t n, int *code);
+/* As cbc_proc_wait_any, but also returns -1 (no child reaped) as soon as
+ * `fd` polls readable, hung up or in error; fd -1 is cbc_proc_wait_any. */
+long cbc_proc_wait_any_fd(const pid_t *pids, size_t n, int fd, int *code);
 /* Runs to completion capturing stdout and stderr together (malloc'd, NUL-terminated). */
 enum cbc_status cbc_proc_run_capture(char *const argv[], char **output, int *exit_code,
                                      struct cbc_err *err);
