@@ -27,7 +27,7 @@ mkdir -m 755 "$T/suid"
 # nobody's own: a library that marks being loaded, and a bundle directory
 mkdir -m 755 "$T/nobody" "$T/nobody/planted"
 cp "$marker" "$T/nobody/libcuda-evil.so"
-cp "$BUILDDIR"/tests/which_b90.* "$T/nobody/planted/"
+cp "$BUILDDIR"/tests/which_b90.bundle/which_b90.* "$T/nobody/planted/"
 chown -R "$nobody:$nobody" "$T/nobody"
 for p in probe probe_test; do
     cp "$BUILDDIR/tests/trust_$p" "$T/suid/$p"

@@ -28,7 +28,7 @@ unset CUBINCACHE_BUNDLE_PATH
 # prefix DIR: the bundle installed under DIR/share/cubincache, as meson install puts it
 prefix() {
     mkdir -p "$1/share/cubincache/which_b90.bundle"
-    cp "$BUILDDIR"/tests/which_b90.* "$1/share/cubincache/which_b90.bundle/"
+    cp "$BUILDDIR"/tests/which_b90.bundle/which_b90.* "$1/share/cubincache/which_b90.bundle/"
 }
 # a program in $T/X searches no $T/share/cubincache, which anyone who can write $T could make
 mkdir -p "$T/X" && cp "$probe" "$T/X/prog" && prefix "$T"

@@ -21,6 +21,9 @@ case "$stamp_out" in ""|/*) ;; *) stamp_out="$PWD/$stamp_out" ;; esac
 src=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+# OUTDIR is the build's declared output: dated to the epoch when this fails,
+# so the next build runs it again instead of taking a partial directory
+trap 'rc=$?; [ "$rc" = 0 ] || touch -d @0 "$out"' EXIT
 rm -f "$out/stamp" "$out/members.txt"
 cd "$out"
 top=$(dirname "$(dirname "$(readlink -f "$(command -v "$nvcc")")")")

@@ -888,9 +888,11 @@ int main(void)
     residual_models();
     cbc_ig_gpu_set_precision(G, CBC_IG_PRECISION_FP32);
     const char *bdir = getenv("CBC_BUNDLES");
+    char bpath[4096];
+    snprintf(bpath, sizeof bpath, "%s/closedform.bundle", bdir ? bdir : "");
     struct cbc_bundle *b = NULL;
     struct cbc_module *box = NULL;
-    if (bdir && cbc_bundle_open_path(bdir, "closedform", &b, &err) == CBC_OK &&
+    if (bdir && cbc_bundle_open_path(bpath, "closedform", &b, &err) == CBC_OK &&
         cbc_module_load(b, 0, NULL, &box, &err) == CBC_OK)
         fd_closed_forms(box);
     else

@@ -40,10 +40,11 @@ static void symbols(void)
     CHECK(cbc_driver_symbol("cuModuleLoadData", 2000, (void **)&RawLoad, &err) == CBC_OK, "%s", err.msg);
 }
 
-static char *bundle_dir(void)
+/* A test bundle's directory: NAME.bundle in the build's tests/. */
+static char *bundle_dir(const char *name)
 {
     const char *d = getenv("CBC_BUNDLES");
-    return d ? strdup(d) : NULL;
+    return d ? cbc_asprintf("%s/%s.bundle", d, name) : NULL;
 }
 
 /* Runs which_arch from a loaded module; returns what it reported. */
@@ -114,7 +115,7 @@ static void project_kernels_run(void)
 /* On any GPU outside 8.6 to 8.9, where an sm_86 + sm_89 bundle has nothing. */
 static void sm89_only_is_explained(const struct cbc_device_info *d)
 {
-    char *dir = bundle_dir();
+    char *dir = bundle_dir("which_b86_89");
     struct cbc_err err = {0};
     struct cbc_bundle *b = NULL;
     struct cbc_module *m = NULL;
@@ -153,7 +154,7 @@ static void record(void *ctx, const char *msg)
 
 static void ptx_only_jits(void)
 {
-    char *dir = bundle_dir();
+    char *dir = bundle_dir("which_ptx80");
     struct cbc_err err = {0};
     struct cbc_bundle *b = NULL;
     struct cbc_module *m = NULL;
@@ -208,7 +209,7 @@ static int driver_choice(const char *first, const char *second)
 
 static void sm90_and_sm90a_like_the_driver(void)
 {
-    char *dir = bundle_dir();
+    char *dir = bundle_dir("which_b90_90a");
     struct cbc_err err = {0};
     struct cbc_bundle *b = NULL;
     struct cbc_module *m = NULL;
@@ -231,7 +232,7 @@ static void sm90_and_sm90a_like_the_driver(void)
 
 static void patched_cubin_is_refused(void)
 {
-    char *dir = bundle_dir();
+    char *dir = bundle_dir("which_b90");
     char tmp[] = "/tmp/cbc-gpu-loader.XXXXXX";
     CHECK(mkdtemp(tmp) != NULL, "mkdtemp");
     char *cmd = cbc_asprintf("cp '%s'/which_b90.* '%s'/", dir, tmp);

@@ -22,7 +22,7 @@ static char *bundle_path(const char *name)
 {
     const char *d = getenv("CBC_BUNDLES");
     cr_assert(d && *d, "CBC_BUNDLES is not set");
-    return cbc_asprintf("%s/%s.manifest.json", d, name);
+    return cbc_asprintf("%s/%s.bundle/%s.manifest.json", d, name, name);
 }
 
 static struct cbc_bundle *open_bundle(const char *name)
@@ -107,7 +107,7 @@ static char *copy_bundle(const char *name)
 {
     char *dir = strdup("/tmp/cbc-loader.XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
-    char *cmd = cbc_asprintf("cp %s/%s.* '%s'/", getenv("CBC_BUNDLES"), name, dir);
+    char *cmd = cbc_asprintf("cp %s/%s.bundle/%s.* '%s'/", getenv("CBC_BUNDLES"), name, name, dir);
     cr_assert_eq(system(cmd), 0);
     free(cmd);
     return dir;
@@ -183,7 +183,7 @@ Test(loader, mislabeled_or_corrupt_images_never_reach_the_driver)
      * lying the same way (its hash updated to match) */
     char *dir = copy_bundle("which_b90");
     char *good = cbc_asprintf("%s/which_b90.sm_90.cubin", dir);
-    char *liar = cbc_asprintf("%s/which_b89.sm_89.cubin", getenv("CBC_BUNDLES"));
+    char *liar = cbc_asprintf("%s/which_b89.bundle/which_b89.sm_89.cubin", getenv("CBC_BUNDLES"));
     struct cbc_hash h_good, h_liar;
     uint64_t s_good, s_liar;
     cr_assert_eq(cbc_hash_file(good, &h_good, &s_good, NULL), CBC_OK);
@@ -370,7 +370,7 @@ static void free_embedded(const struct cbc_embedded_bundle *eb)
 Test(loader, corrupt_or_mislabeled_embedded_images_are_refused_every_time)
 {
     fake_gpu(90, "NVIDIA H200", 13000);
-    char *path = cbc_asprintf("%s/which_b90.sm_90.cubin", getenv("CBC_BUNDLES"));
+    char *path = cbc_asprintf("%s/which_b90.bundle/which_b90.sm_90.cubin", getenv("CBC_BUNDLES"));
     uint8_t *good, *bad;
     size_t n, nb;
     cr_assert_eq(cbc_file_read(path, &good, &n, NULL), CBC_OK, "%s", path);
