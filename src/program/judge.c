@@ -99,8 +99,17 @@ static bool listed(const struct cbc_judge_opts *o, const char *name, char **dem)
         return false;
     if (!*dem)
         *dem = o->demangle(name);
-    for (size_t i = 0; *dem && i < o->n_kernels; i++)
-        if (!strcmp(o->kernels[i], *dem))
+    if (!*dem)
+        return false;
+    /* "k_a(int*)", or its name alone: "k_a", "ns::k<float>" (the return
+     * type a template's demangled name starts with left out) */
+    const char *d = *dem, *paren = strchr(d, '(');
+    size_t n = paren ? (size_t)(paren - d) : strlen(d);
+    if (!strncmp(d, "void ", 5) && n > 5)
+        d += 5, n -= 5;
+    for (size_t i = 0; i < o->n_kernels; i++)
+        if (!strcmp(o->kernels[i], *dem) ||
+            (strlen(o->kernels[i]) == n && !strncmp(o->kernels[i], d, n)))
             return true;
     return false;
 }
@@ -401,13 +410,12 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
         if (p->files[f].missing)
             continue;
         int worst = -1;
-        size_t n_all = 0, needs = 0, kl_cannot = 0;
+        size_t needs = 0, kl_cannot = 0;
         bool has_kernels = false;
         for (size_t m = 0; m < p->n_mods; m++) {
             struct cbc_pmod *pm = &p->mods[m];
             if (pm->file != f)
                 continue;
-            n_all++;
             const struct cbc_mod_verdict *v = &out->mv[m];
             bool runs = cbc_load_runs(v->how);
             size_t nl = 0;
@@ -450,11 +458,13 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
         }
         if (st != CBC_OK)
             break;
+        /* fatbins the file loads itself are looked for only when its
+         * registered modules leave the verdict open (a pass over its data
+         * sections: 18 MB for libtorch_cpu.so, 290 MB for cuFFT) */
         char self[160] = "", words[80];
-        /* fatbins the file loads itself are looked for in files with
-         * registered modules, and in a file named with none (a program of
-         * the driver API): never in libc or libtorch_cpu */
-        bool can_scan = n_all > 0 || !p->files[f].needed_as;
+        /* fatbins the file loads itself are looked for only when its
+         * registered modules leave the verdict open (it costs a pass over
+         * its data sections: 18 MB for libtorch_cpu.so, 290 MB for cuFFT) */
         switch (fj->rule) {
         case CBC_JUDGE_KERNELS:
             if (fj->n_mods == 0) {
@@ -481,7 +491,7 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
                 fj->problem = true;
                 break;
             }
-            if (!fj->n_load && can_scan) {
+            if (!fj->n_load) {
                 st = scan_self(p, f, err);
                 judge_self(p, f, q, fj);
             }
@@ -537,7 +547,7 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
                     fj->n_mods--;
                 }
             }
-            if (!has_kernels && can_scan) {
+            if (!has_kernels) {
                 st = scan_self(p, f, err);
                 judge_self(p, f, q, fj);
             }
