@@ -9,7 +9,8 @@
 # `select --cc 9.0` are held to the truth, tests/corpus/truth-sm_90.txt
 # (recorded on the H200 by scripts/gpu_run.sh; on a GPU machine
 # tests/gpu/corpus.sh also runs the programs themselves):
-#   - a member that ran is never WILL-NOT-RUN, one that failed never RUNS;
+#   - a member that ran is never WILL-NOT-RUN, one that failed never RUNS,
+#     and none is "no GPU code";
 #   - a PARTIAL never names a kernel that ran, and names every kernel that
 #     failed for want of code ("no kernel image");
 #   - the exit code is the truth's (0 ran, 1 failed), but for the members of
@@ -59,8 +60,10 @@ while read -r member file prog what; do
     s=$?
     read -r status names <<< "$(verdict < "$T/check.json")"
     case "$want:$status" in
-        runs:will-not-run|runs:needs-dlink|runs:none) why="it ran; check says $status" ;;
-        fails:runs*|fails:none) why="it failed; check says $status" ;;
+        # every member has GPU code (its own, or its libraries'): "ok", no
+        # GPU code, is a verdict that missed it
+        runs:will-not-run|runs:needs-dlink|runs:none|runs:ok) why="it ran; check says $status" ;;
+        fails:runs*|fails:none|fails:ok) why="it failed; check says $status" ;;
     esac
     if [ "$status" = partial ]; then
         for k in $ran; do
