@@ -239,13 +239,25 @@ static void *worker(void *arg)
     return NULL;
 }
 
+unsigned cbc_default_threads(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu < 1 ? 1 : ncpu > 8 ? 8 : (unsigned)ncpu;
+}
+
 void cbc_program_parallel(const struct cbc_program *p, size_t n,
                           void (*fn)(void *ctx, size_t i, struct cbc_inflate *z), void *ctx)
+{
+    cbc_parallel(p->threads, n, fn, ctx);
+}
+
+void cbc_parallel(unsigned threads, size_t n, void (*fn)(void *ctx, size_t i, struct cbc_inflate *z),
+                  void *ctx)
 {
     if (!n)
         return;
     struct pool pl = {n, 0, PTHREAD_MUTEX_INITIALIZER, fn, ctx};
-    unsigned t = p->threads ? p->threads : 1;
+    unsigned t = threads ? threads : cbc_default_threads();
     if (t > n)
         t = (unsigned)n;
     pthread_t th[16];
@@ -815,8 +827,7 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
                                  struct cbc_program *p, struct cbc_err *err)
 {
     memset(p, 0, sizeof *p);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    p->threads = o && o->threads ? o->threads : ncpu < 1 ? 1 : ncpu > 8 ? 8 : (unsigned)ncpu;
+    p->threads = o && o->threads ? o->threads : cbc_default_threads();
     struct builder b = {.p = p, .o = o, .err = err};
     size_t root = new_file(&b, path, NULL, NULL);
     if (root == SIZE_MAX)

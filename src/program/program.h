@@ -182,10 +182,15 @@ void cbc_program_read_kernels(const struct cbc_program *p, struct cbc_pmod **mod
 struct cbc_image cbc_program_image_of(const struct cbc_fatbin_entry *e, const char *section,
                                       size_t container);
 
-/* Runs fn(ctx, i, z) for i in [0, n) on the program's workers, each with
- * its own inflate state; fn must touch only what item i owns. */
+/* Runs fn(ctx, i, z) for i in [0, n) on `threads` workers (0: one per
+ * online CPU, at most 8; the calling thread is one of them), each with its
+ * own inflate state, items taken in order; fn must touch only what item i
+ * owns. cbc_program_parallel uses the program's count. */
+void cbc_parallel(unsigned threads, size_t n, void (*fn)(void *ctx, size_t i, struct cbc_inflate *z),
+                  void *ctx);
 void cbc_program_parallel(const struct cbc_program *p, size_t n,
                           void (*fn)(void *ctx, size_t i, struct cbc_inflate *z), void *ctx);
+unsigned cbc_default_threads(void);
 
 /* ---- verdicts by rule --------------------------------------------------------- */
 
