@@ -3,7 +3,8 @@
 # make_corpus.sh on this machine's GPU 0 and writes what happened to each
 # member: "<member> runs|fails <evidence>", decided only from the results
 # the kernels wrote (the KERNEL/PROGRAM lines of common.h), never from an
-# exit code alone. Run on the H200 by scripts/gpu_run.sh to regenerate
+# exit code alone; "absent" when the program could not start for want of a
+# shared library on this machine (the GPU machine lacking one of NVIDIA's). Run on the H200 by scripts/gpu_run.sh to regenerate
 # tests/corpus/truth-sm_90.txt.
 set -uo pipefail
 corpus=$(cd "$1" && pwd)
@@ -22,6 +23,10 @@ while read -r member file prog what; do
     if [ ! -f "$log" ]; then
         (cd "$corpus" && timeout 120 "./$prog") > "$log" 2>&1
         echo "exit $?" >> "$log"
+    fi
+    if grep -q "error while loading shared libraries" "$log"; then
+        echo "$member absent $(grep -m1 'error while loading' "$log")" >> "$out.new"
+        continue
     fi
     if [ "$what" = PROGRAM ]; then
         line=$(grep -m1 '^PROGRAM ' "$log")
