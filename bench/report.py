@@ -352,6 +352,62 @@ def explain_table(rows, args):
     print("\n")
 
 
+TORCH_ROWS = [
+    ("cuobjdump_list_elf_libtorch_cuda", "peer: `cuobjdump --list-elf libtorch_cuda.so`"),
+    ("check_arch90_nolibs_libtorch_cuda", "`cubincache check --no-libs --arch 90 libtorch_cuda.so`"),
+    ("check_arch90_nolibs_j1_libtorch_cuda", "the same on one thread (`-j 1`)"),
+    ("check_arch90_libtorch_cuda", "`cubincache check --arch 90 libtorch_cuda.so`, its libraries "
+     "too"),
+    ("select_cc90_libtorch_cuda", "`cubincache select --cc 9.0 libtorch_cuda.so`, its libraries "
+     "too"),
+    ("check_integrity_nolibs_libtorch_cuda", "`cubincache check --no-libs libtorch_cuda.so` "
+     "(no --arch: every image inflated and verified)"),
+    ("inspect_libtorch_cuda", "`cubincache inspect libtorch_cuda.so` (every image inflated, its "
+     "kernels listed)"),
+]
+
+
+def torch_table(rows, args):
+    by = {r["bench"]: r for r in rows if "bench" in r}
+    peer = by.get("cuobjdump_list_elf_libtorch_cuda")
+    if not peer:
+        return
+    header("Deploy gate on PyTorch's libraries (`bench/bench_torch.py`)", args,
+           args.command or "bench/run_cpu.sh")
+    print("Data: the PyPI wheel torch 2.15.0+cu132, its libtorch_cuda.so of %s bytes (476 modules, "
+          "2,981 images, 5.4 GB once inflated), and the nvidia-* wheels it pins for its "
+          "DT_NEEDED libraries. Runs alternate round by round after a warm-up, each waiting for "
+          "a 1-minute load under 0.5 (the highest seen: %.2f). Peak RSS is each process's own "
+          "(wait4).\n" % ("{:,}".format(peer["size_bytes"]), peer["load_max"]))
+    print("| what | median | min to max | CPU | peak RSS | runs | exit | time / cuobjdump's |")
+    print("|---|---|---|---|---|---|---|---|")
+    for key, label in TORCH_ROWS:
+        r = by.get(key)
+        if not r:
+            continue
+        ratio = "" if r is peer else "%.3fx" % (r["median_ms"] / peer["median_ms"])
+        print("| %s | %s | %s to %s | %s | %.0f MB | %d | %d | %s |" % (
+            label, ms(r["median_ms"]), ms(r["min_ms"]), ms(r["max_ms"]), ms(r["cpu_ms"]),
+            r["max_rss_mb"], r["runs"], r["exit"], ratio))
+    arch = by.get("torch_arch_list")
+    verdicts = [r for r in rows if r.get("bench") == "torch_verdict"]
+    if verdicts:
+        al = arch["arch_list"] if arch else []
+        print("\nWhat `check` says of the wheel's libtorch_cuda.so for every compute capability, "
+              "next to its arch list (%s: the CUDA_ARCH_FLAGS string libtorch_python.so carries, "
+              "which `torch.cuda.get_arch_list()` splits).\n" % (" ".join(al) or "not found"))
+        print("| GPU | sm_XY in the arch list | `check --no-libs --arch X.Y` | `check --arch X.Y`, "
+              "its libraries too |")
+        print("|---|---|---|---|")
+        for r in verdicts:
+            sm = "sm_" + r["cc"].replace(".", "")
+            short = lambda v: " ".join(v.split()[:1]) if v else "?"
+            print("| %s | %s | %s (exit %d) | %s (exit %d) |" % (
+                r["cc"], "yes" if sm in al else "no", short(r["verdict"]), r["exit"],
+                short(r["verdict_libs"]), r["exit_libs"]))
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--commit", default="?")
@@ -366,6 +422,7 @@ def main():
     cpu_table(rows, args)
     launcher_table(rows, args)
     remote_table(rows, args)
+    torch_table(rows, args)
     loader_table(rows, args)
     ig_table(rows, args)
     explain_table(rows, args)
