@@ -458,9 +458,12 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
         }
         if (st != CBC_OK)
             break;
-        /* fatbins the file loads itself are looked for only when its
-         * registered modules leave the verdict open (a pass over its data
-         * sections: 18 MB for libtorch_cpu.so, 290 MB for cuFFT) */
+        /* fatbins the file loads itself decide only for a file whose
+         * registered modules have no kernels (cuFFT: one kernel-less sm_75
+         * module, 29,341 fatbins in .ldata): where it registers modules with
+         * kernels, those are its code (cuSPARSE's .rodata holds sm_70 LTO
+         * fatbins, its 119 modules nothing for 7.0). Looked for only then:
+         * a pass over its data sections (290 MB for cuFFT) */
         char self[160] = "", words[80];
         /* fatbins the file loads itself are looked for only when its
          * registered modules leave the verdict open (it costs a pass over
@@ -491,7 +494,7 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
                 fj->problem = true;
                 break;
             }
-            if (!fj->n_load) {
+            if (fj->n_mods == 0) {
                 st = scan_self(p, f, err);
                 judge_self(p, f, q, fj);
             }
@@ -547,7 +550,7 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
                     fj->n_mods--;
                 }
             }
-            if (!has_kernels) {
+            if (fj->n_mods == 0) {
                 st = scan_self(p, f, err);
                 judge_self(p, f, q, fj);
             }

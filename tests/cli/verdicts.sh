@@ -128,4 +128,10 @@ cc -o "$T/useself" "$T/useself.c" -L"$T" -lself -Wl,-rpath,"$T" || fail "cc uses
 expect_out 0 "RUNS         sm_90     useself: libself.so, needed by useself: runs: dispatch rule: no module the CUDA runtime registers has kernels; 1 of the 1 fatbins it loads itself has code for 9.0" "$C" check --arch 90 "$T/useself"
 expect_out 1 "WILL-NOT-RUN sm_80     useself: libself.so, needed by useself: dispatch rule: no module the CUDA runtime registers has kernels; 0 of the 1 fatbins it loads itself have code for 8.0" "$C" check --arch 80 "$T/useself"
 expect_out 0 '"self_loaded":1,"self_loaded_with_code":1' "$C" check --json --arch 90 "$T/useself"
+note "   ... but only a library that registers no module with kernels: else those are its code"
+cc -c -fPIC -o "$T/self.o" "$T/self.c" || fail "cc self.o"
+"$NVCC_REAL" -Xcompiler -fPIC -c $(sm 86) -o "$T/both.b.o" lb.cu || fail "nvcc both.b.o"
+"$NVCC_REAL" -shared "$T/both.b.o" "$T/self.o" -o "$T/libboth.so" || fail "nvcc libboth.so"
+expect_out 1 "WILL-NOT-RUN sm_90     libboth.so: will not run on compute capability 9.0: has sm_86 and no PTX" "$C" check --arch 90 "$T/libboth.so"
+grep -q "fatbins it loads itself" "$T/last.out" && fail "self-loaded fatbins judged beside registered ones: $(cat "$T/last.out")"
 echo ok
