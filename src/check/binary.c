@@ -362,6 +362,11 @@ static void item_reason(const struct cbc_program *p, const struct cbc_pjudge *j,
         cbc_fmt(lead, sizeof lead, "%s, needed by %s: ", base(pf->path),
                 pf->needed_by ? base(pf->needed_by) : "?");
     const char *label = dm >= 0 ? p->mods[dm].label : "";
+    if (accepted && !pf->needed_as) {
+        /* a file named, judged by the dispatch rule (--rule dispatch) */
+        cbc_fmt(buf, len, "accepted: %s; first %s: %s", fj->reason, label, mr);
+        return;
+    }
     if (accepted) {
         char own[400], libs[600] = "";
         const struct cbc_fjudge *f0 = &j->fj[0];

@@ -584,10 +584,11 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
                 if (!fj->n_load)
                     fj->how = CBC_LOAD_SASS;
                 cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: %zu of %zu modules with "
-                        "kernels have code for %u.%u%s; the other %zu (%zu kernels) are for other "
-                        "GPUs: a library that picks its kernels by GPU at run time never launches "
-                        "them there", fj->n_load, fj->n_mods, M, mi, self, fj->n_cannot,
-                        fj->n_kernels_cannot);
+                        "kernels %s code for %u.%u%s; the other %zu (%zu kernel%s) %s for other "
+                        "GPUs: code that picks its kernels by GPU at run time never launches them "
+                        "there", fj->n_load, fj->n_mods, fj->n_load == 1 ? "has" : "have", M, mi,
+                        self, fj->n_cannot, fj->n_kernels_cannot,
+                        fj->n_kernels_cannot == 1 ? "" : "s", fj->n_cannot == 1 ? "is" : "are");
             }
             break;
         }

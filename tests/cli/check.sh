@@ -135,7 +135,7 @@ expect_out 1 "MISSING      -         two.exe: kernel 'k_gone' of --kernels is in
 expect_out 2 "--kernels needs --arch" "$C" check --kernels "$T/ka.txt" "$T/two.exe"
 expect_out 2 "cannot open" "$C" check --arch 90 --kernels "$T/nonexistent.txt" "$T/two.exe"
 note "   ... and --rule dispatch accepts it: at least one module has code for the GPU"
-expect_out 0 "PARTIAL      sm_90     two.exe: accepted" "$C" check --arch 90 --rule dispatch "$T/two.exe"
+expect_out 0 "PARTIAL      sm_90     two.exe: accepted: dispatch rule: 1 of 2 modules with kernels has code for 9.0; the other 1 (1 kernel) is for other GPUs" "$C" check --arch 90 --rule dispatch "$T/two.exe"
 
 note "a program carrying embedded bundles: check, inspect and select read .cbc_bundle"
 expect_exit 0 "$C" build -q -a 86,90 -o "$T/e1" -n emb k.cu
