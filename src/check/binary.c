@@ -435,8 +435,8 @@ static enum cbc_status judge_gpu(const char *path, struct cbc_program *p, unsign
 {
     struct cbc_judge_opts jo = {0};
     jo.q = (struct cbc_select_query){cc, o->driver_isa, o->prefer_binary};
-    jo.named_rule = o->named_dispatch ? CBC_JUDGE_DISPATCH : CBC_JUDGE_PER_MODULE;
-    jo.lib_rule = o->libs_per_module ? CBC_JUDGE_PER_MODULE : CBC_JUDGE_DISPATCH;
+    jo.named_rule = o->named_rule;
+    jo.lib_rule = o->lib_rule;
     jo.strict_libs = o->strict_libs;
     jo.n_strict_libs = o->n_strict_libs;
     jo.kernels = o->kernels;

@@ -32,6 +32,7 @@
 #define CBC_CHECK_H
 
 #include "common.h"
+#include "program.h"
 
 enum cbc_verdict {
     CBC_V_OK = 0,
@@ -113,8 +114,9 @@ struct cbc_check_opts {
     const char *const *lib_dirs; /* binaries: searched first for needed libraries */
     size_t n_lib_dirs;
     bool no_libs;            /* binaries: judge the file alone, not its libraries */
-    bool named_dispatch;     /* binaries: judge the files named by the dispatch rule too */
-    bool libs_per_module;    /* binaries: judge their libraries per module (--libs per-module) */
+    enum cbc_judge_rule named_rule; /* binaries: the files named (--rule; per-module by default) */
+    enum cbc_judge_rule lib_rule;   /* binaries: their libraries (--libs; `check` sets dispatch,
+                                       a zeroed struct judges them per module, the strict way) */
     const char *const *strict_libs; /* libraries judged per module anyway */
     size_t n_strict_libs;
     const char *const *kernels; /* --kernels: judge only these kernels (mangled or demangled) */

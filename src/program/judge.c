@@ -465,9 +465,29 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
          * fatbins, its 119 modules nothing for 7.0). Looked for only then:
          * a pass over its data sections (290 MB for cuFFT) */
         char self[160] = "", words[80];
-        /* fatbins the file loads itself are looked for only when its
-         * registered modules leave the verdict open (it costs a pass over
-         * its data sections: 18 MB for libtorch_cpu.so, 290 MB for cuFFT) */
+        if (fj->rule == CBC_JUDGE_DISPATCH && fj->broken < 0) {
+            /* at least one module with kernels that loads: look further
+             * than the small ones read so far, stopping at the first */
+            for (size_t m = 0; !has_kernels && fj->n_load && m < p->n_mods; m++) {
+                struct cbc_pmod *pm = &p->mods[m];
+                if (pm->file != f || !cbc_load_runs(out->mv[m].how) || pm->kernels == 0)
+                    continue;
+                if (pm->kernels < 0) {
+                    struct cbc_pmod *one = pm;
+                    cbc_program_read_kernels(p, &one, 1);
+                }
+                has_kernels = pm->kernels != 0;
+                if (pm->kernels == 0) {
+                    fj->n_load--;
+                    fj->n_mods--;
+                }
+            }
+        }
+        if (fj->rule != CBC_JUDGE_KERNELS && fj->n_mods == 0) {
+            st = scan_self(p, f, err);
+            judge_self(p, f, q, fj);
+        }
+        self_text(fj, q->cc, self, sizeof self);
         switch (fj->rule) {
         case CBC_JUDGE_KERNELS:
             if (fj->n_mods == 0) {
@@ -494,11 +514,6 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
                 fj->problem = true;
                 break;
             }
-            if (fj->n_mods == 0) {
-                st = scan_self(p, f, err);
-                judge_self(p, f, q, fj);
-            }
-            self_text(fj, q->cc, self, sizeof self);
             if (fj->n_mods == 0 && fj->n_self == 0) {
                 fj->verdict = CBC_FV_NO_CODE;
                 cbc_fmt(fj->reason, sizeof fj->reason, "no module with kernels");
@@ -534,27 +549,6 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
                         "but it fails there: %s", bm->label, M, mi, out->mv[fj->broken].reason);
                 break;
             }
-            /* at least one module with kernels that loads: look further
-             * than the small ones read so far, stopping at the first */
-            for (size_t m = 0; !has_kernels && fj->n_load && m < p->n_mods; m++) {
-                struct cbc_pmod *pm = &p->mods[m];
-                if (pm->file != f || !cbc_load_runs(out->mv[m].how) || pm->kernels == 0)
-                    continue;
-                if (pm->kernels < 0) {
-                    struct cbc_pmod *one = pm;
-                    cbc_program_read_kernels(p, &one, 1);
-                }
-                has_kernels = pm->kernels != 0;
-                if (pm->kernels == 0) {
-                    fj->n_load--;
-                    fj->n_mods--;
-                }
-            }
-            if (fj->n_mods == 0) {
-                st = scan_self(p, f, err);
-                judge_self(p, f, q, fj);
-            }
-            self_text(fj, q->cc, self, sizeof self);
             if (fj->n_mods == 0 && fj->n_self == 0) {
                 fj->verdict = CBC_FV_NO_CODE;
                 cbc_fmt(fj->reason, sizeof fj->reason, "no module with kernels");

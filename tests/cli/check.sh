@@ -134,6 +134,8 @@ printf 'k_gone\n' > "$T/gone.txt"
 expect_out 1 "MISSING      -         two.exe: kernel 'k_gone' of --kernels is in no module" "$C" check --arch 90 --kernels "$T/gone.txt" "$T/two.exe"
 expect_out 2 "--kernels needs --arch" "$C" check --kernels "$T/ka.txt" "$T/two.exe"
 expect_out 2 "cannot open" "$C" check --arch 90 --kernels "$T/nonexistent.txt" "$T/two.exe"
+expect_out 2 "--libs 'strict': expected per-module or dispatch" "$C" check --arch 90 --libs strict "$T/two.exe"
+expect_out 2 "--rule 'x': expected per-module or dispatch" "$C" select --cc 9.0 --rule x "$T/two.exe"
 note "   ... and --rule dispatch accepts it: at least one module has code for the GPU"
 expect_out 0 "PARTIAL      sm_90     two.exe: accepted: dispatch rule: 1 of 2 modules with kernels has code for 9.0; the other 1 (1 kernel) is for other GPUs" "$C" check --arch 90 --rule dispatch "$T/two.exe"
 

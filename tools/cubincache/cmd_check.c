@@ -232,6 +232,8 @@ int cmd_check(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct cbc_check_opts o = {0};
+    o.named_rule = CBC_JUDGE_PER_MODULE;
+    o.lib_rule = CBC_JUDGE_DISPATCH;
     const char *libs[32], *strict[32];
     o.lib_dirs = libs;
     o.strict_libs = strict;
@@ -245,17 +247,13 @@ int cmd_check(int argc, char **argv)
         switch (c) {
         case O_KERNELS: kernels_file = optarg; break;
         case O_RULE:
-            if (strcmp(optarg, "per-module") && strcmp(optarg, "dispatch"))
-                return tool_usage_error(&t, usage, "--rule '%s': expected per-module or dispatch",
-                                        optarg);
-            o.named_dispatch = !strcmp(optarg, "dispatch");
+        case O_LIBS: {
+            int r = gate_rule_opt(&t, usage, c == O_RULE ? "--rule" : "--libs", optarg,
+                                  c == O_RULE ? &o.named_rule : &o.lib_rule);
+            if (r != EXIT_OK)
+                return r;
             break;
-        case O_LIBS:
-            if (strcmp(optarg, "per-module") && strcmp(optarg, "dispatch"))
-                return tool_usage_error(&t, usage, "--libs '%s': expected dispatch or per-module",
-                                        optarg);
-            o.libs_per_module = !strcmp(optarg, "per-module");
-            break;
+        }
         case O_STRICT_LIB:
             if (o.n_strict_libs == CBC_ARRAY_LEN(strict))
                 return tool_usage_error(&t, usage, "at most %zu --strict-lib", CBC_ARRAY_LEN(strict));

@@ -299,17 +299,13 @@ int cmd_select(int argc, char **argv)
         case O_NOLIBS: s.no_libs = true; break;
         case O_KERNELS: kernels_file = optarg; break;
         case O_RULE:
-            if (strcmp(optarg, "per-module") && strcmp(optarg, "dispatch"))
-                return tool_usage_error(&t, usage, "--rule '%s': expected per-module or dispatch",
-                                        optarg);
-            s.jo.named_rule = !strcmp(optarg, "dispatch") ? CBC_JUDGE_DISPATCH : CBC_JUDGE_PER_MODULE;
+        case O_LIBS: {
+            int r = gate_rule_opt(&t, usage, c == O_RULE ? "--rule" : "--libs", optarg,
+                                  c == O_RULE ? &s.jo.named_rule : &s.jo.lib_rule);
+            if (r != EXIT_OK)
+                return r;
             break;
-        case O_LIBS:
-            if (strcmp(optarg, "per-module") && strcmp(optarg, "dispatch"))
-                return tool_usage_error(&t, usage, "--libs '%s': expected dispatch or per-module",
-                                        optarg);
-            s.jo.lib_rule = !strcmp(optarg, "per-module") ? CBC_JUDGE_PER_MODULE : CBC_JUDGE_DISPATCH;
-            break;
+        }
         case O_STRICT_LIB:
             if (s.jo.n_strict_libs == CBC_ARRAY_LEN(strict))
                 return tool_usage_error(&t, usage, "at most %zu --strict-lib", CBC_ARRAY_LEN(strict));

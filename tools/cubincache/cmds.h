@@ -21,6 +21,11 @@ char *gate_demangle(const char *mangled);
 int gate_read_kernels(const struct tool *t, const char *usage, const char *path, char ***out,
                       size_t *n);
 void gate_free_kernels(char **v, size_t n);
+/* --rule / --libs RULE: per-module or dispatch, into *rule; a usage error
+ * naming `opt` for anything else. */
+enum cbc_judge_rule;
+int gate_rule_opt(const struct tool *t, const char *usage, const char *opt, const char *arg,
+                  enum cbc_judge_rule *rule);
 
 int cmd_build(int argc, char **argv);
 int cmd_cache(int argc, char **argv);

@@ -5,6 +5,7 @@
  * --kernels file, the kernels a program is known to launch.
  */
 #include "cmds.h"
+#include "program.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -77,4 +78,13 @@ void gate_free_kernels(char **v, size_t n)
     for (size_t i = 0; i < n; i++)
         free(v[i]);
     free(v);
+}
+
+int gate_rule_opt(const struct tool *t, const char *usage, const char *opt, const char *arg,
+                  enum cbc_judge_rule *rule)
+{
+    if (strcmp(arg, "per-module") && strcmp(arg, "dispatch"))
+        return tool_usage_error(t, usage, "%s '%s': expected per-module or dispatch", opt, arg);
+    *rule = !strcmp(arg, "dispatch") ? CBC_JUDGE_DISPATCH : CBC_JUDGE_PER_MODULE;
+    return EXIT_OK;
 }
