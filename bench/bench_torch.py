@@ -17,10 +17,13 @@ the one beside nvcc, on PATH, or PyPI's nvidia-cuda-cuobjdump (13.2.86).
 Timing waits until the 1-minute load average is under 0.5 (this machine's
 2 cores are shared), alternates ours and the peer round by round, and
 reports medians and the peak resident set of each run (wait4's ru_maxrss).
-Prints JSON lines for bench/report.py: one per measurement, one per
-compute capability from 5.0 to 12.1 with check's verdict, and the wheel's
-arch list (the CUDA_ARCH_FLAGS string libtorch_python.so carries, which
-torch.cuda.get_arch_list() splits)."""
+BENCH_TORCH_BASELINE names another cubincache (an earlier commit's) timed
+the same way beside them. Prints JSON lines for bench/report.py: one per
+measurement, one per compute capability from 5.0 to 12.1 with check's
+verdict, the wheel's arch list (the CUDA_ARCH_FLAGS string
+libtorch_python.so carries, which torch.cuda.get_arch_list() splits), and
+one per library of the wheels with GPU code with its dispatch-rule verdict
+for each compute capability."""
 import json
 import os
 import re
@@ -173,6 +176,11 @@ def main():
         ("inspect_libtorch_cuda", [cbc, "inspect", so]),
         ("select_cc90_libtorch_cuda", [cbc, "select", "--cc", "9.0", so]),
     ]
+    base = os.environ.get("BENCH_TORCH_BASELINE")
+    if base:
+        benches += [("baseline_check_arch90_nolibs_libtorch_cuda",
+                     [base, "check", "-q", "--no-libs", "--arch", "90", so]),
+                    ("baseline_check_arch90_libtorch_cuda", [base, "check", "-q", "--arch", "90", so])]
     # warm the page cache, then measure round by round, ours next to the peer
     for _, cmd in benches:
         run_once(cmd)
@@ -181,8 +189,8 @@ def main():
     for r in range(rounds):
         loads.append(wait_idle(float(os.environ.get("BENCH_TORCH_WAIT_S", "1800"))))
         for name, cmd in benches:
-            if name.startswith("cuobjdump") and r >= 3:
-                continue  # 10 s a run: three are enough
+            if (name.startswith("cuobjdump") or name.startswith("baseline")) and r >= 3:
+                continue  # seconds a run: three are enough
             got[name].append(run_once(cmd))
     for name, cmd in benches:
         rs = got[name]
@@ -207,6 +215,27 @@ def main():
         line2 = p2.stdout.splitlines()[0] if p2.stdout else p2.stderr.strip()
         print(json.dumps({"bench": "torch_verdict", "cc": cc, "exit": p.returncode,
                           "verdict": line, "exit_libs": p2.returncode, "verdict_libs": line2}))
+    # each library of the wheels with GPU code, judged alone by the dispatch
+    # rule: NVIDIA states CUDA 13's libraries support 7.5 (Turing) and later
+    site = os.path.dirname(os.path.dirname(lib))
+    libs = []
+    for root, _, files in os.walk(site):
+        for f in sorted(files):
+            path = os.path.join(root, f)
+            if ".so" in f and not os.path.islink(path):
+                p = subprocess.run([cbc, "check", "--no-libs", "--arch", "9.0", path],
+                                   capture_output=True, text=True)
+                if p.stdout and "no GPU code" not in p.stdout.splitlines()[0]:
+                    libs.append(path)
+    for path in sorted(libs, key=os.path.basename):
+        verdicts = {}
+        for cc in CCS:
+            p = subprocess.run([cbc, "check", "--no-libs", "--rule", "dispatch", "--arch", cc, path],
+                               capture_output=True, text=True)
+            first = p.stdout.split()[0] if p.stdout else "ERROR"
+            verdicts[cc] = first
+        print(json.dumps({"bench": "torch_lib_verdict", "library": os.path.basename(path),
+                          "verdicts": verdicts}))
     return 0
 
 

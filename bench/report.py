@@ -364,6 +364,8 @@ TORCH_ROWS = [
      "(no --arch: every image inflated and verified)"),
     ("inspect_libtorch_cuda", "`cubincache inspect libtorch_cuda.so` (every image inflated, its "
      "kernels listed)"),
+    ("baseline_check_arch90_nolibs_libtorch_cuda", "before: `check --no-libs --arch 90` at 6ef78fd"),
+    ("baseline_check_arch90_libtorch_cuda", "before: `check --arch 90` at 6ef78fd, its libraries too"),
 ]
 
 
@@ -405,6 +407,19 @@ def torch_table(rows, args):
             print("| %s | %s | %s (exit %d) | %s (exit %d) |" % (
                 r["cc"], "yes" if sm in al else "no", short(r["verdict"]), r["exit"],
                 short(r["verdict_libs"]), r["exit_libs"]))
+    libs = [r for r in rows if r.get("bench") == "torch_lib_verdict"]
+    if libs:
+        ccs = list(libs[0]["verdicts"])
+        print("\nEach library of the wheels with GPU code, alone, by the dispatch rule (`check "
+              "--no-libs --rule dispatch --arch X.Y LIB`): R runs, J runs through PTX JIT, P "
+              "partial and accepted, - will not run.\n")
+        print("| library | " + " | ".join(ccs) + " |")
+        print("|---|" + "---|" * len(ccs))
+        abbrev = {"RUNS": "R", "RUNS-JIT": "J", "RUNS-LINKED": "L", "PARTIAL": "P",
+                  "WILL-NOT-RUN": "-"}
+        for r in libs:
+            print("| %s | %s |" % (r["library"], " | ".join(abbrev.get(r["verdicts"][c], "?")
+                                                         for c in ccs)))
     print()
 
 

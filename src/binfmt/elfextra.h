@@ -67,6 +67,16 @@ struct cbc_inflate {
 };
 void cbc_inflate_release(struct cbc_inflate *z);
 
+/* cbc_fatbin_parse of data[0, len) lying inside the read-only file mapping
+ * map[0, map_len): the pages of the headers it walked are dropped from the
+ * process as it goes (cbc_map_forget), so that walking 2,981 entry headers
+ * spread over 337 MB does not keep the kernel's folios around each one
+ * (measured: 123 MB to 246 MB of them, by how the file was written). Never
+ * for memory that is not such a mapping. */
+enum cbc_status cbc_fatbin_parse_mapped(const uint8_t *data, size_t len, uint64_t base,
+                                        const char *name, const uint8_t *map, size_t map_len,
+                                        struct cbc_fatbin *out, struct cbc_err *err);
+
 /* The entry whose header starts at `offset` of data[0, len), its header and
  * payload checked to lie inside (container index 0). */
 enum cbc_status cbc_fatbin_entry_at(const uint8_t *data, size_t len, uint64_t offset,

@@ -126,15 +126,24 @@ enum cbc_status cbc_fatbin_entry_at(const uint8_t *data, size_t len, uint64_t of
     return decode_entry(data, offset, len, 0, name, 0, out, err);
 }
 
-enum cbc_status cbc_fatbin_parse(const uint8_t *data, size_t len, uint64_t base, const char *name,
-                                 struct cbc_fatbin *out, struct cbc_err *err)
+/* The containers of data[0, len); with `map` (the file mapping data lies
+ * in, data = map + map_off), the pages of the headers read are dropped as
+ * the walk goes on. */
+static enum cbc_status parse_impl(const uint8_t *data, size_t len, uint64_t base, const char *name,
+                                  const uint8_t *map, size_t map_len, struct cbc_fatbin *out,
+                                  struct cbc_err *err)
 {
     memset(out, 0, sizeof *out);
     struct cbc_fatbin fb = {0};
     size_t cap = 0;
-    uint64_t off = 0;
+    uint64_t off = 0, dropped = 0;
+    uint64_t map_off = map ? (uint64_t)(data - map) : 0;
     enum cbc_status st = CBC_OK;
     while (off < len) {
+        if (map && off - dropped >= (4u << 20)) {
+            cbc_map_forget(map, map_len, map_off + dropped, off - dropped);
+            dropped = off;
+        }
         if (fb.n_containers > 0) {
             /* zero padding between or after containers */
             while (off < len && data[off] == 0)
@@ -184,11 +193,26 @@ enum cbc_status cbc_fatbin_parse(const uint8_t *data, size_t len, uint64_t base,
         st = cbc_fmt_err(err, CBC_E_FORMAT, name, base, "empty input: no fatbin container");
         goto fail;
     }
+    if (map)
+        cbc_map_forget(map, map_len, map_off + dropped, len - dropped);
     *out = fb;
     return CBC_OK;
 fail:
     free(fb.entries);
     return st;
+}
+
+enum cbc_status cbc_fatbin_parse(const uint8_t *data, size_t len, uint64_t base, const char *name,
+                                 struct cbc_fatbin *out, struct cbc_err *err)
+{
+    return parse_impl(data, len, base, name, NULL, 0, out, err);
+}
+
+enum cbc_status cbc_fatbin_parse_mapped(const uint8_t *data, size_t len, uint64_t base,
+                                        const char *name, const uint8_t *map, size_t map_len,
+                                        struct cbc_fatbin *out, struct cbc_err *err)
+{
+    return parse_impl(data, len, base, name, map, map_len, out, err);
 }
 
 void cbc_fatbin_release(struct cbc_fatbin *fb)

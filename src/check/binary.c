@@ -542,7 +542,20 @@ enum cbc_status cbc_check_binary(const char *path, const struct cbc_check_opts *
     struct cbc_image_list l = {0};
     struct cbc_err e = {0};
     bool ok = true;
-    st = cbc_binfmt_images(mp.data, mp.len, path, &l, &e);
+    if (o->arch && type == CBC_FILE_HOST_ELF) {
+        /* the program model reads the fatbins (dropping their pages as it
+         * goes); what is left to verify here is the embedded bundles */
+        struct cbc_host_elf he;
+        st = cbc_host_elf_parse(mp.data, mp.len, path, &he, &e);
+        if (st == CBC_OK && he.cbc_bundle.present && he.cbc_bundle.size) {
+            struct cbc_embedded_list el;
+            st = cbc_embedded_parse(mp.data + he.cbc_bundle.offset, (size_t)he.cbc_bundle.size,
+                                    he.cbc_bundle.offset, path, true, &el, &e);
+            cbc_embedded_release(&el);
+        }
+    } else {
+        st = cbc_binfmt_images(mp.data, mp.len, path, &l, &e);
+    }
     cbc_map_forget(mp.data, mp.len, 0, mp.len);
     if (st != CBC_OK) {
         /* an embedded image whose code is not for its label: mislabeled */

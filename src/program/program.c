@@ -356,17 +356,20 @@ static void containers_release(struct container *c, size_t n)
     free(c);
 }
 
-/* The containers of a fatbin section, with their images (headers only). */
+/* The containers of a fatbin section, with their images (headers only);
+ * data[0, len) lies in the file mapping map[0, map_len), whose pages the
+ * walk drops as it goes. */
 static enum cbc_status read_containers(const uint8_t *data, size_t len, uint64_t base,
-                                       const char *name, const char *section,
-                                       struct container **out, size_t *n, struct cbc_err *err)
+                                       const char *name, const char *section, const uint8_t *map,
+                                       size_t map_len, struct container **out, size_t *n,
+                                       struct cbc_err *err)
 {
     *out = NULL;
     *n = 0;
     if (!len)
         return CBC_OK;
     struct cbc_fatbin fb;
-    enum cbc_status st = cbc_fatbin_parse(data, len, base, name, &fb, err);
+    enum cbc_status st = cbc_fatbin_parse_mapped(data, len, base, name, map, map_len, &fb, err);
     if (st != CBC_OK)
         return st;
     struct container *c = calloc(fb.n_containers ? fb.n_containers : 1, sizeof *c);
@@ -425,16 +428,11 @@ static enum cbc_status host_modules(struct builder *b, size_t file, const uint8_
     size_t nf = 0, nr = 0;
     if (he.nv_fatbin.present)
         st = read_containers(data + he.nv_fatbin.offset, (size_t)he.nv_fatbin.size,
-                             he.nv_fatbin.offset, name, ".nv_fatbin", &fat, &nf, b->err);
+                             he.nv_fatbin.offset, name, ".nv_fatbin", data, len, &fat, &nf, b->err);
     if (st == CBC_OK && he.nv_relfatbin.present)
         st = read_containers(data + he.nv_relfatbin.offset, (size_t)he.nv_relfatbin.size,
-                             he.nv_relfatbin.offset, name, "__nv_relfatbin", &rel, &nr, b->err);
-    /* the headers are read: their pages (and the kernel's fault-around
-     * neighbours) need not stay resident */
-    if (he.nv_fatbin.present)
-        cbc_map_forget(data, len, he.nv_fatbin.offset, he.nv_fatbin.size);
-    if (he.nv_relfatbin.present)
-        cbc_map_forget(data, len, he.nv_relfatbin.offset, he.nv_relfatbin.size);
+                             he.nv_relfatbin.offset, name, "__nv_relfatbin", data, len, &rel, &nr,
+                             b->err);
     size_t first = p->n_mods;
     for (size_t c = 0; st == CBC_OK && c < nf; c++) {
         char label[200];
@@ -846,7 +844,7 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
         case CBC_FILE_FATBIN: {
             struct container *c = NULL;
             size_t n = 0;
-            st = read_containers(mp.data, mp.len, 0, path, NULL, &c, &n, err);
+            st = read_containers(mp.data, mp.len, 0, path, NULL, mp.data, mp.len, &c, &n, err);
             for (size_t i = 0; st == CBC_OK && i < n; i++) {
                 char label[64];
                 cbc_fmt(label, sizeof label, "fatbin container %zu", i);

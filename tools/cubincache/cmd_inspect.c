@@ -215,7 +215,7 @@ static enum cbc_status do_fatbin(const char *file, const uint8_t *data, size_t l
                                  bool *mismatch, const uint8_t *file_data, size_t file_len)
 {
     struct cbc_fatbin fb;
-    enum cbc_status st = cbc_fatbin_parse(data, len, base, file, &fb, err);
+    enum cbc_status st = cbc_fatbin_parse_mapped(data, len, base, file, file_data, file_len, &fb, err);
     if (st != CBC_OK)
         return st;
     if (!arr)
