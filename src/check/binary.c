@@ -61,8 +61,12 @@ static enum cbc_status gpus_of(const char *spec, unsigned *out, size_t *n, struc
         }
         return CBC_OK;
     }
-    if (strcasecmp(spec, "auto") && strcasecmp(spec, "all") && strcasecmp(spec, "all-major"))
-        return cbc_gpu_list_parse(spec, out, MAX_GPUS, n, err);
+    if (strcasecmp(spec, "auto") && strcasecmp(spec, "all") && strcasecmp(spec, "all-major")) {
+        enum cbc_status st = cbc_gpu_list_parse(spec, out, MAX_GPUS, n, err);
+        if (st != CBC_OK)
+            cbc_err_prefix(err, "--arch");
+        return st;
+    }
     struct cbc_arch_env env;
     cbc_check_arch_env(&env);
     struct cbc_arch_choice ch;
