@@ -14,8 +14,10 @@ build-bench-data/). BENCH_TORCH_LIBS=0 takes the torch wheel alone (its
 libraries are then what this machine's loader finds, or missing). cuobjdump is $CUOBJDUMP,
 the one beside nvcc, on PATH, or PyPI's nvidia-cuda-cuobjdump (13.2.86).
 
-Timing waits until the 1-minute load average is under 0.5 (this machine's
-2 cores are shared), alternates ours and the peer round by round, and
+Timing waits before every run until the 1-minute load average is under
+0.5 (this machine's 2 cores are shared; BENCH_TORCH_WAIT_S bounds the wait,
+0, the default, waits as long as it takes), alternates ours and the peer
+round by round, and
 reports medians and the peak resident set of each run (wait4's ru_maxrss).
 BENCH_TORCH_BASELINE names another cubincache (an earlier commit's) timed
 the same way beside them. Prints JSON lines for bench/report.py: one per
@@ -142,9 +144,11 @@ def load1():
 
 
 def wait_idle(limit_s):
+    """Waits until the 1-minute load is under 0.5 (limit_s 0: for as long as
+    it takes); returns the load it went on at."""
     t0 = time.time()
-    while load1() >= 0.5 and time.time() - t0 < limit_s:
-        time.sleep(20)
+    while load1() >= 0.5 and (not limit_s or time.time() - t0 < limit_s):
+        time.sleep(15)
     return load1()
 
 
@@ -186,11 +190,12 @@ def main():
         run_once(cmd)
     got = {name: [] for name, _ in benches}
     loads = []
+    limit = float(os.environ.get("BENCH_TORCH_WAIT_S", "0"))
     for r in range(rounds):
-        loads.append(wait_idle(float(os.environ.get("BENCH_TORCH_WAIT_S", "1800"))))
         for name, cmd in benches:
             if (name.startswith("cuobjdump") or name.startswith("baseline")) and r >= 3:
                 continue  # seconds a run: three are enough
+            loads.append(wait_idle(limit))  # before every run: the machine is shared
             got[name].append(run_once(cmd))
     for name, cmd in benches:
         rs = got[name]
