@@ -14,7 +14,8 @@ mode=${1:-}
 case "$mode" in demo|test) ;; *) echo "usage: scripts/run.sh demo|test" >&2; exit 2 ;; esac
 
 pkgs=(meson ninja-build pkg-config gcc libxxhash-dev libcjson-dev libzstd-dev liblz4-dev
-      libcriterion-dev util-linux python3-venv cmake libhiredis-dev redis-server zstd xxhash)
+      libcriterion-dev util-linux python3-venv cmake libhiredis-dev redis-server zstd xxhash
+      libprotobuf-c-dev protobuf-c-compiler libonnx-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

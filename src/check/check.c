@@ -172,13 +172,11 @@ struct check_run {
     bool store_tried;
     struct toolchain_seen *tcs;
     size_t n_tcs;
-    const char *env[CBC_KEY_ENV_COUNT];
 };
 
 static void run_init(struct check_run *r)
 {
     memset(r, 0, sizeof *r);
-    cbc_key_env_read(r->env);
 }
 
 static void run_release(struct check_run *r)
@@ -247,7 +245,7 @@ struct fresh {
     struct cbc_hash source_hash;
     bool have_source;
     const struct cbc_toolchain *tc;
-    const char *const *env;
+    struct cbc_env env; /* what the key covers with this toolchain */
 };
 
 static void fresh_init(struct fresh *f, struct check_run *r, const struct cbc_manifest *m,
@@ -260,11 +258,12 @@ static void fresh_init(struct fresh *f, struct check_run *r, const struct cbc_ma
         r->memo = cbc_filememo_new();
     f->enabled = true;
     f->memo = r->memo;
-    f->env = r->env;
     f->have_source = f->memo && cbc_filememo_hash(f->memo, m->source, NULL, NULL, 0, &f->source_hash,
                                                   NULL, NULL) == CBC_OK;
     const char *why = "";
     f->tc = run_toolchain(r, o, m->nvcc, cbc_flags_ccbin(m->flags, m->n_flags), &why);
+    cbc_key_env_read(f->tc ? f->tc->profile_env : NULL, f->tc ? f->tc->n_profile_env : 0,
+                     &f->env);
     if (!f->tc)
         cbc_check_note(rep, "nvcc '%s' cannot be identified here (%s): entries are stale until it can",
                        m->nvcc, why[0] ? why : "not found");
@@ -289,8 +288,9 @@ static void judge_freshness(const struct cbc_manifest *m, const struct cbc_manif
         f->tc ? &f->tc->host_id : NULL,
         m->flags,
         m->n_flags,
-        f->env,
+        &f->env,
         NULL,
+        m->base_dir,
     };
     size_t nd = 0;
     const struct cbc_dep **deps = cbc_manifest_entry_deps(m, e, &nd);
@@ -310,8 +310,14 @@ static void judge_freshness(const struct cbc_manifest *m, const struct cbc_manif
     }
     free(deps);
     free(cur);
-    if (same) {
+    char *shadow = same ? cbc_key_lookup_changed(m) : NULL;
+    if (same && !shadow) {
         cbc_check_add(rep, CBC_V_OK, mpath, file, nm, "current");
+        return;
+    }
+    if (shadow) {
+        cbc_check_add(rep, CBC_V_STALE, mpath, file, nm, "%s", shadow);
+        free(shadow);
         return;
     }
     char *changes[16];

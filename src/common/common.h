@@ -8,6 +8,9 @@
  * failure and leave outputs untouched; hashes are stored and printed in
  * XXH128's canonical (big-endian) form so on-disk keys are the same on every
  * host; every reader takes (pointer, length) and never reads past the end.
+ * This code is also in libcubincache, which privileged programs may link:
+ * every environment variable it reads is read with secure_getenv (none in
+ * a setuid, setgid or capability-raising program).
  */
 #ifndef CBC_COMMON_H
 #define CBC_COMMON_H
@@ -27,6 +30,18 @@
 
 #define CBC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* An invariant the prose around it states, checked in debug builds (any
+ * build without NDEBUG, which is Meson's default): a violation is a bug of
+ * ours, reported with where and what, then abort(). Never for input
+ * checks: hostile input is an error, not a crash. */
+#ifndef NDEBUG
+#define CBC_ASSERT(cond)                                                                           \
+    ((cond) ? (void)0 : cbc_assert_failed(__FILE__, __LINE__, __func__, #cond))
+#else
+#define CBC_ASSERT(cond) ((void)0)
+#endif
+_Noreturn void cbc_assert_failed(const char *file, int line, const char *func, const char *what);
+
 /* ---- errors (err.c) ---------------------------------------------------- */
 /* cbc_err_set returns `status` so callers can `return cbc_err_set(...)`.
  * The two decorators return nothing: a status must come from where the
@@ -37,7 +52,6 @@ enum cbc_status cbc_err_set(struct cbc_err *err, enum cbc_status status, const c
 void cbc_err_hint(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
 void cbc_err_prefix(struct cbc_err *err, const char *fmt, ...) CBC_PRINTF(2, 3);
 enum cbc_status cbc_err_oom(struct cbc_err *err);
-void cbc_err_clear(struct cbc_err *err);
 
 /* ---- growable buffer (buf.c) ------------------------------------------- */
 /* Always NUL-terminated when p != NULL; len excludes the NUL. A failed append
@@ -57,6 +71,21 @@ char *cbc_buf_detach(struct cbc_buf *b);
 /* snprintf into a fixed buffer where cutting a long text short is the
  * intended behaviour (messages); always NUL-terminates. */
 void cbc_fmt(char *buf, size_t len, const char *fmt, ...) CBC_PRINTF(3, 4);
+
+/* ---- printable text (escape.c) ---------------------------------------- */
+/* What is quoted into a message or printed may come from a file, the
+ * environment or the driver: every byte that is not printable is shown as
+ * an escape (\n, \t, \r, \xNN), C1 controls (U+0080..U+009F) and invalid
+ * UTF-8 included; printable ASCII and valid UTF-8 pass. Escaped text
+ * escapes to itself. */
+#define CBC_ESCAPE_UNIT_MAX 8
+/* The visible form of the next unit of s (n > 0 bytes left: one byte, or a
+ * whole UTF-8 sequence) into out, not NUL-terminated; returns its length
+ * and sets *used to the input bytes it stands for. */
+size_t cbc_escape_unit(const char *s, size_t n, char out[CBC_ESCAPE_UNIT_MAX], size_t *used);
+/* Into a fixed buffer (len > 0), NUL-terminated; a text that does not fit
+ * is cut between units and ends in "...", and false is returned. */
+bool cbc_escape(char *out, size_t len, const char *s);
 
 char *cbc_strdup(const char *s);
 char *cbc_strndup(const char *s, size_t n);
@@ -105,13 +134,28 @@ enum cbc_status cbc_file_read(const char *path, uint8_t **data, size_t *len, str
  * `mode` is the permission of the new file (e.g. 0644). */
 enum cbc_status cbc_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
                                       struct cbc_err *err);
-/* As cbc_file_write_atomic, but leaves the file (and its mtime) alone when it
- * already holds exactly these bytes. *changed (may be NULL) says which. */
+/* Writes a file the command line named as an output, the way the compiler
+ * cubincache stands in for writes it: a device or FIFO there (/dev/null)
+ * is written through, never replaced; a symbolic link is followed and its
+ * target replaced (the link stays); a regular file is replaced by rename
+ * of a complete temporary and keeps its mode; a new file gets 0666 less
+ * the umask. */
+enum cbc_status cbc_output_write(const char *path, const void *data, size_t len,
+                                 struct cbc_err *err);
+/* A file of cubincache's own (a stamp, a depfile, generated C) written as
+ * cbc_file_write_atomic does, a symbolic link replaced and never followed,
+ * except that a device or FIFO there is written to, never replaced; left
+ * alone (its mtime too) when it already holds exactly these bytes.
+ * *changed (may be NULL) says which. */
 enum cbc_status cbc_file_update(const char *path, const void *data, size_t len, bool *changed,
                                 struct cbc_err *err);
 /* Test hook: stalls between writing a temporary and publishing it when
  * CUBINCACHE_TEST_PUBLISH_DELAY_MS is set, so tests can kill a writer there. */
 void cbc_test_publish_delay(void);
+/* Removes a private directory of ours (mkdtemp'd) with the files its
+ * commands left in it, never following a link; a subdirectory stays (and
+ * so does the directory then). */
+void cbc_tmpdir_remove(const char *path);
 /* mkdir -p; existing directories are fine. */
 enum cbc_status cbc_mkdir_p(const char *path, mode_t mode, struct cbc_err *err);
 bool cbc_is_dir(const char *path);
@@ -158,8 +202,7 @@ const char *cbc_path_base(const char *path);
 char *cbc_path_dir(const char *path);
 /* Final component without its last extension ("a/b.cu" -> "b"). */
 char *cbc_path_stem(const char *path);
-/* Finds `name` on $PATH (or returns a copy when it contains '/'); NULL if absent. */
-char *cbc_which(const char *name);
+
 
 /* ---- hashing (hash.c) -------------------------------------------------- */
 /* XXH3-128 in canonical big-endian byte order: the on-disk and printed form. */
@@ -206,10 +249,26 @@ uint8_t cbc_variant_read(const char **s);
 /* Shared by key/ (which hashes them) and manifest/ (which records them), so
  * the manifest, and the loader that reads it, need nothing of key/. */
 
-/* The environment variables that change nvcc's output. Order is part of
- * every cache key. */
-#define CBC_KEY_ENV_COUNT 6
+/* The environment variables that change nvcc's output whatever toolkit is
+ * installed: nvcc's documented ones and those of the host compilers it
+ * runs (inputs.c says why each). The installed nvcc.profile adds every
+ * variable it reads (key/toolid.c). */
+#define CBC_KEY_ENV_COUNT 16
 extern const char *const cbc_key_env_names[CBC_KEY_ENV_COUNT];
+
+/* The environment a key covers: names in ascending byte order, each once,
+ * with its value (NULL when unset, which differs from empty). */
+#define CBC_ENV_MAX 64
+struct cbc_env {
+    size_t n;
+    const char *name[CBC_ENV_MAX];
+    const char *value[CBC_ENV_MAX];
+};
+/* Adds (or sets) name = value, keeping the order; false when full. The
+ * strings are borrowed. */
+bool cbc_env_set(struct cbc_env *e, const char *name, const char *value);
+/* The index of `name`, or -1. */
+long cbc_env_find(const struct cbc_env *e, const char *name);
 
 /* One file a build read: its path and content. */
 struct cbc_dep {
@@ -269,6 +328,8 @@ static inline bool cbc_in_bounds(uint64_t size, uint64_t off, uint64_t len)
 }
 
 /* ---- processes (proc.c) ------------------------------------------------ */
+/* Finds `name` on $PATH (or returns a copy when it contains '/'); NULL if absent. */
+char *cbc_which(const char *name);
 /* Starts argv[0] (searched on PATH when it has no '/') with stdout and
  * stderr sent to the given files (NULL: inherited; the same path for both
  * merges them), under a guard that kills the command and everything it
@@ -276,6 +337,11 @@ static inline bool cbc_in_bounds(uint64_t size, uint64_t off, uint64_t len)
  * guard's: wait for it, or SIGTERM it to stop the whole command. */
 enum cbc_status cbc_proc_spawn(char *const argv[], const char *stdout_path, const char *stderr_path,
                                pid_t *pid, struct cbc_err *err);
+/* The same with "NAME=VALUE" entries (NULL-terminated; may be NULL) added
+ * to the command's environment, the caller's left as it is. */
+enum cbc_status cbc_proc_spawn_env(char *const argv[], const char *stdout_path,
+                                   const char *stderr_path, char *const env[], pid_t *pid,
+                                   struct cbc_err *err);
 /* Waits; returns the exit code, 128+signal for a signal, -1 on wait error. */
 int cbc_proc_wait(pid_t pid);
 /* Waits until one of pids[0..n) ends (only these: never another child of
@@ -294,5 +360,9 @@ const char *cbc_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* ---- time -------------------------------------------------------------- */
 uint64_t cbc_now_ns(void); /* CLOCK_REALTIME in nanoseconds */
+/* The tick of CLOCK_REALTIME_COARSE, which file times come from (or the
+ * fine clock, on kernels with multigrain timestamps): a file changed after
+ * a reading T of cbc_now_ns has a time above T - tick. */
+uint64_t cbc_file_time_tick_ns(void);
 
 #endif

@@ -9,8 +9,10 @@
  */
 #include "common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,7 @@ void cbc_test_publish_delay(void)
 {
     static long ms = -1;
     if (ms < 0) {
-        const char *e = getenv("CUBINCACHE_TEST_PUBLISH_DELAY_MS");
+        const char *e = secure_getenv("CUBINCACHE_TEST_PUBLISH_DELAY_MS");
         ms = e ? strtol(e, NULL, 10) : 0;
         if (ms < 0)
             ms = 0;
@@ -91,7 +93,7 @@ enum cbc_status cbc_fd_read_max(int fd, const char *path, uint64_t max, uint8_t 
                                 size_t *len, struct cbc_err *err)
 {
     struct stat st;
-    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < max
+    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size <= max
                      ? (size_t)st.st_size + 1
                      : 4096;
     uint8_t *p = malloc(cap);
@@ -222,8 +224,74 @@ static enum cbc_status write_all(int fd, const void *data, size_t len, const cha
     return CBC_OK;
 }
 
+static enum cbc_status publish(const char *path, const void *data, size_t len, mode_t mode,
+                               struct cbc_err *err);
+
 enum cbc_status cbc_file_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
                                       struct cbc_err *err)
+{
+    return publish(path, data, len, mode & ~process_umask(), err);
+}
+
+/* The file a path names once its symbolic links are followed (malloc'd):
+ * the path itself when it is none, the last link's target when that does
+ * not exist. NULL with errno ELOOP after 40 links. */
+static char *follow_links(const char *path)
+{
+    char *p = cbc_strdup(path);
+    for (int hops = 0; p && hops < 40; hops++) {
+        struct stat st;
+        if (lstat(p, &st) != 0 || !S_ISLNK(st.st_mode))
+            return p;
+        char buf[PATH_MAX];
+        ssize_t n = readlink(p, buf, sizeof buf - 1);
+        if (n < 0)
+            return p;
+        buf[n] = '\0';
+        char *dir = cbc_path_dir(p);
+        char *next = buf[0] == '/' ? cbc_strdup(buf) : dir ? cbc_path_join(dir, buf) : NULL;
+        free(dir);
+        free(p);
+        p = next;
+    }
+    free(p);
+    errno = ELOOP;
+    return NULL;
+}
+
+enum cbc_status cbc_output_write(const char *path, const void *data, size_t len,
+                                 struct cbc_err *err)
+{
+    char *target = follow_links(path);
+    if (!target)
+        return errno == ELOOP ? cbc_err_set(err, CBC_E_IO, "cannot write '%s': %s", path,
+                                            strerror(ELOOP))
+                              : cbc_err_oom(err);
+    struct stat st;
+    enum cbc_status s;
+    if (stat(target, &st) != 0) {
+        s = publish(target, data, len, 0666 & ~process_umask(), err);
+    } else if (S_ISDIR(st.st_mode)) {
+        s = cbc_err_set(err, CBC_E_IO, "cannot write '%s': it is a directory", path);
+    } else if (S_ISREG(st.st_mode)) {
+        s = publish(target, data, len, st.st_mode & 07777, err); /* the mode it had */
+    } else {
+        /* a device, a FIFO, a socket: written through, as the compiler would */
+        int fd = open(target, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+            s = cbc_err_set(err, CBC_E_IO, "cannot open '%s': %s", path, strerror(errno));
+        } else {
+            s = write_all(fd, data, len, path, err);
+            if (close(fd) != 0 && s == CBC_OK)
+                s = cbc_err_set(err, CBC_E_IO, "cannot write '%s': %s", path, strerror(errno));
+        }
+    }
+    free(target);
+    return s;
+}
+
+static enum cbc_status publish(const char *path, const void *data, size_t len, mode_t mode,
+                               struct cbc_err *err)
 {
     char *dir = cbc_path_dir(path);
     char *tmp = dir ? cbc_asprintf("%s/.%s.XXXXXX", dir, cbc_path_base(path)) : NULL;
@@ -238,7 +306,7 @@ enum cbc_status cbc_file_write_atomic(const char *path, const void *data, size_t
         return s;
     }
     enum cbc_status s = write_all(fd, data, len, path, err);
-    if (s == CBC_OK && fchmod(fd, mode & ~process_umask()) != 0)
+    if (s == CBC_OK && fchmod(fd, mode) != 0)
         s = cbc_err_set(err, CBC_E_IO, "cannot set the mode of '%s': %s", path, strerror(errno));
     if (close(fd) != 0 && s == CBC_OK)
         s = cbc_err_set(err, CBC_E_IO, "cannot write '%s': %s", path, strerror(errno));
@@ -270,6 +338,19 @@ enum cbc_status cbc_file_update(const char *path, const void *data, size_t len, 
     }
     if (changed)
         *changed = true;
+    /* never through a link (one planted in a build directory would aim our
+     * write at someone's file), but a device or FIFO is written to, never
+     * replaced: /dev/null and /dev/stdout are outputs, not files to rename over */
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) &&
+        !S_ISDIR(st.st_mode)) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+            return cbc_err_set(err, CBC_E_IO, "cannot open '%s': %s", path, strerror(errno));
+        enum cbc_status s = write_all(fd, data, len, path, err);
+        if (close(fd) != 0 && s == CBC_OK)
+            s = cbc_err_set(err, CBC_E_IO, "cannot write '%s': %s", path, strerror(errno));
+        return s;
+    }
     return cbc_file_write_atomic(path, data, len, 0644, err);
 }
 
@@ -316,4 +397,17 @@ bool cbc_is_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+void cbc_tmpdir_remove(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            unlinkat(dirfd(d), de->d_name, 0); /* a link is removed, never followed */
+    closedir(d);
+    rmdir(path);
 }

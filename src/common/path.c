@@ -1,4 +1,4 @@
-/* path.c: lexical path handling and PATH lookup.
+/* path.c: lexical path handling (finding programs on PATH is proc.c's).
  *
  * Paths are normalised lexically ("a/./b/../c" -> "a/c"), never through
  * realpath(3): a build tree reached through a symlink keeps the name the
@@ -103,23 +103,3 @@ char *cbc_path_stem(const char *path)
     return dot && dot != base ? cbc_strndup(base, (size_t)(dot - base)) : cbc_strdup(base);
 }
 
-char *cbc_which(const char *name)
-{
-    if (strchr(name, '/'))
-        return cbc_strdup(name);
-    const char *path = getenv("PATH");
-    if (!path)
-        return NULL;
-    for (const char *p = path;;) {
-        const char *e = strchr(p, ':');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        char *cand = n ? cbc_asprintf("%.*s/%s", (int)n, p, name) : cbc_asprintf("./%s", name);
-        if (cand && access(cand, X_OK) == 0 && cbc_is_file(cand))
-            return cand;
-        free(cand);
-        if (!e)
-            break;
-        p = e + 1;
-    }
-    return NULL;
-}

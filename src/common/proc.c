@@ -30,6 +30,28 @@
 
 static volatile pid_t g_child; /* the guard's command */
 
+char *cbc_which(const char *name)
+{
+    if (strchr(name, '/'))
+        return cbc_strdup(name);
+    const char *path = secure_getenv("PATH");
+    if (!path)
+        return NULL;
+    for (const char *p = path;;) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char *cand = n ? cbc_asprintf("%.*s/%s", (int)n, p, name) : cbc_asprintf("./%s", name);
+        if (cand && access(cand, X_OK) == 0 && cbc_is_file(cand))
+            return cand;
+        free(cand);
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return NULL;
+}
+
+
 static void guard_kill_group(int sig)
 {
     (void)sig;
@@ -54,7 +76,7 @@ static int redirect(int fd, const char *path)
 }
 
 static _Noreturn void guard_main(char *const argv[], const char *stdout_path,
-                                 const char *stderr_path, pid_t parent)
+                                 const char *stderr_path, char *const env[], pid_t parent)
 {
     setpgid(0, 0);
     struct sigaction sa;
@@ -79,6 +101,9 @@ static _Noreturn void guard_main(char *const argv[], const char *stdout_path,
         if ((stdout_path && redirect(1, stdout_path) != 0) ||
             (stderr_path && (same ? dup2(1, 2) < 0 : redirect(2, stderr_path) != 0)))
             _exit(127);
+        for (size_t i = 0; env && env[i]; i++)
+            if (putenv(env[i]) != 0)
+                _exit(127);
         if (strchr(argv[0], '/'))
             execv(argv[0], argv);
         else
@@ -99,6 +124,13 @@ static _Noreturn void guard_main(char *const argv[], const char *stdout_path,
 enum cbc_status cbc_proc_spawn(char *const argv[], const char *stdout_path, const char *stderr_path,
                                pid_t *pid, struct cbc_err *err)
 {
+    return cbc_proc_spawn_env(argv, stdout_path, stderr_path, NULL, pid, err);
+}
+
+enum cbc_status cbc_proc_spawn_env(char *const argv[], const char *stdout_path,
+                                   const char *stderr_path, char *const env[], pid_t *pid,
+                                   struct cbc_err *err)
+{
     if (!strchr(argv[0], '/')) {
         char *p = cbc_which(argv[0]);
         if (!p)
@@ -113,7 +145,7 @@ enum cbc_status cbc_proc_spawn(char *const argv[], const char *stdout_path, cons
     if (g < 0)
         return cbc_err_set(err, CBC_E_NVCC, "cannot run '%s': %s", argv[0], strerror(errno));
     if (g == 0)
-        guard_main(argv, stdout_path, stderr_path, parent);
+        guard_main(argv, stdout_path, stderr_path, env, parent);
     *pid = g;
     return CBC_OK;
 }
@@ -180,7 +212,7 @@ long cbc_proc_wait_any(const pid_t *pids, size_t n, int *code)
 enum cbc_status cbc_proc_run_capture(char *const argv[], char **output, int *exit_code,
                                      struct cbc_err *err)
 {
-    const char *td = getenv("TMPDIR");
+    const char *td = secure_getenv("TMPDIR");
     char *tmpl = cbc_asprintf("%s/cubincache-out.XXXXXX", td && *td == '/' ? td : "/tmp");
     if (!tmpl)
         return cbc_err_oom(err);
@@ -214,4 +246,13 @@ uint64_t cbc_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t cbc_file_time_tick_ns(void)
+{
+    struct timespec ts;
+    uint64_t t = 0;
+    if (clock_getres(CLOCK_REALTIME_COARSE, &ts) == 0)
+        t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return t > 1000000 ? t : 1000000; /* a jiffy, and never under 1 ms */
 }

@@ -9,8 +9,10 @@
 #include "key.h"
 #include "manifest.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 
 static bool push_change(char **out, size_t max, size_t *n, char *text)
@@ -36,6 +38,24 @@ static void join_args(char *const *v, size_t n, struct cbc_buf *b)
             cbc_buf_puts(b, " ");
         cbc_buf_puts(b, v[i]);
     }
+}
+
+char *cbc_key_lookup_changed(const struct cbc_manifest *m)
+{
+    for (size_t i = 0; i < m->n_lookups; i++)
+        for (size_t k = 0; k < m->lookups[i].n; k++) {
+            char *p = cbc_asprintf("%s/%s", m->lookups[i].dir, m->lookups[i].names[k]);
+            struct stat st;
+            bool there = p && (stat(p, &st) == 0 || (errno != ENOENT && errno != ENOTDIR));
+            char *msg = there ? cbc_asprintf("'%s' now exists: the build looked for a file there "
+                                             "and found none, so nvcc would read this one now",
+                                             p)
+                              : NULL;
+            free(p);
+            if (msg)
+                return msg;
+        }
+    return NULL;
 }
 
 size_t cbc_key_changes(const struct cbc_manifest *m, const struct cbc_manifest_entry *e,
@@ -75,6 +95,9 @@ size_t cbc_key_changes(const struct cbc_manifest *m, const struct cbc_manifest_e
         }
     }
     free(deps);
+    char *found = cbc_key_lookup_changed(m);
+    if (found && !push_change(out, max, &n, found))
+        return n;
     if (!now->nvcc_id) {
         if (!push_change(out, max, &n, cbc_asprintf("nvcc '%s' cannot be identified", m->nvcc)))
             return n;
@@ -101,15 +124,30 @@ size_t cbc_key_changes(const struct cbc_manifest *m, const struct cbc_manifest_e
         if (!push_change(out, max, &n, msg))
             return n;
     }
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++) {
-        const char *was = m->env[i], *is = now->env[i];
-        if (!str_differs(was, is))
-            continue;
-        char *msg = cbc_asprintf("%s changed: %s%s%s -> %s%s%s", cbc_key_env_names[i],
-                                 was ? "'" : "", was ? was : "unset", was ? "'" : "", is ? "'" : "",
-                                 is ? is : "unset", is ? "'" : "");
-        if (!push_change(out, max, &n, msg))
-            return n;
+    /* every name either side keys (a variable only one side keys counts as
+     * unset on the other, and is a change when set) */
+    static const struct cbc_env none;
+    const struct cbc_env *ne = now->env ? now->env : &none;
+    for (int side = 0; side < 2; side++) {
+        const struct cbc_env *e = side ? ne : &m->env;
+        for (size_t i = 0; i < e->n; i++) {
+            const char *name = e->name[i];
+            long wi = cbc_env_find(&m->env, name), ii = cbc_env_find(ne, name);
+            if (side && wi >= 0)
+                continue; /* seen from the manifest's side */
+            const char *was = wi >= 0 ? m->env.value[wi] : NULL;
+            const char *is = ii >= 0 ? ne->value[ii] : NULL;
+            if (!str_differs(was, is) && (wi >= 0) == (ii >= 0))
+                continue;
+            char *msg = str_differs(was, is)
+                            ? cbc_asprintf("%s changed: %s%s%s -> %s%s%s", name, was ? "'" : "",
+                                           was ? was : "unset", was ? "'" : "", is ? "'" : "",
+                                           is ? is : "unset", is ? "'" : "")
+                            : cbc_asprintf("%s is %s by this nvcc's profile", name,
+                                           ii >= 0 ? "now read" : "no longer read");
+            if (!push_change(out, max, &n, msg))
+                return n;
+        }
     }
     if (now->cwd && str_differs(m->cwd, now->cwd))
         push_change(out, max, &n,

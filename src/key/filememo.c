@@ -50,6 +50,10 @@ struct slot {
     struct cbc_hash hash;
     struct cbc_stamp stamp;
     uint64_t h;
+    bool scanned;      /* read in this process: `mentions` is known */
+    unsigned mentions; /* CBC_MENTIONS_* */
+    bool has_prior;    /* the hash known before the scan read the file again */
+    struct cbc_hash prior;
 };
 
 struct cbc_filememo {
@@ -156,6 +160,79 @@ enum cbc_status cbc_filememo_hash(struct cbc_filememo *m, const char *path,
     if (stamp_out)
         *stamp_out = now;
     return CBC_OK;
+}
+
+static unsigned mentions_of(const uint8_t *d, size_t n)
+{
+    unsigned m = 0;
+    static const char *const time_macros[] = {"__TIME__", "__DATE__", "__TIMESTAMP__"};
+    for (size_t i = 0; i < CBC_ARRAY_LEN(time_macros); i++)
+        if (memmem(d, n, time_macros[i], strlen(time_macros[i])))
+            m |= CBC_MENTIONS_TIME;
+    if (memmem(d, n, "__CUDA_ARCH_LIST__", 18))
+        m |= CBC_MENTIONS_ARCH_LIST;
+    return m;
+}
+
+enum cbc_status cbc_filememo_scan(struct cbc_filememo *m, const char *path, struct cbc_hash *hash,
+                                  struct cbc_stamp *stamp, unsigned *mentions, struct cbc_err *err)
+{
+    uint64_t h = XXH3_64bits(path, strlen(path));
+    struct slot *s = find(m, path, h);
+    if (s->path && s->scanned) {
+        *hash = s->hash;
+        if (stamp)
+            *stamp = s->stamp;
+        *mentions = s->mentions;
+        return CBC_OK;
+    }
+    /* the stamp before the bytes: a change after it shows in the stamp */
+    struct cbc_stamp now;
+    if (!cbc_stamp_of(path, &now))
+        return cbc_err_set(err, CBC_E_NOT_FOUND, "cannot stat '%s'", path);
+    uint8_t *data = NULL;
+    size_t n = 0;
+    enum cbc_status st = cbc_file_read(path, &data, &n, err);
+    if (st != CBC_OK)
+        return st;
+    m->reads++;
+    struct cbc_hash fh;
+    cbc_hash_bytes(data, n, &fh);
+    unsigned found = mentions_of(data, n);
+    free(data);
+    if (!s->path) {
+        if ((m->used + 1) * 2 > m->cap) {
+            if (!grow(m))
+                return cbc_err_oom(err);
+            s = find(m, path, h);
+        }
+        s->path = cbc_strdup(path);
+        if (!s->path)
+            return cbc_err_oom(err);
+        s->h = h;
+        m->used++;
+    } else {
+        s->has_prior = true;
+        s->prior = s->hash;
+    }
+    s->hash = fh;
+    s->stamp = now;
+    s->scanned = true;
+    s->mentions = found;
+    *hash = fh;
+    if (stamp)
+        *stamp = now;
+    *mentions = found;
+    return CBC_OK;
+}
+
+bool cbc_filememo_prior(struct cbc_filememo *m, const char *path, struct cbc_hash *hash)
+{
+    struct slot *s = find(m, path, XXH3_64bits(path, strlen(path)));
+    if (!s->path || !s->has_prior)
+        return false;
+    *hash = s->prior;
+    return true;
 }
 
 size_t cbc_filememo_reads(const struct cbc_filememo *m)

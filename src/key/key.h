@@ -4,12 +4,14 @@
  *   the key format version, the canonical target, the source path and
  *   content hash, every dependency (path and content hash, sorted by path),
  *   the nvcc identity, the host compiler identity, the canonical flags, and
- *   the environment variables nvcc reads that change its output
- *   (CBC_KEY_ENV below).
+ *   the environment variables nvcc reads that change its output (a struct
+ *   cbc_env: the names of common.h and those the installed nvcc.profile
+ *   reads, each with its value or "unset").
  * A direct key (the name of a dependency record, which maps to a result key
  * without running the preprocessor, as ccache's direct mode does) is the
  * same minus the dependencies, plus the working directory, because relative
- * -I paths resolve against it.
+ * -I paths resolve against it. In both, every path under the base directory
+ * (base.c) is hashed relative to it, so checkouts of one tree share keys.
  *
  * Not in either key: CUDA_COMPUTE_CAP and the arch spec. They decide which
  * targets are built, and the target is in the key; the manifest records the
@@ -26,10 +28,12 @@
 
 #include <sys/stat.h>
 
-/* Bump when anything hashed below changes meaning: old entries then miss. */
-#define CBC_KEY_VERSION 1
+/* Bump when anything hashed below changes meaning: old entries then miss.
+ * 2: the environment is a set of names (the profile's added), and direct
+ * records hold the lookups that found nothing. */
+#define CBC_KEY_VERSION 2
 
-/* The environment that changes nvcc's output (CBC_KEY_ENV_COUNT,
+/* The environment that changes nvcc's output (struct cbc_env,
  * cbc_key_env_names) and struct cbc_dep are in common.h: the manifest
  * records them too. */
 
@@ -43,8 +47,10 @@ struct cbc_key_inputs {
     struct cbc_hash host_id;
     char *const *flags;              /* nvcc arguments after "--", in order */
     size_t n_flags;
-    const char *env[CBC_KEY_ENV_COUNT]; /* NULL when unset */
+    struct cbc_env env;              /* strings borrowed */
     const char *cwd;                 /* for the direct key only */
+    const char *base;                /* the base directory (base.c), or NULL: paths under it are
+                                        hashed as "@BASE@/..." */
 };
 
 /* What a build of one source keys on now, besides the target and its
@@ -60,8 +66,9 @@ struct cbc_key_now {
     const struct cbc_hash *host_id;     /* NULL: the host compiler cannot be */
     char *const *flags;                 /* nvcc arguments after "--" */
     size_t n_flags;
-    const char *const *env;             /* CBC_KEY_ENV_COUNT values, NULL when unset */
+    const struct cbc_env *env;          /* NULL: none of it set */
     const char *cwd;                    /* NULL: not known, or not compared */
+    const char *base;                   /* the base directory, or NULL */
 };
 
 /* The inputs of target t's keys: `now`, the target and its dependency list
@@ -78,8 +85,10 @@ void cbc_key_direct(const struct cbc_key_inputs *in, struct cbc_hash *out);
  * --compiler-bindir X, --compiler-bindir=X), pointing into flags; NULL if none. */
 const char *cbc_flags_ccbin(char *const *flags, size_t n);
 
-/* Reads the CBC_KEY_ENV variables from the process environment. */
-void cbc_key_env_read(const char *env[CBC_KEY_ENV_COUNT]);
+/* The environment a key covers, from the process's: the names of
+ * cbc_key_env_names and `extra` (the toolchain's profile_env), with their
+ * values. */
+void cbc_key_env_read(char *const *extra, size_t n_extra, struct cbc_env *env);
 
 /* ---- what changed (changes.c) -------------------------------------------- */
 
@@ -94,6 +103,33 @@ struct cbc_filememo;
 size_t cbc_key_changes(const struct cbc_manifest *m, const struct cbc_manifest_entry *e,
                        const struct cbc_key_now *now, struct cbc_filememo *memo, char **out,
                        size_t max);
+
+/* The first place manifest `m` records as looked at and found empty that
+ * holds a file now, as a sentence (malloc'd), or NULL: a new header that
+ * would shadow one the build read. */
+char *cbc_key_lookup_changed(const struct cbc_manifest *m);
+
+/* ---- the base directory (base.c) ------------------------------------------ */
+
+/* The base directory of a compile: `setting` (an absolute directory, or
+ * "none", or "auto"/NULL: the version-control checkout holding `source`),
+ * malloc'd, or NULL for none. Keys and records spell paths under it as
+ * "@BASE@/..." so that every checkout of a tree shares them. */
+char *cbc_base_detect(const char *setting, const char *source);
+/* A file's path as records store it: "@BASE@/src/k.cu" under the base,
+ * else the path itself; NULL for a path that starts with '@' (it would
+ * read back as the base) and when out of memory. records.c reads the
+ * leading mark back. */
+char *cbc_base_rel(const char *base, const char *path);
+/* Text with every path-start occurrence of `base` replaced by "@BASE@"
+ * and every '@' doubled, and back (depfiles and diagnostics stored with an
+ * entry, flags as keyed); one-to-one, so expand(template(t)) == t. */
+void cbc_base_template(const char *base, const char *text, size_t len, struct cbc_buf *out);
+void cbc_base_expand(const char *base, const char *text, size_t len, struct cbc_buf *out);
+/* Whether an output names this tree (its base or working directory):
+ * then it is no entry for another tree (debug info, -lineinfo, __FILE__
+ * with absolute paths). */
+bool cbc_base_names(const char *base, const char *cwd, const uint8_t *data, size_t len);
 
 /* ---- dependency lists (deps.c) ------------------------------------------ */
 
@@ -134,6 +170,20 @@ enum cbc_status cbc_filememo_hash(struct cbc_filememo *m, const char *path,
                                   struct cbc_err *err);
 /* How many files were read and hashed (the rest came from stamps). */
 size_t cbc_filememo_reads(const struct cbc_filememo *m);
+/* What a file's text mentions: the time macros (__TIME__, __DATE__,
+ * __TIMESTAMP__: a compile that may expand them is never recorded for
+ * direct mode, as ccache does) and __CUDA_ARCH_LIST__ (its value then
+ * belongs in an arch's key). */
+enum { CBC_MENTIONS_TIME = 1, CBC_MENTIONS_ARCH_LIST = 2 };
+/* The content hash of `path` and what it mentions, from its bytes as they
+ * are now (read once per process: a file hashed earlier through its stamp
+ * is read here). */
+enum cbc_status cbc_filememo_scan(struct cbc_filememo *m, const char *path, struct cbc_hash *hash,
+                                  struct cbc_stamp *stamp, unsigned *mentions,
+                                  struct cbc_err *err);
+/* The hash this memo held for `path` before cbc_filememo_scan read it again
+ * (what a lookup before the compile saw); false when there was none. */
+bool cbc_filememo_prior(struct cbc_filememo *m, const char *path, struct cbc_hash *hash);
 
 /* ---- toolchain identity (toolid.c) --------------------------------------- */
 
@@ -146,9 +196,17 @@ struct cbc_toolchain {
     struct cbc_hash host_id;  /* content of the host compiler */
     unsigned *supported;      /* plain SASS arches from --list-gpu-code */
     size_t n_supported;
+    char **profile_env;       /* the variables nvcc.profile reads (sorted); keyed */
+    size_t n_profile_env;
     bool from_cache;          /* identity came from the tools cache, nvcc not run */
     char label[64];           /* "nvcc 13.0.88" */
 };
+
+/* The environment variables an nvcc.profile's text reads: those it extends
+ * (+=, =+, ?=) and those its values reference ($(X)) before setting them,
+ * less nvcc's own (_X_) and PATH and LD_LIBRARY_PATH; sorted, malloc'd. */
+enum cbc_status cbc_profile_env_parse(const char *text, size_t len, const char *name,
+                                      char ***out, size_t *n_out, struct cbc_err *err);
 
 /* Finds nvcc: explicit, else $NVCC, else nvcc on PATH, else
  * /usr/local/cuda/bin/nvcc. NULL with CBC_E_NVCC in err when none runs. */

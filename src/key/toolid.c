@@ -1,6 +1,7 @@
 /* toolid.c: what nvcc "is", for the key: its version, the content of the
  * binaries it runs (nvcc, cicc, ptxas, fatbinary, nvlink, cudafe++, its
- * profile, libdevice) and of the host compiler it preprocesses with.
+ * profile, libdevice) and of the host compiler it preprocesses with, and
+ * which environment variables its nvcc.profile reads (they are keyed).
  *
  * Finding out costs three nvcc runs (--version, --list-gpu-code, --dryrun)
  * and hashing ~200 MB, so the result is cached in the tools directory under
@@ -19,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TOOLID_FORMAT 1
+#define TOOLID_FORMAT 2 /* 2: the variables the profile reads */
 
 char *cbc_nvcc_find(const char *explicit_path, struct cbc_err *err)
 {
@@ -54,7 +55,141 @@ void cbc_toolchain_release(struct cbc_toolchain *tc)
     free(tc->top);
     free(tc->host_cc);
     free(tc->supported);
+    for (size_t i = 0; i < tc->n_profile_env; i++)
+        free(tc->profile_env[i]);
+    free(tc->profile_env);
     memset(tc, 0, sizeof *tc);
+}
+
+/* ---- nvcc.profile --------------------------------------------------------- */
+
+/* nvcc sets these itself before it reads the profile (_HERE_, _SPACE_,
+ * _TARGET_DIR_, ...): the environment's value is never used. */
+static bool nvcc_internal(const char *name, size_t n)
+{
+    return n >= 2 && name[0] == '_' && name[n - 1] == '_';
+}
+
+static bool name_in(char **v, size_t n, const char *name, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(v[i]) == len && !strncmp(v[i], name, len))
+            return true;
+    return false;
+}
+
+static bool add_name(char ***v, size_t *n, size_t *cap, const char *name, size_t len)
+{
+    if (name_in(*v, *n, name, len))
+        return true;
+    char *s = cbc_strndup(name, len);
+    if (!s || !cbc_grow(v, *n, cap, sizeof **v, 16)) {
+        free(s);
+        return false;
+    }
+    (*v)[(*n)++] = s;
+    return true;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+enum cbc_status cbc_profile_env_parse(const char *text, size_t len, const char *name,
+                                      char ***out, size_t *n_out, struct cbc_err *err)
+{
+    char **reads = NULL, **set = NULL;
+    size_t nr = 0, cr = 0, ns = 0, cs = 0;
+    bool ok = true;
+    for (const char *p = text, *end = text + len; ok && p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *le = eol ? eol : end, *q = p;
+        p = eol ? eol + 1 : end;
+        while (q < le && (*q == ' ' || *q == '\t'))
+            q++;
+        const char *nm = q;
+        while (q < le && (*q == '_' || (*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') ||
+                          (q > nm && *q >= '0' && *q <= '9')))
+            q++;
+        size_t nl = (size_t)(q - nm);
+        while (q < le && (*q == ' ' || *q == '\t'))
+            q++;
+        if (!nl || q >= le || *nm == '#')
+            continue; /* blank, a comment, or not an assignment */
+        bool reads_env = (q + 1 < le && (q[0] == '+' || q[0] == '?') && q[1] == '=') ||
+                         (q + 1 < le && q[0] == '=' && q[1] == '+');
+        if (!reads_env && q[0] != '=')
+            continue;
+        const char *val = q + (reads_env || (q + 1 < le && q[1] == '+') ? 2 : 1);
+        /* $(X) in the value: read from the environment unless set above */
+        for (const char *r = val; ok && r + 3 < le; r++) {
+            if (r[0] != '$' || r[1] != '(')
+                continue;
+            const char *x = r + 2, *xe = memchr(x, ')', (size_t)(le - x));
+            if (!xe)
+                break;
+            size_t xl = (size_t)(xe - x);
+            if (xl && !nvcc_internal(x, xl) && !name_in(set, ns, x, xl))
+                ok = add_name(&reads, &nr, &cr, x, xl);
+            r = xe;
+        }
+        if (ok && reads_env && !nvcc_internal(nm, nl))
+            ok = add_name(&reads, &nr, &cr, nm, nl);
+        if (ok)
+            ok = add_name(&set, &ns, &cs, nm, nl);
+    }
+    for (size_t i = 0; i < ns; i++)
+        free(set[i]);
+    free(set);
+    /* keyed through what they resolve (common/inputs.c) */
+    size_t w = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if (!strcmp(reads[i], "PATH") || !strcmp(reads[i], "LD_LIBRARY_PATH"))
+            free(reads[i]);
+        else
+            reads[w++] = reads[i];
+    }
+    nr = w;
+    if (!ok) {
+        for (size_t i = 0; i < nr; i++)
+            free(reads[i]);
+        free(reads);
+        return cbc_err_oom(err);
+    }
+    if (nr + CBC_KEY_ENV_COUNT > CBC_ENV_MAX) {
+        for (size_t i = 0; i < nr; i++)
+            free(reads[i]);
+        free(reads);
+        cbc_err_set(err, CBC_E_NVCC, "'%s' reads %zu environment variables; cubincache keys at "
+                    "most %d", name, nr, CBC_ENV_MAX - CBC_KEY_ENV_COUNT);
+        cbc_err_hint(err, "report this toolkit's nvcc.profile to cubincache");
+        return CBC_E_NVCC;
+    }
+    if (nr)
+        qsort(reads, nr, sizeof *reads, cmp_name);
+    *out = reads;
+    *n_out = nr;
+    return CBC_OK;
+}
+
+static enum cbc_status read_profile_env(struct cbc_toolchain *tc, struct cbc_err *err)
+{
+    char *p = cbc_path_join(tc->top, "bin/nvcc.profile");
+    if (!p)
+        return cbc_err_oom(err);
+    uint8_t *text = NULL;
+    size_t len = 0;
+    enum cbc_status st = CBC_OK;
+    if (cbc_is_file(p)) {
+        st = cbc_file_read_max(p, 1u << 20, &text, &len, err);
+        if (st == CBC_OK)
+            st = cbc_profile_env_parse((const char *)text, len, p, &tc->profile_env,
+                                       &tc->n_profile_env, err);
+    }
+    free(text);
+    free(p);
+    return st;
 }
 
 /* ---- running nvcc -------------------------------------------------------- */
@@ -270,6 +405,26 @@ static bool load_cached(const struct cbc_record_cache *cache, const struct cbc_h
         }
         v[i++] = (unsigned)f->valueint;
     }
+    const cJSON *penv = cJSON_GetObjectItemCaseSensitive(root, "profile_env");
+    size_t np = cJSON_IsArray(penv) ? (size_t)cJSON_GetArraySize(penv) : 0;
+    char **pv = calloc(np ? np : 1, sizeof *pv);
+    size_t k = 0;
+    cJSON_ArrayForEach(f, penv)
+    {
+        if (!pv || !cJSON_IsString(f) || np + CBC_KEY_ENV_COUNT > CBC_ENV_MAX ||
+            !(pv[k] = cbc_strdup(f->valuestring)))
+            break;
+        k++;
+    }
+    if (!cJSON_IsArray(penv) || k != np) {
+        for (size_t j = 0; j < k; j++)
+            free(pv[j]);
+        free(pv);
+        free(v);
+        goto out;
+    }
+    tc->profile_env = pv;
+    tc->n_profile_env = np;
     tc->version = cbc_strdup(version);
     tc->top = cbc_strdup(top);
     tc->host_cc = cbc_strdup(host);
@@ -305,6 +460,9 @@ static void save_cached(const struct cbc_record_cache *cache, const struct cbc_h
     cJSON *sup = cJSON_AddArrayToObject(root, "supported");
     for (size_t i = 0; sup && i < tc->n_supported; i++)
         cJSON_AddItemToArray(sup, cJSON_CreateNumber(tc->supported[i]));
+    cJSON *penv = cJSON_AddArrayToObject(root, "profile_env");
+    for (size_t i = 0; penv && i < tc->n_profile_env; i++)
+        cJSON_AddItemToArray(penv, cJSON_CreateString(tc->profile_env[i]));
     cJSON *arr = cJSON_AddArrayToObject(root, "files");
     for (size_t i = 0; arr && i < n_files; i++) {
         cJSON *o = cJSON_CreateObject();
@@ -389,8 +547,12 @@ static enum cbc_status identify(struct cbc_toolchain *tc, const char *ccbin, str
     char *host_word = NULL;
     st = parse_dryrun(out, &tc->top, &host_word, err);
     free(out);
-    if (st != CBC_OK)
+    if (st == CBC_OK)
+        st = read_profile_env(tc, err);
+    if (st != CBC_OK) {
+        free(host_word);
         return st;
+    }
     tc->host_cc = cbc_which(host_word);
     if (!tc->host_cc) {
         cbc_err_set(err, CBC_E_NVCC, "nvcc's host compiler '%s' is not on PATH", host_word);

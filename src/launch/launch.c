@@ -12,16 +12,23 @@
  * A file that changes while nvcc runs makes the result uncacheable, as in
  * `build`.
  *
+ * Every compile runs traced (src/trace), its temporaries in a private
+ * TMPDIR, so the record holds the places it looked for headers and found
+ * nothing, and the files it wrote besides its output (a host compiler's
+ * -MF, -fstack-usage or --coverage files) are stored with the result and
+ * written again by a hit. Outputs are written as nvcc writes them
+ * (cbc_output_write: through a device or FIFO, through a symbolic link).
+ *
  * A stored result is one store entry (kind CBC_STORE_RESULT_KIND) holding
- * a small container:
- *   0  8  magic "CBCLRES1"     8  4  count N
- *   then N times: 1 role (1 output, 2 depfile body, 3 stdout, 4 stderr),
- *                 3 zero, 8 length L, L bytes
- * decoded with every length checked against what remains.
+ * a result container (src/cache/cache.h) whose members are "output",
+ * "depfile" (the body after "target : "), "stdout", "stderr" and
+ * "side:<absolute path>" for each file the compile wrote beside its output
+ * (at most CBC_LAUNCH_MAX_SIDE of them).
  */
 #include "launch.h"
 
-#include "direct.h"
+#include "cache.h"
+#include "cudadrv.h"
 #include "key.h"
 #include "nvargs.h"
 #include "split.h"
@@ -39,61 +46,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RES_MAGIC "CBCLRES1"
-enum { ROLE_OUTPUT = 1, ROLE_DEPFILE = 2, ROLE_STDOUT = 3, ROLE_STDERR = 4, ROLE_MAX = 4 };
-
-struct parts {
-    const uint8_t *p[ROLE_MAX + 1];
-    size_t n[ROLE_MAX + 1];
-};
-
-static uint8_t *encode(const struct parts *in, size_t *len)
-{
-    size_t total = 12;
-    for (int r = 1; r <= ROLE_MAX; r++)
-        total += in->p[r] ? 12 + in->n[r] : 0;
-    uint8_t *b = malloc(total), *w = b;
-    if (!b)
-        return NULL;
-    memcpy(w, RES_MAGIC, 8);
-    uint32_t count = 0;
-    w += 12;
-    for (int r = 1; r <= ROLE_MAX; r++) {
-        if (!in->p[r])
-            continue;
-        w[0] = (uint8_t)r;
-        w[1] = w[2] = w[3] = 0;
-        cbc_wr64(w + 4, in->n[r]);
-        memcpy(w + 12, in->p[r], in->n[r]);
-        w += 12 + in->n[r];
-        count++;
-    }
-    cbc_wr32(b + 8, count);
-    *len = total;
-    return b;
-}
-
-static bool decode(const uint8_t *d, size_t len, struct parts *out)
-{
-    memset(out, 0, sizeof *out);
-    if (len < 12 || memcmp(d, RES_MAGIC, 8) != 0)
-        return false;
-    uint32_t count = cbc_rd32(d + 8);
-    size_t off = 12;
-    for (uint32_t i = 0; i < count; i++) {
-        if (!cbc_in_bounds(len, off, 12))
-            return false;
-        uint8_t role = d[off];
-        uint64_t n = cbc_rd64(d + off + 4);
-        off += 12;
-        if (role < 1 || role > ROLE_MAX || out->p[role] || n > len || !cbc_in_bounds(len, off, n))
-            return false;
-        out->p[role] = d + off;
-        out->n[role] = (size_t)n;
-        off += (size_t)n;
-    }
-    return off == len && out->p[ROLE_OUTPUT];
-}
+#define CBC_LAUNCH_MAX_SIDE 16     /* side files stored with one result */
+#define CBC_LAUNCH_SIDE_MAX (64u << 20) /* the largest side file stored */
+#define SIDE_PREFIX "side:"
 
 /* ---- what the device code of an output must be ----------------------------- */
 
@@ -227,14 +182,17 @@ struct ctx {
     struct cbc_hash source_hash;
     char **flags; /* the arguments as keyed */
     size_t n_flags;
-    const char *env[CBC_KEY_ENV_COUNT];
+    struct cbc_env env;
     struct cbc_toolchain tc;
     bool have_tc;
     struct cbc_store *store;
     struct cbc_filememo *memo;
-    struct cbc_direct *direct;
-    struct cbc_direct_target dt;
+    struct cbc_cache cache;
+    struct cbc_cache_unit u;
     char tmp[PATH_MAX]; /* the private directory of a miss */
+    char native[256];   /* -arch=native: the GPUs it means here ("sm_90,sm_80") */
+    char *base;         /* the base directory (key.h), or NULL */
+    bool cwd_keyed;     /* the command names a path relative to the working directory */
 };
 
 #define say(c, kind, ...) cbc_say((c)->o->msg, (c)->o->msg_ctx, (kind), __VA_ARGS__)
@@ -248,25 +206,77 @@ static void set_why(struct ctx *c, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Whether the command asks for -arch=native, on its command line or
+ * through NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS. */
+static bool wants_native(const struct cbc_nv_args *a)
+{
+    const char *env[] = {getenv("NVCC_PREPEND_FLAGS"), getenv("NVCC_APPEND_FLAGS")};
+    for (size_t i = 0; i < CBC_ARRAY_LEN(env); i++)
+        if (env[i] && strstr(env[i], "native"))
+            return true;
+    return a->native;
+}
+
+/* What -arch=native means on this machine, as nvcc resolves it: the
+ * compute capability of every GPU the driver shows this process (so
+ * CUDA_VISIBLE_DEVICES counts, as it does for nvcc). False (why set)
+ * when there is none to ask: nvcc then runs as it is. */
+static bool resolve_native(struct ctx *c)
+{
+    struct cbc_device_info gpus[64];
+    size_t n = 0;
+    char why[200] = "";
+    cbc_cuda_list_gpus(gpus, CBC_ARRAY_LEN(gpus), &n, why, sizeof why);
+    if (n == 0) {
+        set_why(c, "-arch=native, and no GPU to say which arch it means here (%s)",
+                why[0] ? why : "none found");
+        return false;
+    }
+    unsigned ccs[64];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned cc = (unsigned)(gpus[i].cc_major * 10 + gpus[i].cc_minor);
+        size_t j = 0;
+        while (j < k && ccs[j] < cc)
+            j++;
+        if (j < k && ccs[j] == cc)
+            continue;
+        memmove(&ccs[j + 1], &ccs[j], (k - j) * sizeof ccs[0]);
+        ccs[j] = cc;
+        k++;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < k && off < sizeof c->native; i++)
+        off += (size_t)snprintf(c->native + off, sizeof c->native - off, "%ssm_%u",
+                                i ? "," : "", ccs[i]);
+    return true;
+}
+
 /* The arguments as the key sees them: outputs and the depfile's target
  * left out (they are replayed, not keyed), inputs by placeholder (their
  * content is keyed), and what else decides the output: that this is the
  * launcher, and the working directory (-g objects record it). */
+static bool skip_output(size_t i, void *a)
+{
+    return cbc_nv_is_output_arg(a, i);
+}
+
 static bool key_flags(struct ctx *c)
 {
     c->flags = calloc(c->a.argc + 2, sizeof *c->flags);
     if (!c->flags)
         return false;
-    c->flags[c->n_flags++] = cbc_strdup("--cubincache-launcher=1");
-    c->flags[c->n_flags++] = cbc_asprintf("--cubincache-cwd=%s", c->cwd);
-    for (size_t i = 0; i < c->a.argc; i++) {
-        if (cbc_nv_is_output_arg(&c->a, i))
-            continue;
-        bool input = false;
-        for (size_t k = 0; k < c->a.n_inputs && !input; k++)
-            input = c->a.input_idx[k] == (long)i;
-        c->flags[c->n_flags++] = cbc_strdup(input ? "<input>" : c->a.argv[i]);
-    }
+    /* the inputs as spelled (__FILE__ is what the command line says), by
+     * content too; the working directory only in the direct key, and only
+     * when the command names a path relative to it */
+    c->flags[c->n_flags++] = cbc_strdup("--cubincache-launcher=2");
+    if (c->native[0])
+        c->flags[c->n_flags++] = cbc_asprintf("--cubincache-native=%s", c->native);
+    for (size_t i = 0; i < c->a.argc; i++)
+        if (!cbc_nv_is_output_arg(&c->a, i))
+            c->flags[c->n_flags++] = cbc_strdup(c->a.argv[i]);
+    c->cwd_keyed = cbc_nv_names_relative(c->a.argv, c->a.argc, skip_output, &c->a);
+    c->u.has_sibling = c->cwd_keyed && c->a.mode != CBC_NV_DLINK;
     for (size_t i = 0; i < c->n_flags; i++)
         if (!c->flags[i])
             return false;
@@ -278,7 +288,7 @@ static struct cbc_key_now key_now(const struct ctx *c)
     return (struct cbc_key_now){c->source,      &c->source_hash, c->tc.nvcc,
                                 c->tc.version,  &c->tc.nvcc_id,  c->tc.host_cc,
                                 &c->tc.host_id, c->flags,        c->n_flags,
-                                c->env,         c->cwd};
+                                &c->env,        c->cwd_keyed ? c->cwd : NULL, c->base};
 }
 
 static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, struct cbc_hash *direct,
@@ -294,91 +304,210 @@ static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, stru
         cbc_key_result(&in, result);
 }
 
-static char *dup_bytes(const uint8_t *p, size_t n)
+/* The direct key as another working directory has it (cache.h, sibling). */
+static void sibling_key(const struct ctx *c, struct cbc_hash *out)
 {
-    char *s = malloc(n + 1);
-    if (s) {
-        memcpy(s, p, n);
-        s[n] = '\0';
-    }
-    return s;
+    struct cbc_key_now now = key_now(c);
+    now.cwd = NULL;
+    struct cbc_target t = cbc_store_result_target();
+    struct cbc_key_inputs in;
+    cbc_key_inputs_make(&now, &t, NULL, 0, &in);
+    cbc_key_direct(&in, out);
 }
+
 
 /* The depfile as the build asked for it: nvcc's list of files under the
  * target this command names. */
 static enum cbc_status write_depfile(struct ctx *c, const uint8_t *body, size_t n)
 {
     const char *target = c->a.mt ? c->a.mt : c->a.output;
-    size_t tl = strlen(target);
-    char *text = malloc(tl + 3 + n);
-    if (!text)
-        return cbc_err_oom(c->err);
-    memcpy(text, target, tl);
-    memcpy(text + tl, " : ", 3);
-    memcpy(text + tl + 3, body, n);
-    enum cbc_status st = cbc_file_write_atomic(c->a.depfile, text, tl + 3 + n, 0666, c->err);
-    free(text);
+    struct cbc_buf b = {0};
+    cbc_buf_puts(&b, target);
+    cbc_buf_puts(&b, " : ");
+    cbc_base_expand(c->base, (const char *)body, n, &b); /* this tree's paths */
+    enum cbc_status st = b.oom ? cbc_err_oom(c->err)
+                               : cbc_output_write(c->a.depfile, b.p, b.len, c->err);
+    cbc_buf_release(&b);
     return st;
 }
 
-static enum cbc_status serve(struct ctx *c, const struct parts *p)
+/* Text stored with an entry (a depfile, nvcc's messages): the base
+ * directory spelled "@BASE@", so another checkout gets its own paths. */
+static bool add_text(struct ctx *c, struct cbc_result *res, const char *name, const void *text,
+                     size_t n)
 {
-    enum cbc_status st = cbc_file_write_atomic(c->a.output, p->p[ROLE_OUTPUT], p->n[ROLE_OUTPUT],
-                                               0666, c->err);
+    struct cbc_buf b = {0};
+    cbc_base_template(c->base, text, n, &b);
+    bool ok = !b.oom && cbc_result_add(res, name, b.p ? b.p : "", b.len);
+    cbc_buf_release(&b);
+    return ok;
+}
+
+static char *expand_text(const struct ctx *c, const struct cbc_member *m)
+{
+    struct cbc_buf b = {0};
+    cbc_base_expand(c->base, (const char *)m->data, m->len, &b);
+    if (b.oom) {
+        cbc_buf_release(&b);
+        return NULL;
+    }
+    return b.p ? cbc_buf_detach(&b) : cbc_strdup("");
+}
+
+static enum cbc_status serve(struct ctx *c, const struct cbc_result *res)
+{
+    const struct cbc_member *out = cbc_result_get(res, "output"),
+                            *dep = cbc_result_get(res, "depfile"),
+                            *so = cbc_result_get(res, "stdout"), *se = cbc_result_get(res, "stderr");
+    enum cbc_status st = cbc_output_write(c->a.output, out->data, out->len, c->err);
     if (st == CBC_OK && c->a.md)
-        st = write_depfile(c, p->p[ROLE_DEPFILE], p->n[ROLE_DEPFILE]);
+        st = write_depfile(c, dep->data, dep->len);
+    for (size_t i = 0; st == CBC_OK && i < res->n; i++)
+        if (!strncmp(res->m[i].name, SIDE_PREFIX, strlen(SIDE_PREFIX)))
+            st = cbc_output_write(res->m[i].name + strlen(SIDE_PREFIX), res->m[i].data,
+                                  res->m[i].len, c->err);
     if (st != CBC_OK)
         return st;
     c->r->outcome = CBC_LAUNCH_HIT;
     c->r->exit_code = 0;
-    if (p->p[ROLE_STDOUT] && !(c->r->out = dup_bytes(p->p[ROLE_STDOUT], p->n[ROLE_STDOUT])))
+    if (so && !(c->r->out = expand_text(c, so)))
         return cbc_err_oom(c->err);
-    c->r->out_len = p->n[ROLE_STDOUT];
-    if (p->p[ROLE_STDERR] && !(c->r->errs = dup_bytes(p->p[ROLE_STDERR], p->n[ROLE_STDERR])))
+    c->r->out_len = so ? strlen(c->r->out) : 0;
+    if (se && !(c->r->errs = expand_text(c, se)))
         return cbc_err_oom(c->err);
-    c->r->errs_len = p->n[ROLE_STDERR];
+    c->r->errs_len = se ? strlen(c->r->errs) : 0;
     return CBC_OK;
 }
 
-/* A hit, when the command's result is stored and still good. */
-static enum cbc_status lookup(struct ctx *c, bool *hit)
+/* Whether a stored result is whole: an output, a depfile when the command
+ * asks for one, and side files only at absolute paths. */
+static bool result_whole(const struct ctx *c, const struct cbc_result *res)
 {
-    *hit = false;
-    keys(c, NULL, 0, &c->dt.direct_key, NULL);
-    bool matched = false;
-    struct cbc_hash result;
-    enum cbc_status st = cbc_direct_lookup(c->direct, &c->dt, &matched, &result, c->err);
-    if (st != CBC_OK || !matched)
-        return st;
-    uint8_t *data = NULL;
-    size_t len = 0;
-    enum cbc_lookup lr;
-    char why[CBC_ERR_MSG_MAX];
-    struct cbc_target rt = cbc_store_result_target();
-    struct cbc_err e = {0};
-    if (cbc_store_get(c->store, &result, &rt, &data, &len, &lr, why, sizeof why, &e) != CBC_OK) {
-        say(c, CBC_MSG_WARNING, "cannot read the cache entry of '%s': %s", c->a.output, e.msg);
-        return CBC_OK;
-    }
-    if (lr == CBC_LOOKUP_DROPPED)
-        say(c, CBC_MSG_WARNING, "the cached '%s' was bad (%s); dropped and compiled again",
-            c->a.output, why);
-    if (lr != CBC_LOOKUP_HIT)
-        return CBC_OK;
-    struct parts p;
-    bool good = decode(data, len, &p) && (!c->a.md || p.p[ROLE_DEPFILE]);
+    if (!cbc_result_get(res, "output") || (c->a.md && !cbc_result_get(res, "depfile")))
+        return false;
+    size_t sides = 0;
+    for (size_t i = 0; i < res->n; i++)
+        if (!strncmp(res->m[i].name, SIDE_PREFIX, strlen(SIDE_PREFIX)) &&
+            (res->m[i].name[strlen(SIDE_PREFIX)] != '/' || ++sides > CBC_LAUNCH_MAX_SIDE))
+            return false;
+    return true;
+}
+
+/* Serves u's payload when it is a whole, verified result of this command. */
+static enum cbc_status serve_unit(struct ctx *c, bool *hit)
+{
+    struct cbc_result res;
+    bool good = cbc_result_decode(c->u.data, c->u.len, &res, NULL) == CBC_OK;
+    free(c->u.data);
+    c->u.data = NULL;
+    good = good && result_whole(c, &res);
     char vwhy[512] = "";
-    if (good && !verify_output(&c->a, p.p[ROLE_OUTPUT], p.n[ROLE_OUTPUT], vwhy, sizeof vwhy)) {
+    const struct cbc_member *out = good ? cbc_result_get(&res, "output") : NULL;
+    enum cbc_status st = CBC_OK;
+    if (good && !verify_output(&c->a, out->data, out->len, vwhy, sizeof vwhy)) {
         good = false;
         say(c, CBC_MSG_WARNING, "the cached '%s' failed verification (%s); compiling again",
             c->a.output, vwhy);
     }
     if (good) {
-        st = serve(c, &p);
+        st = serve(c, &res);
         *hit = st == CBC_OK;
     }
-    free(data);
+    cbc_result_release(&res);
     return st;
+}
+
+static enum cbc_status read_deps(struct ctx *c, const char *df, char **dep_text, size_t *dep_len,
+                                 char ***paths, size_t *np, struct cbc_err *e);
+
+/* A direct miss of a command compiled in another working directory: nvcc
+ * -M lists the files the compile would read (the list its -MD writes),
+ * and their result key may be stored (cbc_cache_lookup_preprocessed). */
+static enum cbc_status preprocessed(struct ctx *c)
+{
+    const char *tdir = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/cubincache-pp.XXXXXX", tdir && *tdir ? tdir : "/tmp");
+    if (!mkdtemp(dir))
+        return CBC_OK; /* no preprocessing: the compile finds out */
+    char *dep = cbc_asprintf("%s/pp.d", dir), *log = cbc_asprintf("%s/log", dir);
+    char **argv = calloc(c->a.argc + 5, sizeof *argv);
+    enum cbc_status st = CBC_OK;
+    if (!dep || !log || !argv) {
+        st = cbc_err_oom(c->err);
+        goto out;
+    }
+    size_t n = 0;
+    argv[n++] = (char *)c->tc.nvcc;
+    for (size_t i = 0; i < c->a.argc; i++)
+        if (!cbc_nv_is_output_arg(&c->a, i) && strcmp(c->a.argv[i], "-MD") != 0 &&
+            strcmp(c->a.argv[i], "--generate-dependencies-with-compile") != 0)
+            argv[n++] = c->a.argv[i];
+    argv[n++] = "-M";
+    argv[n++] = "-o";
+    argv[n++] = dep;
+    uint64_t started = cbc_now_ns();
+    pid_t pid;
+    struct cbc_err e = {0};
+    if (cbc_proc_spawn_env(argv, log, log, NULL, &pid, &e) != CBC_OK || cbc_proc_wait(pid) != 0)
+        goto out;
+    char *text = NULL, **paths = NULL;
+    size_t len = 0, np = 0;
+    struct cbc_collect_out co;
+    const char *own[] = {dir};
+    if (read_deps(c, dep, &text, &len, &paths, &np, &e) == CBC_OK) {
+        struct cbc_collect_in ci = {paths, np, c->source, NULL, own, 1, NULL, 0, started, c->memo};
+        enum cbc_status cs = cbc_collect(&ci, &co, &e);
+        if (cs == CBC_E_NOMEM)
+            st = cbc_err_oom(c->err);
+        if (cs == CBC_OK) {
+            if (co.cacheable) {
+                keys(c, co.deps, co.n_deps, NULL, &c->u.result);
+                struct cbc_target rt = cbc_store_result_target();
+                char what[PATH_MAX + 4];
+                snprintf(what, sizeof what, "'%s'", c->a.output);
+                st = cbc_cache_lookup_preprocessed(&c->cache, &c->u, &rt, what, c->err);
+            }
+            cbc_collect_release(&co);
+        }
+    }
+    cbc_paths_free(paths, np);
+    free(text);
+out:
+    free(argv);
+    if (dep)
+        unlink(dep);
+    if (log)
+        unlink(log);
+    free(dep);
+    free(log);
+    rmdir(dir);
+    return st;
+}
+
+/* A hit, when the command's result is stored and still good: through its
+ * direct record, else (compiled in another working directory) through a
+ * preprocessing. */
+static enum cbc_status lookup(struct ctx *c, bool *hit)
+{
+    *hit = false;
+    keys(c, NULL, 0, &c->u.dt.direct_key, NULL);
+    if (c->u.has_sibling)
+        sibling_key(c, &c->u.sibling);
+    struct cbc_target rt = cbc_store_result_target();
+    char what[PATH_MAX + 4];
+    snprintf(what, sizeof what, "'%s'", c->a.output);
+    enum cbc_status st = cbc_cache_lookup(&c->cache, &c->u, &rt, what, c->err);
+    if (st == CBC_OK && c->u.state == CBC_CACHE_MISS && c->u.has_sibling &&
+        cbc_cache_sibling_seen(&c->cache, &c->u)) {
+        st = preprocessed(c);
+        if (st == CBC_OK && c->u.state == CBC_CACHE_HIT)
+            say(c, CBC_MSG_NOTE, "'%s': compiled in another directory; found through nvcc -M",
+                c->a.output);
+    }
+    if (st != CBC_OK || c->u.state != CBC_CACHE_HIT)
+        return st;
+    return serve_unit(c, hit);
 }
 
 static enum cbc_status read_small(const char *path, char **out, size_t *len, struct cbc_err *err)
@@ -399,22 +528,53 @@ static const char *depfile_body(const char *text, size_t len, size_t *n)
     return sep + 3;
 }
 
-/* Removes the files in a private directory of ours, then the directory:
- * the temporaries a split compile's steps left. Nothing is followed. */
-static void empty_dir(const char *path)
+/* The files a compile read: its depfile's, or a device link's inputs. */
+static enum cbc_status read_deps(struct ctx *c, const char *df, char **dep_text, size_t *dep_len,
+                                 char ***paths, size_t *np, struct cbc_err *e)
 {
-    DIR *d = opendir(path);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            unlinkat(dirfd(d), de->d_name, 0);
-    closedir(d);
-    rmdir(path);
+    if (c->a.mode == CBC_NV_DLINK) {
+        *np = c->a.n_inputs > 1 ? c->a.n_inputs - 1 : 0;
+        *paths = calloc(*np ? *np : 1, sizeof **paths);
+        for (size_t i = 0; *paths && i < *np; i++)
+            if (!((*paths)[i] = cbc_path_abs_from(c->cwd, c->a.argv[c->a.input_idx[i + 1]])))
+                return cbc_err_oom(e);
+        return *paths ? CBC_OK : cbc_err_oom(e);
+    }
+    enum cbc_status st = read_small(df, dep_text, dep_len, e);
+    if (st == CBC_OK)
+        st = cbc_depfile_parse(*dep_text, *dep_len, c->cwd, c->source, paths, np, df, e);
+    return st;
 }
 
-/* Runs nvcc; on success stores what it made. */
+/* The side files a compile wrote, added to the result; false (why set)
+ * when one cannot be stored. */
+static bool add_side(struct ctx *c, const struct cbc_collect_out *co, struct cbc_result *res)
+{
+    if (co->n_side > CBC_LAUNCH_MAX_SIDE) {
+        set_why(c, "the compile wrote %zu files besides its output (at most %d are stored)",
+                co->n_side, CBC_LAUNCH_MAX_SIDE);
+        return false;
+    }
+    for (size_t i = 0; i < co->n_side; i++) {
+        uint8_t *d = NULL;
+        size_t n = 0;
+        struct cbc_err e = {0};
+        char *name = cbc_asprintf(SIDE_PREFIX "%s", co->side[i]);
+        bool ok = name && cbc_file_read_max(co->side[i], CBC_LAUNCH_SIDE_MAX, &d, &n, &e) == CBC_OK &&
+                  cbc_result_add(res, name, d, n);
+        free(name);
+        free(d);
+        if (!ok) {
+            set_why(c, "a file the compile wrote cannot be stored: %s",
+                    e.msg[0] ? e.msg : co->side[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Runs nvcc (step by step where it can, split.h), traced; on success
+ * stores what it made. */
 static enum cbc_status compile(struct ctx *c)
 {
     const char *base = getenv("TMPDIR");
@@ -425,10 +585,20 @@ static enum cbc_status compile(struct ctx *c)
     char *out_path = cbc_asprintf("%s/stdout", c->tmp), *err_path = cbc_asprintf("%s/stderr", c->tmp);
     char *own_dep = !c->a.md && c->a.mode != CBC_NV_DLINK ? cbc_asprintf("%s/deps.d", c->tmp)
                                                           : NULL;
+    char *nvtmp = cbc_asprintf("%s/t", c->tmp), *log = cbc_asprintf("%s/trace", c->tmp);
     char **argv = calloc(c->a.argc + 5, sizeof *argv);
-    if (!out_path || !err_path || !argv || (!c->a.md && c->a.mode != CBC_NV_DLINK && !own_dep)) {
-        free(out_path), free(err_path), free(own_dep), free(argv);
-        return cbc_err_oom(c->err);
+    struct cbc_trace_run tr = {0};
+    enum cbc_status st = CBC_OK;
+    if (!out_path || !err_path || !argv || !nvtmp || !log ||
+        (!c->a.md && c->a.mode != CBC_NV_DLINK && !own_dep))
+        st = cbc_err_oom(c->err);
+    else if (mkdir(nvtmp, 0700) != 0)
+        st = cbc_err_set(c->err, CBC_E_IO, "cannot create '%s': %s", nvtmp, strerror(errno));
+    else
+        st = cbc_trace_run_init(&tr, log, nvtmp, c->err);
+    if (st != CBC_OK) {
+        free(out_path), free(err_path), free(own_dep), free(argv), free(nvtmp), free(log);
+        return st;
     }
     size_t n = 0;
     argv[n++] = (char *)c->tc.nvcc;
@@ -440,9 +610,8 @@ static enum cbc_status compile(struct ctx *c)
         argv[n++] = own_dep;
     }
     uint64_t started = cbc_now_ns();
-    enum cbc_status st = CBC_OK;
     int code = -1;
-    bool split = false;
+    bool split = false, traced = tr.log != NULL;
     if (c->a.mode == CBC_NV_OBJECT || c->a.mode == CBC_NV_FATBIN) {
         /* step by step, each virtual arch's device code from the store when
          * it was compiled before (split.h); else nvcc as one command */
@@ -451,8 +620,8 @@ static enum cbc_status compile(struct ctx *c)
         struct cbc_key_now now = key_now(c);
         struct cbc_split_req q = {c->tc.nvcc, argv + 1, n - 1, steps,
                                   own_dep ? own_dep : c->a.depfile,
-                                  c->a.mt ? c->a.mt : c->a.output, c->store, c->direct, &now,
-                                  started};
+                                  c->a.mt ? c->a.mt : c->a.output, &c->cache, &now,
+                                  started, tr.log};
         struct cbc_split_result sr;
         if (mkdir(steps, 0700) != 0)
             st = cbc_err_set(c->err, CBC_E_IO, "cannot create '%s': %s", steps, strerror(errno));
@@ -460,6 +629,7 @@ static enum cbc_status compile(struct ctx *c)
             st = cbc_split_run(&q, &sr, c->err);
         if (st == CBC_OK && sr.done) {
             split = true;
+            traced = sr.traced;
             code = 0;
             c->r->out = sr.out, c->r->out_len = sr.out_len;
             c->r->errs = sr.errs, c->r->errs_len = sr.errs_len;
@@ -474,11 +644,13 @@ static enum cbc_status compile(struct ctx *c)
         }
         if (st == CBC_OK)
             cbc_split_result_release(&sr);
-        empty_dir(steps);
+        cbc_tmpdir_remove(steps);
+        if (st == CBC_OK && !split && tr.log) /* the split's steps are no part of this run */
+            st = cbc_file_write_atomic(tr.log, "", 0, 0600, c->err);
     }
     if (st == CBC_OK && !split) {
         pid_t pid;
-        st = cbc_proc_spawn(argv, out_path, err_path, &pid, c->err);
+        st = cbc_proc_spawn_env(argv, out_path, err_path, tr.env, &pid, c->err);
         code = st == CBC_OK ? cbc_proc_wait(pid) : -1;
         if (st == CBC_OK) {
             size_t l;
@@ -491,18 +663,20 @@ static enum cbc_status compile(struct ctx *c)
     free(argv);
     free(out_path);
     free(err_path);
-    if (st != CBC_OK) {
+    free(nvtmp);
+    if (st != CBC_OK || code != 0) {
+        c->r->exit_code = code;
+        if (st == CBC_OK)
+            c->r->outcome = CBC_LAUNCH_FAILED;
+        cbc_trace_run_release(&tr);
         free(own_dep);
+        free(log);
         return st;
     }
-    c->r->exit_code = code;
-    if (code != 0) {
-        c->r->outcome = CBC_LAUNCH_FAILED;
-        free(own_dep);
-        return CBC_OK;
-    }
+    c->r->exit_code = 0;
     c->r->outcome = CBC_LAUNCH_NOT_STORED;
     uint8_t *output = NULL;
+    struct cbc_result res = {0};
     size_t out_len = 0;
     char *dep_text = NULL;
     size_t dep_len = 0;
@@ -510,8 +684,9 @@ static enum cbc_status compile(struct ctx *c)
     char why[512] = "";
     char **paths = NULL;
     size_t np = 0;
-    struct cbc_dep *deps = NULL;
-    struct cbc_dep_list list = {0};
+    struct cbc_trace trace = {0};
+    struct cbc_collect_out co = {0};
+    bool collected = false;
     if (cbc_file_read(c->a.output, &output, &out_len, &e) != CBC_OK) {
         set_why(c, "nvcc succeeded but its output cannot be read: %s", e.msg);
         goto out;
@@ -521,57 +696,47 @@ static enum cbc_status compile(struct ctx *c)
         say(c, CBC_MSG_WARNING, "not caching '%s': %s", c->a.output, why);
         goto out;
     }
-    /* the files it read */
-    if (c->a.mode == CBC_NV_DLINK) {
-        np = c->a.n_inputs > 1 ? c->a.n_inputs - 1 : 0;
-        paths = calloc(np ? np : 1, sizeof *paths);
-        for (size_t i = 0; paths && i < np; i++)
-            paths[i] = cbc_path_abs(c->a.argv[c->a.input_idx[i + 1]]);
-        if (!paths) {
-            st = cbc_err_oom(c->err);
-            goto out;
-        }
-    } else {
-        const char *df = own_dep ? own_dep : c->a.depfile;
-        if (read_small(df, &dep_text, &dep_len, &e) != CBC_OK ||
-            cbc_depfile_parse(dep_text, dep_len, c->cwd, c->source, &paths, &np, df, &e) !=
-                CBC_OK) {
-            set_why(c, "nvcc's dependency file cannot be read: %s", e.msg);
-            goto out;
-        }
+    const char *df = own_dep ? own_dep : c->a.depfile;
+    if (read_deps(c, df, &dep_text, &dep_len, &paths, &np, &e) != CBC_OK) {
+        set_why(c, "nvcc's dependency file cannot be read: %s", e.msg);
+        goto out;
     }
-    deps = calloc(np ? np : 1, sizeof *deps);
-    list.deps = calloc(np ? np : 1, sizeof *list.deps);
-    if (!deps || !list.deps) {
+    if (traced && cbc_trace_load(tr.log, &trace, &e) != CBC_OK) {
+        set_why(c, "the compile's trace cannot be read: %s", e.msg);
+        goto out;
+    }
+    char *out_abs = cbc_path_abs_from(c->cwd, c->a.output);
+    char *dep_abs = c->a.depfile ? cbc_path_abs_from(c->cwd, c->a.depfile) : NULL;
+    const char *outs[] = {out_abs, dep_abs};
+    const char *own[] = {c->tmp};
+    struct cbc_collect_in ci = {paths, np, c->source, traced ? &trace : NULL, own, 1, outs, 2,
+                                started, c->memo};
+    enum cbc_status cs = out_abs ? cbc_collect(&ci, &co, &e) : cbc_err_oom(&e);
+    free(out_abs);
+    free(dep_abs);
+    if (cs == CBC_E_NOMEM) {
         st = cbc_err_oom(c->err);
         goto out;
     }
-    bool racy = false;
-    for (size_t i = 0; i < np; i++) {
-        struct cbc_stamp stamp;
-        if (!paths[i] || cbc_filememo_hash(c->memo, paths[i], NULL, NULL, 0, &deps[i].hash, &stamp,
-                                           &e) != CBC_OK) {
-            set_why(c, "a file nvcc read cannot be hashed: %s", e.msg);
-            goto out;
-        }
-        deps[i].path = paths[i];
-        racy |= stamp.mtime_ns >= started || stamp.ctime_ns >= started;
-        list.deps[list.n].path = cbc_strdup(paths[i]);
-        list.deps[list.n].hash = deps[i].hash;
-        list.deps[list.n++].stamp = stamp;
-        if (!list.deps[list.n - 1].path) {
-            st = cbc_err_oom(c->err);
-            goto out;
-        }
-    }
-    if (racy) {
-        set_why(c, "an input changed while nvcc ran");
-        say(c, CBC_MSG_WARNING, "%s: %s; using the result but not caching it", c->a.output,
-            c->r->why);
+    if (cs != CBC_OK) {
+        set_why(c, "a file nvcc read cannot be hashed: %s", e.msg);
         goto out;
     }
-    struct parts p = {0};
-    p.p[ROLE_OUTPUT] = output, p.n[ROLE_OUTPUT] = out_len;
+    collected = true;
+    if (co.future)
+        say(c, CBC_MSG_WARNING, "'%s' has a modification time in the future; check the clock "
+            "(or the file's origin) of this machine", co.future);
+    if (!co.cacheable) {
+        set_why(c, "%s", co.why);
+        say(c, CBC_MSG_WARNING, "%s: %s; using the result but not caching it", c->a.output,
+            co.why);
+        goto out;
+    }
+    if (!co.recordable) {
+        set_why(c, "%s", co.why);
+        say(c, CBC_MSG_NOTE, "not caching '%s': %s", c->a.output, co.why);
+        goto out;
+    }
     if (c->a.md) {
         size_t bl = 0;
         const char *body = dep_text ? depfile_body(dep_text, dep_len, &bl) : NULL;
@@ -579,54 +744,69 @@ static enum cbc_status compile(struct ctx *c)
             set_why(c, "nvcc's depfile '%s' is not in the form \"target : files\"", c->a.depfile);
             goto out;
         }
-        p.p[ROLE_DEPFILE] = (const uint8_t *)body, p.n[ROLE_DEPFILE] = bl;
+        if (!add_text(c, &res, "depfile", body, bl)) {
+            st = cbc_err_oom(c->err);
+            goto out;
+        }
     }
-    if (c->r->out_len)
-        p.p[ROLE_STDOUT] = (const uint8_t *)c->r->out, p.n[ROLE_STDOUT] = c->r->out_len;
-    if (c->r->errs_len)
-        p.p[ROLE_STDERR] = (const uint8_t *)c->r->errs, p.n[ROLE_STDERR] = c->r->errs_len;
+    if (!cbc_result_add(&res, "output", output, out_len) ||
+        (c->r->out_len && !add_text(c, &res, "stdout", c->r->out, c->r->out_len)) ||
+        (c->r->errs_len && !add_text(c, &res, "stderr", c->r->errs, c->r->errs_len))) {
+        st = cbc_err_oom(c->err);
+        goto out;
+    }
+    if (!add_side(c, &co, &res)) {
+        say(c, CBC_MSG_NOTE, "not caching '%s': %s", c->a.output, c->r->why);
+        goto out;
+    }
+    /* an output that names this tree is no entry for another checkout */
+    c->u.path_dependent = cbc_base_names(c->base, c->cwd, output, out_len) || co.n_side;
     size_t blen = 0;
-    uint8_t *blob = encode(&p, &blen);
+    uint8_t *blob = cbc_result_encode(&res, &blen);
     if (!blob) {
         st = cbc_err_oom(c->err);
         goto out;
     }
-    struct cbc_hash result;
-    keys(c, deps, np, NULL, &result);
+    keys(c, co.deps, co.n_deps, NULL, &c->u.result);
     struct cbc_target rt = cbc_store_result_target();
-    bool ok = cbc_store_put(c->store, &result, &rt, blob, blen, &e) == CBC_OK &&
-              cbc_direct_record(c->direct, &c->dt, &result, &list, &e);
+    enum cbc_commit outcome;
+    char cwhy[CBC_ERR_MSG_MAX];
+    st = cbc_cache_commit(&c->cache, &c->u, &co, &rt, blob, blen, &outcome, cwhy, sizeof cwhy,
+                          c->err);
     free(blob);
-    if (ok) {
+    if (outcome == CBC_COMMIT_STORED)
         c->r->outcome = CBC_LAUNCH_MISS;
-    } else {
-        set_why(c, "the cache cannot be written: %s", e.msg[0] ? e.msg : "out of memory");
-        say(c, CBC_MSG_WARNING, "cannot write to the cache in '%s' (%s); compiled without caching",
-            cbc_store_root(c->store), e.msg[0] ? e.msg : "out of memory");
-    }
+    else
+        set_why(c, "%s", cwhy);
 out:
-    cbc_dep_list_release(&list);
-    free(deps);
+    cbc_result_release(&res);
+    if (collected)
+        cbc_collect_release(&co);
+    cbc_trace_release(&trace);
+    cbc_trace_run_release(&tr);
     cbc_paths_free(paths, np);
     free(dep_text);
     free(output);
     free(own_dep);
+    free(log);
     return st;
 }
 
 static void cleanup(struct ctx *c)
 {
     if (c->tmp[0]) {
-        /* only what compile() put there, by name */
-        const char *names[] = {"stdout", "stderr", "deps.d"};
+        /* only what compile() put there, by name, and nvcc's temporaries */
+        const char *names[] = {"stdout", "stderr", "deps.d", "trace"};
+        char p[PATH_MAX + 16];
         for (size_t i = 0; i < CBC_ARRAY_LEN(names); i++) {
-            char p[PATH_MAX + 16];
             snprintf(p, sizeof p, "%s/%s", c->tmp, names[i]);
             unlink(p);
         }
+        snprintf(p, sizeof p, "%s/t", c->tmp);
+        cbc_tmpdir_remove(p);
         rmdir(c->tmp);
     }
-    cbc_direct_free(c->direct);
+    cbc_cache_release(&c->cache);
     cbc_filememo_free(c->memo);
     cbc_store_close(c->store);
     if (c->have_tc)
@@ -636,6 +816,7 @@ static void cleanup(struct ctx *c)
     free(c->flags);
     free(c->cwd);
     free(c->source);
+    free(c->base);
     cbc_nv_release(&c->a);
 }
 
@@ -713,10 +894,13 @@ enum cbc_status cbc_launch_run(const struct cbc_launch_opts *o, struct cbc_launc
             free(nvcc);
         }
     }
+    if (st == CBC_OK && !r->why[0] && wants_native(&c.a))
+        resolve_native(&c);
     if (st == CBC_OK && !r->why[0]) {
-        cbc_key_env_read(c.env);
-        c.direct = cbc_direct_new(c.store, c.memo);
-        if (!c.direct || !key_flags(&c))
+        cbc_key_env_read(c.tc.profile_env, c.tc.n_profile_env, &c.env);
+        c.base = cbc_cache_base(c.store, c.source, o->msg, o->msg_ctx);
+        st = cbc_cache_init(&c.cache, c.store, c.memo, c.base, c.cwd, o->msg, o->msg_ctx, err);
+        if (st == CBC_OK && !key_flags(&c))
             st = cbc_err_oom(err);
     }
     if (r->why[0] && st == CBC_OK) {
@@ -734,7 +918,6 @@ enum cbc_status cbc_launch_run(const struct cbc_launch_opts *o, struct cbc_launc
     if (st == CBC_OK && c.store)
         cbc_store_count(c.store, hit, r->outcome == CBC_LAUNCH_MISS ||
                                           r->outcome == CBC_LAUNCH_NOT_STORED, 0);
-    cbc_direct_refresh(c.direct);
     cleanup(&c);
     return st;
 }

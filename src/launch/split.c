@@ -10,9 +10,9 @@
  * list does, so keys and stored contents name them by role only ("@@" +
  * the part after k_) and restoring puts this run's names back.
  *
- * A stored arch ("CBCSPLT1"): count N, then N times: u16 name length, the
- * name (a role, or "1:<step>"/"2:<step>" for a step's stdout/stderr), u64
- * length, the bytes. Decoded with every length checked.
+ * A stored arch is a result container (src/cache/cache.h) whose members
+ * are its files by role, "pp.d" (its preprocessing's depfile) and
+ * "1:<step>"/"2:<step>" for what each step printed.
  */
 #include "split.h"
 
@@ -40,6 +40,7 @@ struct step {
     const char *in, *out; /* into tok */
     int group;       /* CICC, PTXAS, DEV_PP: the virtual arch's group, else -1 */
     char dep[PATH_MAX]; /* PP: the dependency file added to it */
+    char trace[PATH_MAX]; /* the step's trace log, "" when it did not run traced */
 };
 
 struct group {
@@ -49,7 +50,7 @@ struct group {
     struct cbc_hash key;
     bool keyed;
     /* direct mode: without and with the arch list in the key */
-    struct cbc_direct_target dt[2];
+    struct cbc_cache_unit u[2];
     bool direct_hit;
     int hit_w; /* which of dt matched */
 };
@@ -64,14 +65,16 @@ struct run {
     size_t ng;
     struct cbc_buf out, errs;
     char pid_prefix[64]; /* "tmpxft_<pid>_<n>-" of this run */
+    /* one virtual arch: nvcc names its files "k.ptx", "k.sm_89.cubin";
+     * with several, "k.compute_89.ptx", "k.compute_89.sm_89.cubin". Keys
+     * and stored files use the second form, so an arch compiled alone is
+     * reused when more are added (and back): this run's role -> that one */
+    struct rename {
+        char run[160], canon[192];
+    } ren[16];
+    size_t n_ren;
+    char dry_trace[PATH_MAX]; /* the dryrun's trace log, "" when untraced */
     unsigned serial;
-    /* whether a file mentions __CUDA_ARCH_LIST__: every arch's record asks
-     * of the same headers, each is read once per run */
-    struct mention {
-        char *path;
-        bool yes;
-    } *mentions;
-    size_t n_mentions, cap_mentions;
 };
 
 /* ---- the dryrun --------------------------------------------------------------- */
@@ -264,24 +267,110 @@ static size_t tmp_prefix(const char *p, const char *end)
     return (size_t)(q - p);
 }
 
+/* The characters that end a role name in a line or a file. */
+static size_t role_len(const char *p, const char *end)
+{
+    const char *q = p;
+    while (q < end && !strchr("\"' \t\n<>,=", *q))
+        q++;
+    return (size_t)(q - p);
+}
+
+/* A role as the keys and the store name it (`to_canon`), or as this run
+ * names it; the role itself when the run's shape names it the same. */
+static const char *rename_role(const struct run *r, const char *role, size_t rl, bool to_canon,
+                               size_t *out_len)
+{
+    for (size_t i = 0; i < r->n_ren; i++) {
+        const char *from = to_canon ? r->ren[i].run : r->ren[i].canon;
+        const char *to = to_canon ? r->ren[i].canon : r->ren[i].run;
+        if (strlen(from) == rl && !memcmp(from, role, rl)) {
+            *out_len = strlen(to);
+            return to;
+        }
+    }
+    *out_len = rl;
+    return role;
+}
+
 /* Temporary names by role: "<tmpdir>/tmpxft_..-7_a.ptx" -> "@D@a.ptx",
- * "tmpxft_..-7_a.ptx" -> "@@a.ptx". */
+ * "tmpxft_..-7_a.ptx" -> "@@a.ptx" (in the several-arch spelling). */
 static void normalize(const struct run *r, const char *s, size_t len, struct cbc_buf *b)
 {
     const char *end = s + len;
     size_t dl = strlen(r->req->tmpdir);
     for (const char *p = s; p < end;) {
         size_t k;
-        if ((size_t)(end - p) > dl + 1 && !memcmp(p, r->req->tmpdir, dl) && p[dl] == '/' &&
-            (k = tmp_prefix(p + dl + 1, end)) != 0) {
-            cbc_buf_puts(b, "@D@");
-            p += dl + 1 + k;
-        } else if ((k = tmp_prefix(p, end)) != 0) {
-            cbc_buf_puts(b, "@@");
-            p += k;
+        bool dir = (size_t)(end - p) > dl + 1 && !memcmp(p, r->req->tmpdir, dl) &&
+                   p[dl] == '/' && (k = tmp_prefix(p + dl + 1, end)) != 0;
+        if (dir || (k = tmp_prefix(p, end)) != 0) {
+            cbc_buf_puts(b, dir ? "@D@" : "@@");
+            p += (dir ? dl + 1 : 0) + k;
+            size_t rl = role_len(p, end), nl;
+            const char *role = rename_role(r, p, rl, true, &nl);
+            cbc_buf_append(b, role, nl);
+            p += rl;
         } else {
             cbc_buf_append(b, p, 1);
             p++;
+        }
+    }
+}
+
+/* The role of a name in a group: "k.ptx" -> "k.compute_89.ptx",
+ * "k.sm_89.cubin" -> "k.compute_89.sm_89.cubin", ...; false when it is
+ * none of a group's (or already in that form). */
+static bool canon_role(const char *role, unsigned arch, char *out, size_t cap)
+{
+    static const char *const sfx[] = {".cudafe1.stub.c", ".cudafe1.c", ".cudafe1.gpu",
+                                      ".cpp1.ii", ".ptx"};
+    char infix[32];
+    snprintf(infix, sizeof infix, ".compute_%u.", arch);
+    if (strstr(role, infix))
+        return false;
+    size_t n = strlen(role), cut = 0;
+    for (size_t i = 0; i < CBC_ARRAY_LEN(sfx) && !cut; i++) {
+        size_t sl = strlen(sfx[i]);
+        if (n > sl && !strcmp(role + n - sl, sfx[i]))
+            cut = n - sl;
+    }
+    const char *sm = strstr(role, ".sm_");
+    if (!cut && sm && n > 6 && !strcmp(role + n - 6, ".cubin"))
+        cut = (size_t)(sm - role);
+    if (!cut)
+        return false;
+    snprintf(out, cap, "%.*s.compute_%u%s", (int)cut, role, arch, role + cut);
+    return strlen(out) < cap - 1;
+}
+
+/* The renames of a one-arch run: every file of its group. */
+static void plan_renames(struct run *r)
+{
+    r->n_ren = 0;
+    if (r->ng != 1)
+        return;
+    const struct group *g = &r->g[0];
+    const struct step *c = &r->s[g->cicc];
+    const char *paths[16];
+    size_t np = 0;
+    const char *opts[] = {"-o", "--gen_c_file_name", "--stub_file_name", "--gen_device_file_name"};
+    for (size_t i = 0; i < CBC_ARRAY_LEN(opts); i++)
+        if (after(c, opts[i]))
+            paths[np++] = after(c, opts[i]);
+    paths[np++] = c->in;
+    for (int k = g->cicc + 1; k <= g->last_ptxas && np < CBC_ARRAY_LEN(paths); k++)
+        if (r->s[k].kind == K_PTXAS && r->s[k].group == 0 && r->s[k].out)
+            paths[np++] = r->s[k].out;
+    for (size_t i = 0; i < np && r->n_ren < CBC_ARRAY_LEN(r->ren); i++) {
+        const char *base = cbc_path_base(paths[i]), *end = base + strlen(base);
+        size_t k = tmp_prefix(base, end);
+        if (!k)
+            continue;
+        struct rename *rn = &r->ren[r->n_ren];
+        if (strlen(base + k) < sizeof rn->run &&
+            canon_role(base + k, g->arch, rn->canon, sizeof rn->canon)) {
+            snprintf(rn->run, sizeof rn->run, "%s", base + k);
+            r->n_ren++;
         }
     }
 }
@@ -315,10 +404,9 @@ static bool denormalize(const struct run *r, const uint8_t *s, size_t len, struc
             continue;
         }
         p += dir ? 3 : 2;
-        const char *q = p;
-        while (q < end && !strchr("\"' \t\n<>", *q))
-            q++;
-        const char *pre = prefix_for(r, p, (size_t)(q - p));
+        size_t rl = role_len(p, end), nl;
+        const char *role = rename_role(r, p, rl, false, &nl);
+        const char *pre = prefix_for(r, role, nl);
         if (!pre)
             return false;
         if (dir) {
@@ -326,6 +414,8 @@ static bool denormalize(const struct run *r, const uint8_t *s, size_t len, struc
             cbc_buf_puts(b, "/");
         }
         cbc_buf_append(b, pre, tmp_prefix(pre, pre + strlen(pre)));
+        cbc_buf_append(b, role, nl);
+        p += rl;
     }
     return !b->oom;
 }
@@ -341,8 +431,18 @@ static enum cbc_status sh(struct run *r, size_t i, const char *line, int *code, 
     snprintf(op, sizeof op, "%s/.step%zu.out", r->req->tmpdir, i);
     snprintf(ep, sizeof ep, "%s/.step%zu.err", r->req->tmpdir, i);
     char *argv[] = {"/bin/sh", "-c", (char *)line, NULL};
+    struct step *s = &r->s[i];
+    snprintf(s->trace, sizeof s->trace, "%s/.trace%zu", r->req->tmpdir, i);
+    struct cbc_trace_run tr;
+    enum cbc_status st = cbc_trace_run_init(&tr, r->req->trace_log ? s->trace : NULL,
+                                            r->req->tmpdir, r->err);
+    if (st != CBC_OK)
+        return st;
+    if (!tr.log)
+        s->trace[0] = '\0';
     pid_t pid;
-    enum cbc_status st = cbc_proc_spawn(argv, op, ep, &pid, r->err);
+    st = cbc_proc_spawn_env(argv, op, ep, tr.env, &pid, r->err);
+    cbc_trace_run_release(&tr);
     if (st != CBC_OK)
         return st;
     *code = cbc_proc_wait(pid);
@@ -414,28 +514,31 @@ static bool add_deps(const char *path, struct names *ns)
 /* nvcc's format: "target : dep \\\n    dep \\\n ...    dep\n", the files
  * of each arch's preprocessing in the order nvcc ran them, then what only
  * the host side read (the order nvcc's own depfile has). An arch served
- * through direct mode was not preprocessed: its recorded files stand in. */
+ * through direct mode was not preprocessed: the depfile its preprocessing
+ * wrote is restored with its files (stored as "pp.d"). */
 static bool write_depfile(struct run *r)
 {
     struct names ns = {.cwd = r->req->now->cwd};
     bool ok = true;
-    for (int pass = 0; pass < 2; pass++) /* spelled by the compiler first */
-        for (size_t i = 0; ok && i < r->n; i++) {
-            const struct step *s = &r->s[i];
-            const struct group *g = s->group >= 0 ? &r->g[s->group] : NULL;
-            if (s->kind != K_DEV_PP || (g && g->direct_hit) != (pass == 1))
-                continue;
-            if (pass == 0) {
-                ok = add_deps(s->dep, &ns);
-                continue;
-            }
-            size_t n = 0;
-            const struct cbc_direct_dep *dd =
-                cbc_direct_deps(r->req->direct, &g->dt[g->hit_w], &n);
-            ok = add_name(&ns, r->req->now->source, strlen(r->req->now->source));
-            for (size_t k = 0; ok && k < n; k++)
-                ok = add_name(&ns, dd[k].path, strlen(dd[k].path));
+    for (size_t i = 0; ok && i < r->n; i++) {
+        const struct step *s = &r->s[i];
+        const struct group *g = s->group >= 0 ? &r->g[s->group] : NULL;
+        if (s->kind != K_DEV_PP)
+            continue;
+        if (s->dep[0]) { /* run, or its depfile restored with the arch's files */
+            ok = add_deps(s->dep, &ns);
+            continue;
         }
+        if (!g || !g->direct_hit)
+            continue;
+        /* an entry stored before depfiles were: the record's files */
+        size_t n = 0;
+        const struct cbc_direct_dep *dd =
+            cbc_direct_deps(r->req->cache->direct, &g->u[g->hit_w].dt, &n);
+        ok = add_name(&ns, r->req->now->source, strlen(r->req->now->source));
+        for (size_t k = 0; ok && k < n; k++)
+            ok = add_name(&ns, dd[k].path, strlen(dd[k].path));
+    }
     for (size_t i = 0; ok && i < r->n; i++)
         if (r->s[i].kind == K_HOST_PP)
             ok = add_deps(r->s[i].dep, &ns);
@@ -458,94 +561,6 @@ static bool write_depfile(struct run *r)
 }
 
 /* ---- stored archs ---------------------------------------------------------------- */
-
-struct file_set {
-    char *name[40];
-    struct cbc_buf data[40];
-    size_t n;
-};
-
-static void set_add(struct file_set *fs, const char *name, const void *d, size_t len)
-{
-    if (fs->n == CBC_ARRAY_LEN(fs->name))
-        return;
-    fs->name[fs->n] = cbc_strdup(name);
-    cbc_buf_append(&fs->data[fs->n], d ? d : "", len);
-    fs->n++;
-}
-
-static void set_release(struct file_set *fs)
-{
-    for (size_t i = 0; i < fs->n; i++) {
-        free(fs->name[i]);
-        cbc_buf_release(&fs->data[i]);
-    }
-    fs->n = 0;
-}
-
-static uint8_t *set_encode(const struct file_set *fs, size_t *len)
-{
-    struct cbc_buf b = {0};
-    uint8_t h[8];
-    cbc_buf_append(&b, "CBCSPLT1", 8);
-    cbc_wr32(h, (uint32_t)fs->n);
-    cbc_buf_append(&b, h, 4);
-    for (size_t i = 0; i < fs->n; i++) {
-        size_t nl = fs->name[i] ? strlen(fs->name[i]) : 0;
-        uint8_t l2[2] = {(uint8_t)nl, (uint8_t)(nl >> 8)};
-        cbc_buf_append(&b, l2, 2);
-        cbc_buf_append(&b, fs->name[i] ? fs->name[i] : "", nl);
-        cbc_wr64(h, fs->data[i].len);
-        cbc_buf_append(&b, h, 8);
-        cbc_buf_append(&b, fs->data[i].p ? fs->data[i].p : "", fs->data[i].len);
-    }
-    if (b.oom) {
-        cbc_buf_release(&b);
-        return NULL;
-    }
-    *len = b.len;
-    return (uint8_t *)b.p;
-}
-
-static bool set_decode(const uint8_t *d, size_t len, struct file_set *fs)
-{
-    memset(fs, 0, sizeof *fs);
-    if (len < 12 || memcmp(d, "CBCSPLT1", 8) != 0)
-        return false;
-    uint32_t n = cbc_rd32(d + 8);
-    size_t off = 12;
-    if (n > CBC_ARRAY_LEN(fs->name))
-        return false;
-    for (uint32_t i = 0; i < n; i++) {
-        if (!cbc_in_bounds(len, off, 2))
-            return false;
-        size_t nl = cbc_rd16(d + off);
-        off += 2;
-        if (!cbc_in_bounds(len, off, nl + 8))
-            return false;
-        char *name = cbc_strndup((const char *)d + off, nl);
-        off += nl;
-        uint64_t dl = cbc_rd64(d + off);
-        off += 8;
-        if (!name || !cbc_in_bounds(len, off, dl)) {
-            free(name);
-            set_release(fs);
-            return false;
-        }
-        set_add(fs, name, d + off, (size_t)dl);
-        free(name);
-        off += (size_t)dl;
-    }
-    return off == len;
-}
-
-static const struct cbc_buf *set_get(const struct file_set *fs, const char *name)
-{
-    for (size_t i = 0; i < fs->n; i++)
-        if (fs->name[i] && !strcmp(fs->name[i], name))
-            return &fs->data[i];
-    return NULL;
-}
 
 /* The role of a temporary path: "@D@a.compute_86.ptx". */
 static char *role_of(const struct run *r, const char *path)
@@ -638,37 +653,27 @@ static bool group_key(struct run *r, struct group *g)
     return ok;
 }
 
-/* Restores a group's files from the store; false (nothing written) when
- * it is not stored or does not fit this run. */
-static bool restore(struct run *r, struct group *g)
+/* Restores a group's files from its stored entry; false (nothing written)
+ * when the entry does not fit this run. */
+static bool restore(struct run *r, struct group *g, const uint8_t *data, size_t len)
 {
-    uint8_t *data = NULL;
-    size_t len = 0;
-    enum cbc_lookup lr;
-    char why[256];
-    struct cbc_target rt = cbc_store_result_target();
-    if (cbc_store_get(r->req->store, &g->key, &rt, &data, &len, &lr, why, sizeof why, NULL) !=
-            CBC_OK ||
-        lr != CBC_LOOKUP_HIT)
-        return false;
-    struct file_set fs;
-    bool ok = set_decode(data, len, &fs);
-    free(data);
+    struct cbc_result fs;
+    bool ok = cbc_result_decode(data, len, &fs, NULL) == CBC_OK;
     const char *paths[16];
     size_t np = ok ? group_outputs(r, g, paths, CBC_ARRAY_LEN(paths)) : 0;
     struct cbc_buf contents[16] = {{0}};
     for (size_t i = 0; ok && i < np; i++) {
         char *role = role_of(r, paths[i]);
-        const struct cbc_buf *f = role ? set_get(&fs, role) : NULL;
+        const struct cbc_member *f = role ? cbc_result_get(&fs, role) : NULL;
         free(role);
         if (!f) {
             ok = false;
             break;
         }
         if (is_text_role(paths[i]))
-            ok = denormalize(r, (const uint8_t *)f->p, f->len, &contents[i]);
+            ok = denormalize(r, f->data, f->len, &contents[i]);
         else
-            cbc_buf_append(&contents[i], f->p ? f->p : "", f->len);
+            cbc_buf_append(&contents[i], f->data, f->len);
         /* the device code must be what its step says */
         const struct step *w = NULL;
         for (int k = g->cicc; k <= g->last_ptxas && !w; k++)
@@ -686,32 +691,62 @@ static bool restore(struct run *r, struct group *g)
     for (size_t i = 0; ok && i < np; i++)
         ok = cbc_file_write_atomic(paths[i], contents[i].p ? contents[i].p : "", contents[i].len,
                                    0600, NULL) == CBC_OK;
+    /* its preprocessing's depfile, where the step would have written it */
+    const struct cbc_member *ppd = ok ? cbc_result_get(&fs, "pp.d") : NULL;
+    struct step *pp = &r->s[g->pp];
+    if (ppd && !pp->dep[0]) {
+        struct cbc_buf b = {0};
+        char dep[PATH_MAX];
+        snprintf(dep, sizeof dep, "%s/.pp%d.d", r->req->tmpdir, g->pp);
+        if (denormalize(r, ppd->data, ppd->len, &b) &&
+            cbc_file_write_atomic(dep, b.p ? b.p : "", b.len, 0600, NULL) == CBC_OK)
+            memcpy(pp->dep, dep, strlen(dep) + 1);
+        cbc_buf_release(&b);
+    }
     /* what the skipped steps printed, in their order */
     for (int k = g->cicc; ok && k <= g->last_ptxas; k++) {
         if (r->s[k].group != (int)(g - r->g) || (r->s[k].kind != K_CICC && r->s[k].kind != K_PTXAS))
             continue;
         char nm[32];
         snprintf(nm, sizeof nm, "1:%d", k - g->cicc);
-        const struct cbc_buf *o = set_get(&fs, nm);
+        const struct cbc_member *o = cbc_result_get(&fs, nm);
         if (o && o->len)
-            cbc_buf_append(&r->out, o->p, o->len);
+            cbc_buf_append(&r->out, o->data, o->len);
         snprintf(nm, sizeof nm, "2:%d", k - g->cicc);
-        o = set_get(&fs, nm);
+        o = cbc_result_get(&fs, nm);
         if (o && o->len)
-            cbc_buf_append(&r->errs, o->p, o->len);
+            cbc_buf_append(&r->errs, o->data, o->len);
     }
     for (size_t i = 0; i < CBC_ARRAY_LEN(contents); i++)
         cbc_buf_release(&contents[i]);
-    set_release(&fs);
+    cbc_result_release(&fs);
     return ok;
 }
 
-/* Stores a group after its steps ran; the steps' output is in outs. */
-static void store_group(struct run *r, struct group *g, struct file_set *outs)
+/* The group's entry under its content key (g->key), restored. */
+static bool fetch(struct run *r, struct group *g, struct cbc_cache_unit *u)
+{
+    struct cbc_target rt = cbc_store_result_target();
+    char what[64];
+    snprintf(what, sizeof what, "device code of compute_%u", g->arch);
+    u->result = g->key;
+    if (cbc_cache_get(r->req->cache, u, &rt, what, NULL) != CBC_OK || u->state != CBC_CACHE_HIT)
+        return false;
+    bool ok = restore(r, g, u->data, u->len);
+    free(u->data);
+    u->data = NULL;
+    return ok;
+}
+
+/* A group's entry after its steps ran (the steps' output is in outs):
+ * every file by role, its preprocessing's depfile, what the steps printed.
+ * NULL when a file cannot be stored. */
+static uint8_t *group_entry(struct run *r, struct group *g, const struct cbc_result *outs,
+                            size_t *len)
 {
     const char *paths[16];
     size_t np = group_outputs(r, g, paths, CBC_ARRAY_LEN(paths));
-    struct file_set fs = {0};
+    struct cbc_result fs = {0};
     bool ok = true;
     for (size_t i = 0; ok && i < np; i++) {
         uint8_t *d = NULL;
@@ -721,26 +756,31 @@ static void store_group(struct run *r, struct group *g, struct file_set *outs)
         if (ok && is_text_role(paths[i])) {
             struct cbc_buf b = {0};
             normalize(r, (const char *)d, n, &b);
-            set_add(&fs, role, b.p, b.len);
+            ok = !b.oom && cbc_result_add(&fs, role, b.p ? b.p : "", b.len);
             cbc_buf_release(&b);
         } else if (ok) {
             /* a binary naming a temporary file could not be moved to another run */
-            ok = !memmem(d, n, "tmpxft_", 7);
-            if (ok)
-                set_add(&fs, role, d, n);
+            ok = !memmem(d, n, "tmpxft_", 7) && cbc_result_add(&fs, role, d, n);
         }
         free(d);
         free(role);
     }
-    for (size_t i = 0; i < outs->n; i++)
-        set_add(&fs, outs->name[i], outs->data[i].p, outs->data[i].len);
-    size_t len = 0;
-    uint8_t *blob = ok ? set_encode(&fs, &len) : NULL;
-    struct cbc_target rt = cbc_store_result_target();
-    if (blob)
-        cbc_store_put(r->req->store, &g->key, &rt, blob, len, NULL); /* a cache: failure is fine */
-    free(blob);
-    set_release(&fs);
+    /* the arch's depfile, for the depfile of a compile that skips its
+     * preprocessing (it names no temporary but its own target) */
+    uint8_t *pd = NULL;
+    size_t pn = 0;
+    if (ok && r->s[g->pp].dep[0] && cbc_file_read(r->s[g->pp].dep, &pd, &pn, NULL) == CBC_OK) {
+        struct cbc_buf b = {0};
+        normalize(r, (const char *)pd, pn, &b);
+        ok = !b.oom && cbc_result_add(&fs, "pp.d", b.p ? b.p : "", b.len);
+        cbc_buf_release(&b);
+    }
+    free(pd);
+    for (size_t i = 0; ok && i < outs->n; i++)
+        ok = cbc_result_add(&fs, outs->m[i].name, outs->m[i].data, outs->m[i].len);
+    uint8_t *blob = ok ? cbc_result_encode(&fs, len) : NULL;
+    cbc_result_release(&fs);
+    return blob;
 }
 
 /* ---- direct mode for an arch ------------------------------------------------------- */
@@ -801,7 +841,7 @@ static bool direct_keys(struct run *r, struct group *g)
         struct cbc_key_inputs in;
         ok = ok && cbc_key_inputs_make(&now, &t, NULL, 0, &in);
         if (ok)
-            cbc_key_direct(&in, &g->dt[with_list].direct_key);
+            cbc_key_direct(&in, &g->u[with_list].dt.direct_key);
     }
     for (size_t i = 0; i < nf; i++)
         free(flags[i]);
@@ -812,89 +852,156 @@ static bool direct_keys(struct run *r, struct group *g)
  * preprocessing run. */
 static bool direct_lookup(struct run *r, struct group *g)
 {
-    if (!r->req->direct || !direct_keys(r, g))
+    if (!direct_keys(r, g))
         return false;
+    struct cbc_target rt = cbc_store_result_target();
+    char what[64];
+    snprintf(what, sizeof what, "device code of compute_%u", g->arch);
     for (int w = 1; w >= 0; w--) { /* the list-keyed record first: it exists only when needed */
-        bool matched = false;
-        struct cbc_hash result;
-        if (cbc_direct_lookup(r->req->direct, &g->dt[w], &matched, &result, NULL) == CBC_OK &&
-            matched) {
-            g->key = result;
-            g->keyed = true;
-            if (restore(r, g)) {
-                g->hit_w = w;
-                return g->direct_hit = true;
-            }
+        struct cbc_cache_unit *u = &g->u[w];
+        if (cbc_cache_lookup(r->req->cache, u, &rt, what, NULL) != CBC_OK ||
+            u->state != CBC_CACHE_HIT)
+            continue;
+        g->key = u->result;
+        g->keyed = true;
+        bool ok = restore(r, g, u->data, u->len);
+        free(u->data);
+        u->data = NULL;
+        if (ok) {
+            g->hit_w = w;
+            return g->direct_hit = true;
         }
     }
     return false;
 }
 
-/* Whether a file mentions __CUDA_ARCH_LIST__ (read once per run). */
-static bool mentions_list(struct run *r, const char *path)
+/* The union of two sorted path lists (each as cbc_depfile_parse makes them). */
+static char **merge_paths(char **a, size_t na, char **b, size_t nb, size_t *n)
 {
-    for (size_t i = 0; i < r->n_mentions; i++)
-        if (!strcmp(r->mentions[i].path, path))
-            return r->mentions[i].yes;
-    uint8_t *d = NULL;
-    size_t n = 0;
-    bool yes = cbc_file_read(path, &d, &n, NULL) == CBC_OK &&
-               memmem(d, n, "__CUDA_ARCH_LIST__", 18) != NULL;
-    free(d);
-    char *p = cbc_strdup(path);
-    if (p && cbc_grow(&r->mentions, r->n_mentions, &r->cap_mentions, sizeof *r->mentions, 64))
-        r->mentions[r->n_mentions++] = (struct mention){p, yes};
-    else
-        free(p); /* not remembered: asked again, read again */
-    return yes;
+    char **v = calloc(na + nb + 1, sizeof *v);
+    size_t i = 0, k = 0, w = 0;
+    while (v && (i < na || k < nb)) {
+        int c = i == na ? 1 : k == nb ? -1 : strcmp(a[i], b[k]);
+        const char *p = c <= 0 ? a[i] : b[k];
+        i += c <= 0;
+        k += c >= 0;
+        if (!(v[w++] = cbc_strdup(p))) {
+            cbc_paths_free(v, w);
+            return NULL;
+        }
+    }
+    *n = w;
+    return v;
 }
 
-/* After a group compiled: what its preprocessing and the host's read,
- * recorded under the direct key (with the arch list when a file mentions
- * it), so the next compile finds the group without preprocessing it. */
-static void direct_record(struct run *r, struct group *g, struct cbc_filememo *memo)
+/* What a group's preprocessing and the host's read and looked for, from
+ * their depfiles and traces; false when the two steps did not both run
+ * traced, or their files cannot be read. */
+static bool collect_group(struct run *r, struct group *g, struct cbc_filememo *memo,
+                          struct cbc_collect_out *out)
 {
     int hp = host_pp(r);
-    if (!r->req->direct || hp < 0 || !g->keyed)
-        return;
+    if (hp < 0 || !r->s[g->pp].trace[0] || !r->s[hp].trace[0])
+        return false;
     const struct cbc_key_now *now = r->req->now;
-    char **paths = NULL, **more = NULL;
-    size_t np = 0, nm = 0;
+    char **files[2] = {NULL, NULL};
+    size_t nf[2] = {0, 0};
     bool ok = true;
-    const char *files[2] = {r->s[g->pp].dep, r->s[hp].dep};
+    const char *dep[2] = {r->s[g->pp].dep, r->s[hp].dep};
     for (int f = 0; ok && f < 2; f++) {
         uint8_t *d = NULL;
         size_t len = 0;
-        ok = cbc_file_read(files[f], &d, &len, NULL) == CBC_OK &&
-             cbc_depfile_parse((const char *)d, len, now->cwd, now->source, f ? &more : &paths,
-                               f ? &nm : &np, files[f], NULL) == CBC_OK;
+        ok = cbc_file_read(dep[f], &d, &len, NULL) == CBC_OK &&
+             cbc_depfile_parse((const char *)d, len, now->cwd, now->source, &files[f], &nf[f],
+                               dep[f], NULL) == CBC_OK;
         free(d);
     }
-    struct cbc_dep_list l = {0};
-    if (ok)
-        l.deps = calloc(np + nm + 1, sizeof *l.deps);
-    bool uses_list = ok && mentions_list(r, now->source);
-    for (size_t i = 0; ok && l.deps && i < np + nm; i++) {
-        const char *p = i < np ? paths[i] : more[i - np];
-        bool dup = false;
-        for (size_t k = 0; k < l.n && !dup; k++)
-            dup = !strcmp(l.deps[k].path, p);
-        if (dup)
-            continue;
-        struct cbc_direct_dep *dd = &l.deps[l.n];
-        ok = cbc_filememo_hash(memo, p, NULL, NULL, 0, &dd->hash, &dd->stamp, NULL) == CBC_OK &&
-             dd->stamp.mtime_ns < r->req->started_ns && dd->stamp.ctime_ns < r->req->started_ns &&
-             (dd->path = cbc_strdup(p)) != NULL;
-        if (ok) {
-            l.n++;
-            uses_list = uses_list || mentions_list(r, p);
+    size_t n = 0;
+    char **paths = ok ? merge_paths(files[0], nf[0], files[1], nf[1], &n) : NULL;
+    const char *logs[2] = {r->s[g->pp].trace, r->s[hp].trace};
+    struct cbc_trace t = {0};
+    ok = paths && cbc_trace_load_many(logs, 2, &t, NULL) == CBC_OK;
+    const char *own[] = {r->req->tmpdir};
+    struct cbc_collect_in in = {paths, n, now->source, &t, own, 1, NULL, 0,
+                                r->req->started_ns, memo};
+    ok = ok && cbc_collect(&in, out, NULL) == CBC_OK;
+    cbc_trace_release(&t);
+    cbc_paths_free(paths, n);
+    cbc_paths_free(files[0], nf[0]);
+    cbc_paths_free(files[1], nf[1]);
+    return ok;
+}
+
+/* After a group's device code is known (compiled, or restored under its
+ * content key): its entry when it was compiled (`entry`), and the record
+ * that finds it next time without preprocessing (with the arch list in the
+ * key when a file mentions it). An entry is stored even when no record can
+ * be: it is keyed on what cicc reads. */
+static void commit_group(struct run *r, struct group *g, struct cbc_filememo *memo,
+                         const uint8_t *entry, size_t len)
+{
+    if (!g->keyed)
+        return;
+    struct cbc_collect_out co;
+    bool collected = collect_group(r, g, memo, &co);
+    struct cbc_cache_unit *u = &g->u[collected && co.mentions & CBC_MENTIONS_ARCH_LIST ? 1 : 0];
+    u->result = g->key;
+    struct cbc_target rt = cbc_store_result_target();
+    enum cbc_commit outcome;
+    cbc_cache_commit(r->req->cache, u, collected ? &co : NULL, &rt, entry, len, &outcome, NULL,
+                     0, NULL);
+    if (collected && outcome != CBC_COMMIT_STORED && entry) /* no record: the entry still */
+        cbc_cache_commit(r->req->cache, u, NULL, &rt, entry, len, &outcome, NULL, 0, NULL);
+    if (collected)
+        cbc_collect_release(&co);
+}
+
+/* What the command's trace needs of a group served from its record
+ * without preprocessing: the files the record holds, as read, and its
+ * probes, as looked for. */
+static bool trace_served(const struct run *r, const struct group *g)
+{
+    const struct cbc_dep_list *l = cbc_cache_unit_list(r->req->cache, &g->u[g->hit_w]);
+    bool ok = l != NULL;
+    for (size_t i = 0; ok && i < l->n; i++)
+        ok = cbc_trace_append(r->req->trace_log, 'R', l->deps[i].path, NULL) == CBC_OK;
+    for (size_t d = 0; ok && d < l->n_probes; d++)
+        for (size_t k = 0; ok && k < l->probes[d].n; k++) {
+            char *p = cbc_asprintf("%s/%s", l->probes[d].dir, l->names[l->probes[d].first + k]);
+            ok = p && cbc_trace_append(r->req->trace_log, 'A', p, NULL) == CBC_OK;
+            free(p);
         }
+    return ok;
+}
+
+/* Every step's trace into the command's, then what the served groups stand
+ * in for. False when one cannot be: the command is then not recorded. */
+static bool gather_traces(const struct run *r)
+{
+    const char *log = r->req->trace_log;
+    if (!log)
+        return true;
+    struct cbc_buf all = {0};
+    for (size_t i = 0; i <= r->n; i++) {
+        const char *t = i < r->n ? r->s[i].trace : r->dry_trace;
+        uint8_t *d = NULL;
+        size_t len = 0;
+        if (!t[0])
+            continue;
+        if (cbc_file_read(t, &d, &len, NULL) != CBC_OK) {
+            cbc_buf_release(&all);
+            return false;
+        }
+        cbc_buf_append(&all, d, len);
+        free(d);
     }
-    if (ok && l.deps)
-        cbc_direct_record(r->req->direct, &g->dt[uses_list ? 1 : 0], &g->key, &l, NULL);
-    cbc_dep_list_release(&l);
-    cbc_paths_free(paths, np);
-    cbc_paths_free(more, nm);
+    bool ok = !all.oom && cbc_file_write_atomic(log, all.p ? all.p : "", all.len, 0600, NULL) ==
+                              CBC_OK;
+    cbc_buf_release(&all);
+    for (size_t k = 0; ok && k < r->ng; k++)
+        if (r->g[k].direct_hit)
+            ok = trace_served(r, &r->g[k]);
+    return ok;
 }
 
 /* ---- the whole compile ------------------------------------------------------------ */
@@ -908,6 +1015,8 @@ static void unquote_assign(const char *line, char *name, size_t nl, const char *
     *value = eq + 1;
 }
 
+static enum cbc_status parse_dryrun(struct run *r, char *text, size_t len, bool *ok);
+
 static enum cbc_status dryrun(struct run *r, bool *ok)
 {
     const struct cbc_split_req *q = r->req;
@@ -920,17 +1029,20 @@ static enum cbc_status dryrun(struct run *r, bool *ok)
         argv[i + 2] = q->argv[i];
     char op[PATH_MAX];
     snprintf(op, sizeof op, "%s/.dryrun", q->tmpdir);
-    const char *old = getenv("TMPDIR");
-    char *saved = old ? cbc_strdup(old) : NULL;
-    setenv("TMPDIR", q->tmpdir, 1);
+    snprintf(r->dry_trace, sizeof r->dry_trace, "%s/.trace-dryrun", q->tmpdir);
+    struct cbc_trace_run tr;
+    enum cbc_status st = cbc_trace_run_init(&tr, q->trace_log ? r->dry_trace : NULL, q->tmpdir,
+                                            r->err);
+    if (st != CBC_OK) {
+        free(argv);
+        return st;
+    }
+    if (!tr.log)
+        r->dry_trace[0] = '\0';
     pid_t pid;
-    enum cbc_status st = cbc_proc_spawn(argv, op, op, &pid, r->err);
+    st = cbc_proc_spawn_env(argv, op, op, tr.env, &pid, r->err);
+    cbc_trace_run_release(&tr);
     int code = st == CBC_OK ? cbc_proc_wait(pid) : -1;
-    if (saved)
-        setenv("TMPDIR", saved, 1);
-    else
-        unsetenv("TMPDIR");
-    free(saved);
     free(argv);
     if (st != CBC_OK)
         return st;
@@ -938,8 +1050,19 @@ static enum cbc_status dryrun(struct run *r, bool *ok)
     size_t len = 0;
     *ok = code == 0 && cbc_file_read(op, &text, &len, NULL) == CBC_OK;
     unlink(op);
+    st = *ok ? parse_dryrun(r, (char *)text, len, ok) : CBC_OK;
+    free(text);
+    return st;
+}
+
+/* The steps of a dryrun's text (edited in place: lines are cut at their
+ * ends), classified and grouped by virtual arch; *ok false when it is not a
+ * shape this runs split. */
+static enum cbc_status parse_dryrun(struct run *r, char *text, size_t len, bool *ok)
+{
+    *ok = true;
     size_t cap = 0;
-    for (char *line = (char *)text, *next; *ok && line && line < (char *)text + len; line = next) {
+    for (char *line = text, *next; *ok && line && line < text + len; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';
@@ -947,10 +1070,8 @@ static enum cbc_status dryrun(struct run *r, bool *ok)
             *ok = *line == '\0'; /* anything else: not a shape this knows */
             continue;
         }
-        if (!cbc_grow(&r->s, r->n, &cap, sizeof *r->s, 32)) {
-            free(text);
+        if (!cbc_grow(&r->s, r->n, &cap, sizeof *r->s, 32))
             return cbc_err_oom(r->err);
-        }
         struct step *s = &r->s[r->n++];
         memset(s, 0, sizeof *s);
         size_t l = strlen(line + 3);
@@ -958,14 +1079,14 @@ static enum cbc_status dryrun(struct run *r, bool *ok)
             l--;
         s->line = cbc_strndup(line + 3, l);
         s->tok = s->line ? tokenize(s->line, &s->ntok) : NULL;
-        if (!s->line || !s->tok) {
-            free(text);
+        if (!s->line || !s->tok)
             return cbc_err_oom(r->err);
-        }
         classify(s);
     }
-    free(text);
-    *ok = *ok && r->n && group_steps(r);
+    /* no virtual arch (a host-only compile): nothing to cache per arch */
+    *ok = *ok && r->n && group_steps(r) && r->ng;
+    if (*ok)
+        plan_renames(r);
     return CBC_OK;
 }
 
@@ -978,9 +1099,6 @@ static void free_steps(struct run *r)
         free(r->s[i].line);
     }
     free(r->s);
-    for (size_t i = 0; i < r->n_mentions; i++)
-        free(r->mentions[i].path);
-    free(r->mentions);
 }
 
 enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_result *res,
@@ -1003,7 +1121,7 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
         char *value; /* NULL: was unset */
     } saved[64];
     size_t n_saved = 0;
-    struct file_set outs[CBC_ARRAY_LEN(r.g)];
+    struct cbc_result outs[CBC_ARRAY_LEN(r.g)];
     memset(outs, 0, sizeof outs);
     struct cbc_filememo *memo = cbc_filememo_new();
     if (!memo) {
@@ -1050,10 +1168,10 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
         }
         if (s->kind == K_CICC) {
             res->archs++;
-            if (group_key(&r, g) && restore(&r, g)) {
+            if (group_key(&r, g) && fetch(&r, g, &g->u[0])) {
                 g->cached = true;
                 res->archs_cached++;
-                direct_record(&r, g, memo); /* next time without preprocessing */
+                commit_group(&r, g, memo, NULL, 0); /* next time without preprocessing */
                 continue;
             }
         }
@@ -1082,9 +1200,9 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
         if (st == CBC_OK && g && (s->kind == K_CICC || s->kind == K_PTXAS)) {
             char nm[32];
             snprintf(nm, sizeof nm, "1:%d", (int)i - g->cicc);
-            set_add(&outs[s->group], nm, o, ol);
+            cbc_result_add(&outs[s->group], nm, o, ol);
             snprintf(nm, sizeof nm, "2:%d", (int)i - g->cicc);
-            set_add(&outs[s->group], nm, e, el);
+            cbc_result_add(&outs[s->group], nm, e, el);
         }
         free(o);
         free(e);
@@ -1098,8 +1216,10 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
         }
         if (g && g->keyed && !g->cached &&
             (int)i == (g->last_ptxas >= 0 ? g->last_ptxas : g->cicc)) {
-            store_group(&r, g, &outs[s->group]);
-            direct_record(&r, g, memo);
+            size_t len = 0;
+            uint8_t *entry = group_entry(&r, g, &outs[s->group], &len);
+            commit_group(&r, g, memo, entry, len);
+            free(entry);
         }
     }
     for (size_t k = 0; k < n_saved; k++) {
@@ -1110,10 +1230,12 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
         free(saved[k].value);
     }
     for (size_t i = 0; i < CBC_ARRAY_LEN(outs); i++)
-        set_release(&outs[i]);
+        cbc_result_release(&outs[i]);
     cbc_filememo_free(memo);
+    bool done = st == CBC_OK && ok && !r.out.oom && !r.errs.oom;
+    res->traced = done && req->trace_log && gather_traces(&r);
     free_steps(&r);
-    if (st == CBC_OK && ok && !r.out.oom && !r.errs.oom) {
+    if (done) {
         res->done = true;
         res->out = r.out.p, res->out_len = r.out.len;
         res->errs = r.errs.p, res->errs_len = r.errs.len;
@@ -1131,4 +1253,26 @@ void cbc_split_result_release(struct cbc_split_result *res)
     free(res->out);
     free(res->errs);
     memset(res, 0, sizeof *res);
+}
+
+enum cbc_status cbc_split_plan(const char *text, size_t len, struct cbc_split_plan *out,
+                               struct cbc_err *err)
+{
+    memset(out, 0, sizeof *out);
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return cbc_err_oom(err);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    struct run r = {.err = err};
+    bool ok = false;
+    enum cbc_status st = parse_dryrun(&r, copy, len, &ok);
+    out->ok = st == CBC_OK && ok;
+    out->steps = r.n;
+    for (size_t i = 0; out->ok && i < r.ng && out->n_archs < CBC_ARRAY_LEN(out->archs); i++)
+        out->archs[out->n_archs++] = r.g[i].arch;
+    out->renames = r.n_ren;
+    free_steps(&r);
+    free(copy);
+    return st;
 }

@@ -17,6 +17,11 @@
  * file contents that name a temporary file get the current run's name back
  * when restored.
  *
+ * Every step runs traced (src/trace) with TMPDIR in the private directory,
+ * each into its own log, so an arch's record holds the places its
+ * preprocessing looked for headers and found nothing, and the command's
+ * record (launch.c) those of every step.
+ *
  * Invariants: every step nvcc lists is run as it lists it (through
  * /bin/sh, in the same order, with its variable assignments), or is one of
  * the cached kinds and restored; a dryrun with a step this does not know,
@@ -29,8 +34,8 @@
 #ifndef CBC_SPLIT_H
 #define CBC_SPLIT_H
 
+#include "cache.h"
 #include "common.h"
-#include "direct.h"
 #include "key.h"
 #include "store.h"
 
@@ -41,10 +46,14 @@ struct cbc_split_req {
     const char *tmpdir;              /* private, empty: nvcc's TMPDIR for the steps */
     const char *depfile;             /* where nvcc would write its depfile, or NULL */
     const char *dep_target;          /* the depfile's target */
-    struct cbc_store *store;
-    struct cbc_direct *direct;       /* direct mode over the store: skip an arch's preprocessing */
+    struct cbc_cache *cache;         /* the store and its direct mode: an arch's lookups and
+                                        commits, skipping its preprocessing */
     const struct cbc_key_now *now;   /* the command's inputs of now: ids, env, source, cwd */
-    uint64_t started_ns;             /* when the compile began (racy files are not recorded) */
+    uint64_t started_ns;             /* cbc_now_ns() when the compile began (racy files are
+                                        not recorded) */
+    const char *trace_log;           /* the command's trace (trace.h): every step's is appended
+                                        to it, and an arch served from its record adds what that
+                                        record holds; NULL when the compile is not traced */
 };
 
 struct cbc_split_result {
@@ -52,6 +61,7 @@ struct cbc_split_result {
     char why[256];       /* when not done */
     size_t archs, archs_cached; /* virtual archs compiled, and of those served */
     size_t archs_direct;        /* of those served, how many without preprocessing */
+    bool traced;         /* req->trace_log holds the whole command's trace */
     char *out, *errs;    /* the steps' stdout and stderr, in order (malloc'd) */
     size_t out_len, errs_len;
 };
@@ -61,5 +71,19 @@ struct cbc_split_result {
 enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_result *res,
                               struct cbc_err *err);
 void cbc_split_result_release(struct cbc_split_result *res);
+
+/* What `nvcc --dryrun`'s text (its stderr) makes of a command, for tests
+ * and the fuzz target: whether it runs split (every step known and in an
+ * arch's group), its steps, the virtual archs in order, and the renames of
+ * a one-arch run. Never reads past `len`; an error only when out of memory. */
+struct cbc_split_plan {
+    bool ok;
+    size_t steps;
+    unsigned archs[32];
+    size_t n_archs;
+    size_t renames;
+};
+enum cbc_status cbc_split_plan(const char *text, size_t len, struct cbc_split_plan *out,
+                               struct cbc_err *err);
 
 #endif

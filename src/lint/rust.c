@@ -4,8 +4,8 @@
  * `cargo::`) for it on every path that reaches the read; a script that runs
  * nvcc must declare its kernel sources with rerun-if-changed.
  *
- * How: a Rust lexer (comments nested, raw and byte strings, char literals
- * against lifetimes), then an abstract run of `fn main` over the token tree:
+ * How: the tokens of rust_lex.c, then an abstract run of `fn main` over the
+ * token tree:
  * a stack of declared names grows as declarations run and shrinks when a
  * conditional block (if, else, match arm, loop, closure) ends; a call of a
  * function of the script runs its body with its parameters bound to the
@@ -22,34 +22,17 @@
  * comment, string or macro_rules! body); the abstract run is bounded (call
  * depth and a step budget), so a hostile script cannot make it hang.
  */
-#include "lint_int.h"
+#include "rust_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-enum tk { T_IDENT, T_STR, T_CHAR, T_NUM, T_LIFE, T_PUNCT };
-
-struct tok {
-    uint8_t k;
-    uint32_t off, len; /* the source span */
-    uint32_t str;      /* T_STR: index into the file's decoded strings */
-    uint32_t match;    /* ( [ {: index of the closing token (n when unbalanced) */
-};
 
 #define MAX_FILES 64
 #define MAX_DEPTH 12
 #define MAX_PARAMS 16
 #define STEP_BUDGET 4000000u
 #define MAX_NEST 200 /* blocks and array literals followed inside one another */
-
-struct rfile {
-    struct lint_src src;
-    struct tok *t;
-    size_t n, cap;
-    char **strs;
-    size_t n_strs, cap_strs;
-};
 
 struct rfn {
     char *name;
@@ -109,269 +92,6 @@ struct unit {
     bool oom, budget;
     struct cbc_lint_result *r;
 };
-
-/* ---- lexing -------------------------------------------------------------- */
-
-static bool is_id0(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
-}
-static bool is_id(unsigned char c)
-{
-    return is_id0(c) || (c >= '0' && c <= '9');
-}
-
-static bool push_tok(struct rfile *f, uint8_t k, size_t off, size_t len, uint32_t str)
-{
-    if (!cbc_grow(&f->t, f->n, &f->cap, sizeof *f->t, 256))
-        return false;
-    f->t[f->n++] = (struct tok){.k = k, .off = (uint32_t)off, .len = (uint32_t)len, .str = str};
-    return true;
-}
-
-/* Decodes a string's body [b, e) (escapes unless raw) and keeps it. */
-static bool add_str(struct rfile *f, const char *b, const char *e, bool raw, uint32_t *idx)
-{
-    struct cbc_buf out = {0};
-    cbc_buf_append(&out, "", 0);
-    for (const char *p = b; p < e; p++) {
-        if (raw || *p != '\\' || p + 1 >= e) {
-            cbc_buf_append(&out, p, 1);
-            continue;
-        }
-        char c = *++p;
-        switch (c) {
-        case 'n': cbc_buf_append(&out, "\n", 1); break;
-        case 't': cbc_buf_append(&out, "\t", 1); break;
-        case 'r': cbc_buf_append(&out, "\r", 1); break;
-        case '0': cbc_buf_append(&out, "\0", 0); break;
-        case 'x':
-            if (p + 2 < e && cbc_hex_digit(p[1]) >= 0 && cbc_hex_digit(p[2]) >= 0) {
-                char v = (char)(cbc_hex_digit(p[1]) * 16 + cbc_hex_digit(p[2]));
-                cbc_buf_append(&out, &v, 1);
-                p += 2;
-            }
-            break;
-        case 'u': /* \u{...}: kept out; names never need it */
-            while (p < e && *p != '}')
-                p++;
-            break;
-        case '\n': /* a continuation: the newline and the next line's indent go */
-            while (p + 1 < e && (p[1] == ' ' || p[1] == '\t' || p[1] == '\n' || p[1] == '\r'))
-                p++;
-            break;
-        default: cbc_buf_append(&out, &c, 1); break;
-        }
-    }
-    if (out.oom || !cbc_grow(&f->strs, f->n_strs, &f->cap_strs, sizeof *f->strs, 32)) {
-        cbc_buf_release(&out);
-        return false;
-    }
-    *idx = (uint32_t)f->n_strs;
-    f->strs[f->n_strs++] = out.p;
-    return true;
-}
-
-/* Lexes the whole file; false only on out of memory (malformed text lexes
- * to something, and an unterminated string or comment ends at the end). */
-static bool lex(struct rfile *f)
-{
-    const char *s = f->src.text, *end = s + f->src.len;
-    const char *p = s;
-    while (p < end) {
-        unsigned char c = (unsigned char)*p;
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-            p++;
-            continue;
-        }
-        if (c == '/' && p + 1 < end && p[1] == '/') {
-            while (p < end && *p != '\n')
-                p++;
-            continue;
-        }
-        if (c == '/' && p + 1 < end && p[1] == '*') {
-            int depth = 1;
-            p += 2;
-            while (p < end && depth > 0) {
-                if (*p == '/' && p + 1 < end && p[1] == '*') {
-                    depth++;
-                    p += 2;
-                } else if (*p == '*' && p + 1 < end && p[1] == '/') {
-                    depth--;
-                    p += 2;
-                } else {
-                    p++;
-                }
-            }
-            continue;
-        }
-        /* strings: "..", b"..", c"..", r#".."#, br".., cr".. */
-        const char *q = p;
-        bool raw = false;
-        if ((*q == 'b' || *q == 'c') && q + 1 < end && (q[1] == '"' || q[1] == 'r'))
-            q++;
-        if (*q == 'r' && q + 1 < end && (q[1] == '"' || q[1] == '#')) {
-            const char *h = q + 1;
-            size_t hashes = 0;
-            while (h < end && *h == '#')
-                hashes++, h++;
-            if (h < end && *h == '"') {
-                raw = true;
-                q = h;
-                const char *body = q + 1, *e = body;
-                for (;; e++) {
-                    if (e >= end)
-                        break;
-                    if (*e == '"') {
-                        size_t k = 0;
-                        while (k < hashes && e + 1 + k < end && e[1 + k] == '#')
-                            k++;
-                        if (k == hashes)
-                            break;
-                    }
-                }
-                uint32_t idx;
-                if (!add_str(f, body, e, true, &idx))
-                    return false;
-                const char *after = e < end ? e + 1 + hashes : end;
-                if (after > end)
-                    after = end;
-                if (!push_tok(f, T_STR, (size_t)(p - s), (size_t)(after - p), idx))
-                    return false;
-                p = after;
-                continue;
-            }
-        }
-        if (!raw && *q == '"') {
-            const char *e = q + 1;
-            while (e < end && *e != '"') {
-                if (*e == '\\' && e + 1 < end)
-                    e++;
-                e++;
-            }
-            uint32_t idx;
-            if (!add_str(f, q + 1, e, false, &idx))
-                return false;
-            const char *after = e < end ? e + 1 : end;
-            if (!push_tok(f, T_STR, (size_t)(p - s), (size_t)(after - p), idx))
-                return false;
-            p = after;
-            continue;
-        }
-        if (c == 'b' && p + 1 < end && p[1] == '\'') /* b'x': a byte */
-            p++, c = '\'';
-        if (c == '\'') {
-            /* a char literal ('a', '\n', 'é') or a lifetime ('a, 'static) */
-            const char *e = p + 1;
-            if (e < end && *e == '\\') {
-                e += 2;
-                while (e < end && *e != '\'' && *e != '\n')
-                    e++;
-                e = e < end ? e + 1 : end;
-                if (!push_tok(f, T_CHAR, (size_t)(p - s), (size_t)(e - p), 0))
-                    return false;
-                p = e;
-                continue;
-            }
-            size_t cl = 1;
-            if (e < end) {
-                unsigned char u = (unsigned char)*e;
-                cl = u >= 0xf0 ? 4 : u >= 0xe0 ? 3 : u >= 0xc0 ? 2 : 1;
-            }
-            if (e + cl < end && e[cl] == '\'') {
-                if (!push_tok(f, T_CHAR, (size_t)(p - s), cl + 2, 0))
-                    return false;
-                p = e + cl + 1;
-                continue;
-            }
-            while (e < end && is_id((unsigned char)*e))
-                e++;
-            if (!push_tok(f, T_LIFE, (size_t)(p - s), (size_t)(e - p), 0))
-                return false;
-            p = e;
-            continue;
-        }
-        if (c == 'r' && p + 2 < end && p[1] == '#' && is_id0((unsigned char)p[2])) {
-            const char *e = p + 2; /* r#ident: the ident without r# */
-            while (e < end && is_id((unsigned char)*e))
-                e++;
-            if (!push_tok(f, T_IDENT, (size_t)(p + 2 - s), (size_t)(e - p - 2), 0))
-                return false;
-            p = e;
-            continue;
-        }
-        if (is_id0(c)) {
-            const char *e = p;
-            while (e < end && is_id((unsigned char)*e))
-                e++;
-            if (!push_tok(f, T_IDENT, (size_t)(p - s), (size_t)(e - p), 0))
-                return false;
-            p = e;
-            continue;
-        }
-        if (c >= '0' && c <= '9') {
-            const char *e = p;
-            while (e < end && (is_id((unsigned char)*e) ||
-                               (*e == '.' && e + 1 < end && e[1] >= '0' && e[1] <= '9')))
-                e++;
-            if (!push_tok(f, T_NUM, (size_t)(p - s), (size_t)(e - p), 0))
-                return false;
-            p = e;
-            continue;
-        }
-        size_t len = 1;
-        if (p + 1 < end && ((c == ':' && p[1] == ':') || (c == '=' && p[1] == '>') ||
-                            (c == '-' && p[1] == '>')))
-            len = 2;
-        if (!push_tok(f, T_PUNCT, (size_t)(p - s), len, 0))
-            return false;
-        p += len;
-    }
-    /* match the brackets */
-    size_t *stack = malloc((f->n + 1) * sizeof *stack);
-    if (!stack)
-        return false;
-    size_t sp = 0;
-    for (size_t i = 0; i < f->n; i++) {
-        f->t[i].match = (uint32_t)f->n;
-        if (f->t[i].k != T_PUNCT || f->t[i].len != 1)
-            continue;
-        char ch = f->src.text[f->t[i].off];
-        if (ch == '(' || ch == '[' || ch == '{') {
-            stack[sp++] = i;
-        } else if ((ch == ')' || ch == ']' || ch == '}') && sp > 0) {
-            f->t[stack[--sp]].match = (uint32_t)i;
-        }
-    }
-    free(stack);
-    return true;
-}
-
-/* ---- token helpers ------------------------------------------------------- */
-
-static bool is(const struct rfile *f, size_t i, const char *text)
-{
-    if (i >= f->n || f->t[i].k == T_STR || f->t[i].k == T_CHAR)
-        return false;
-    size_t n = strlen(text);
-    return f->t[i].len == n && !memcmp(f->src.text + f->t[i].off, text, n);
-}
-static bool is_ident(const struct rfile *f, size_t i)
-{
-    return i < f->n && f->t[i].k == T_IDENT;
-}
-static const char *str_of(const struct rfile *f, size_t i)
-{
-    return i < f->n && f->t[i].k == T_STR ? f->strs[f->t[i].str] : NULL;
-}
-static char *ident_dup(const struct rfile *f, size_t i)
-{
-    return cbc_strndup(f->src.text + f->t[i].off, f->t[i].len);
-}
-static size_t close_of(const struct rfile *f, size_t i)
-{
-    return i < f->n ? f->t[i].match : f->n;
-}
 
 /* ---- values -------------------------------------------------------------- */
 
@@ -437,22 +157,22 @@ static bool resolve(struct unit *u, const struct frame *fr, const struct rfile *
 static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
                        size_t e, struct val *v)
 {
-    while (b < e && (is(f, b, "&") || is(f, b, "*")))
+    while (b < e && (rust_is(f, b, "&") || rust_is(f, b, "*")))
         b++;
     /* drop .as_str() .as_ref() .to_string() .iter() .into_iter() .to_owned() */
-    while (e >= b + 4 && is(f, e - 1, ")") && is(f, e - 2, "(") && is(f, e - 4, ".") &&
-           (is(f, e - 3, "as_str") || is(f, e - 3, "as_ref") || is(f, e - 3, "to_string") ||
-            is(f, e - 3, "iter") || is(f, e - 3, "into_iter") || is(f, e - 3, "to_owned") ||
-            is(f, e - 3, "copied") || is(f, e - 3, "cloned")))
+    while (e >= b + 4 && rust_is(f, e - 1, ")") && rust_is(f, e - 2, "(") && rust_is(f, e - 4, ".") &&
+           (rust_is(f, e - 3, "as_str") || rust_is(f, e - 3, "as_ref") || rust_is(f, e - 3, "to_string") ||
+            rust_is(f, e - 3, "iter") || rust_is(f, e - 3, "into_iter") || rust_is(f, e - 3, "to_owned") ||
+            rust_is(f, e - 3, "copied") || rust_is(f, e - 3, "cloned")))
         e -= 4;
     if (b >= e)
         return false;
     if (e == b + 1 && f->t[b].k == T_STR) {
-        if (!lint_strset_add(&v->names, str_of(f, b)))
+        if (!lint_strset_add(&v->names, rust_str_of(f, b)))
             u->oom = true;
         return true;
     }
-    if (e == b + 1 && is_ident(f, b)) {
+    if (e == b + 1 && rust_is_ident(f, b)) {
         const struct val *x = lookup(u, fr, f->src.text + f->t[b].off, f->t[b].len);
         if (!x || x->names.n == 0)
             return false;
@@ -460,13 +180,13 @@ static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfil
             u->oom = true;
         return true;
     }
-    if (is(f, b, "[") && close_of(f, b) == e - 1) {
+    if (rust_is(f, b, "[") && rust_close_of(f, b) == e - 1) {
         size_t i = b + 1;
         while (i < e - 1) {
             size_t j = i;
-            while (j < e - 1 && !is(f, j, ",")) {
-                if (is(f, j, "(") || is(f, j, "[") || is(f, j, "{"))
-                    j = close_of(f, j);
+            while (j < e - 1 && !rust_is(f, j, ",")) {
+                if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
+                    j = rust_close_of(f, j);
                 j++;
             }
             struct val one;
@@ -599,13 +319,13 @@ struct args {
 static void split_args(const struct rfile *f, size_t open, struct args *a)
 {
     a->n = 0;
-    size_t close = close_of(f, open);
+    size_t close = rust_close_of(f, open);
     size_t i = open + 1;
     while (i < close && a->n < 32) {
         size_t j = i;
-        while (j < close && !is(f, j, ",")) {
-            if (is(f, j, "(") || is(f, j, "[") || is(f, j, "{"))
-                j = close_of(f, j);
+        while (j < close && !rust_is(f, j, ",")) {
+            if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
+                j = rust_close_of(f, j);
             j++;
         }
         if (j > close)
@@ -635,7 +355,7 @@ static bool placeholder(struct unit *u, const struct frame *fr, const struct rfi
         return resolve(u, fr, f, a->b[first_arg + k], a->e[first_arg + k], v);
     }
     for (size_t k = first_arg; k < a->n; k++) /* name = expr */
-        if (a->e[k] > a->b[k] + 2 && is(f, a->b[k] + 1, "=") && f->t[a->b[k]].len == n &&
+        if (a->e[k] > a->b[k] + 2 && rust_is(f, a->b[k] + 1, "=") && f->t[a->b[k]].len == n &&
             !memcmp(f->src.text + f->t[a->b[k]].off, ph, n))
             return resolve(u, fr, f, a->b[k] + 2, a->e[k], v);
     const struct val *x = lookup(u, fr, ph, n);
@@ -651,7 +371,7 @@ static bool placeholder(struct unit *u, const struct frame *fr, const struct rfi
  * rerun-if-changed paths are collected. */
 static void directives(struct unit *u, struct frame *fr, const struct rfile *f, size_t open)
 {
-    const char *fmt = str_of(f, open + 1);
+    const char *fmt = rust_str_of(f, open + 1);
     if (!fmt)
         return;
     struct args a;
@@ -752,51 +472,51 @@ static void run_fn(struct unit *u, struct rfn *fn, struct val *args, size_t n_ar
 /* `fn` at i: the index past the item (its body's '}' + 1, or past ';'). */
 static size_t skip_item(const struct rfile *f, size_t i, size_t end)
 {
-    while (i < end && !is(f, i, "{") && !is(f, i, ";")) {
-        if (is(f, i, "(") || is(f, i, "["))
-            i = close_of(f, i);
+    while (i < end && !rust_is(f, i, "{") && !rust_is(f, i, ";")) {
+        if (rust_is(f, i, "(") || rust_is(f, i, "["))
+            i = rust_close_of(f, i);
         i++;
     }
-    if (i < end && is(f, i, "{"))
-        i = close_of(f, i);
+    if (i < end && rust_is(f, i, "{"))
+        i = rust_close_of(f, i);
     return i + 1;
 }
 
 static bool exits(const struct rfile *f, size_t i)
 {
-    if (is(f, i, "return") || is(f, i, "?"))
+    if (rust_is(f, i, "return") || rust_is(f, i, "?"))
         return true;
-    if ((is(f, i, "panic") || is(f, i, "unreachable") || is(f, i, "todo") ||
-         is(f, i, "unimplemented")) && is(f, i + 1, "!"))
+    if ((rust_is(f, i, "panic") || rust_is(f, i, "unreachable") || rust_is(f, i, "todo") ||
+         rust_is(f, i, "unimplemented")) && rust_is(f, i + 1, "!"))
         return true;
-    return is(f, i, "exit") && is(f, i + 1, "(") && i > 0 && is(f, i - 1, "::");
+    return rust_is(f, i, "exit") && rust_is(f, i + 1, "(") && i > 0 && rust_is(f, i - 1, "::");
 }
 
 static bool is_env_read_name(const struct rfile *f, size_t i, bool *all)
 {
-    *all = is(f, i, "vars") || is(f, i, "vars_os");
-    return *all || is(f, i, "var") || is(f, i, "var_os");
+    *all = rust_is(f, i, "vars") || rust_is(f, i, "vars_os");
+    return *all || rust_is(f, i, "var") || rust_is(f, i, "var_os");
 }
 
 /* Whether token i starts a read of the environment: env::var( or a bare
  * var( imported from std::env. Sets *arg_open to the '(' of its call. */
 static bool env_read(struct unit *u, const struct rfile *f, size_t i, size_t *arg_open, bool *all)
 {
-    if (i > 0 && (is(f, i - 1, ".") || is(f, i - 1, "fn")))
+    if (i > 0 && (rust_is(f, i - 1, ".") || rust_is(f, i - 1, "fn")))
         return false;
-    if (is(f, i, "env") && is(f, i + 1, "::") && is_env_read_name(f, i + 2, all) &&
-        is(f, i + 3, "(")) {
+    if (rust_is(f, i, "env") && rust_is(f, i + 1, "::") && is_env_read_name(f, i + 2, all) &&
+        rust_is(f, i + 3, "(")) {
         *arg_open = i + 3;
-        return !(i >= 2 && is(f, i - 1, "::") && !is(f, i - 2, "std") && !is(f, i - 2, "core"));
+        return !(i >= 2 && rust_is(f, i - 1, "::") && !rust_is(f, i - 2, "std") && !rust_is(f, i - 2, "core"));
     }
-    if (i > 0 && is(f, i - 1, "::"))
+    if (i > 0 && rust_is(f, i - 1, "::"))
         return false;
-    if (!is_env_read_name(f, i, all) || !is(f, i + 1, "("))
+    if (!is_env_read_name(f, i, all) || !rust_is(f, i + 1, "("))
         return false;
     if (find_fn(u, f->src.text + f->t[i].off, f->t[i].len))
         return false;
-    bool imported = is(f, i, "var") ? u->imp_var : is(f, i, "var_os") ? u->imp_var_os
-                    : is(f, i, "vars") ? u->imp_vars : u->imp_vars_os;
+    bool imported = rust_is(f, i, "var") ? u->imp_var : rust_is(f, i, "var_os") ? u->imp_var_os
+                    : rust_is(f, i, "vars") ? u->imp_vars : u->imp_vars_os;
     *arg_open = i + 1;
     return imported;
 }
@@ -824,7 +544,7 @@ static void read_env(struct unit *u, struct frame *fr, const struct rfile *f, si
     struct val v;
     if (resolve(u, fr, f, a.b[0], a.e[0], &v)) {
         size_t at = a.b[0];
-        while (at < a.e[0] && (is(f, at, "&") || is(f, at, "*")))
+        while (at < a.e[0] && (rust_is(f, at, "&") || rust_is(f, at, "*")))
             at++;
         report_read(u, fr, &v, at, stmt);
     }
@@ -842,7 +562,7 @@ static void call_fn(struct unit *u, struct frame *fr, const struct rfile *f, str
     for (size_t k = 0; k < n; k++) {
         if (resolve(u, fr, f, a.b[k], a.e[k], &vals[k]) && !vals[k].has_origin) {
             size_t at = a.b[k];
-            while (at < a.e[k] && (is(f, at, "&") || is(f, at, "*")))
+            while (at < a.e[k] && (rust_is(f, at, "&") || rust_is(f, at, "*")))
                 at++;
             vals[k].has_origin = true;
             vals[k].origin = (struct site){fr->file, f->t[at].off, stmt};
@@ -858,7 +578,7 @@ static void tool_site(struct unit *u, struct frame *fr, const struct rfile *f, s
                       size_t stmt)
 {
     bool hit = false;
-    if (is(f, i, "Command") && is(f, i + 1, "::") && is(f, i + 2, "new") && is(f, i + 3, "(")) {
+    if (rust_is(f, i, "Command") && rust_is(f, i + 1, "::") && rust_is(f, i + 2, "new") && rust_is(f, i + 3, "(")) {
         struct args a;
         split_args(f, i + 3, &a);
         struct val v;
@@ -874,18 +594,18 @@ static void tool_site(struct unit *u, struct frame *fr, const struct rfile *f, s
         if (known)
             val_free(&v);
         for (size_t k = a.n ? a.b[0] : 0; !known && a.n && k < a.e[0]; k++)
-            if (is_ident(f, k)) {
-                char *id = ident_dup(f, k);
+            if (rust_is_ident(f, k)) {
+                char *id = rust_ident_dup(f, k);
                 if (id && strstr(id, "nvcc"))
                     hit = true;
                 if (id && strstr(id, "cubincache"))
                     u->cubincache_emits = true;
                 free(id);
             }
-    } else if (is(f, i, "cuda") && i > 0 && is(f, i - 1, ".") && is(f, i + 1, "(") &&
-               is(f, i + 2, "true")) {
+    } else if (rust_is(f, i, "cuda") && i > 0 && rust_is(f, i - 1, ".") && rust_is(f, i + 1, "(") &&
+               rust_is(f, i + 2, "true")) {
         hit = true; /* cc::Build::new().cuda(true) */
-    } else if (is(f, i, "bindgen_cuda") || is(f, i, "cuda_builder") || is(f, i, "CudaBuilder")) {
+    } else if (rust_is(f, i, "bindgen_cuda") || rust_is(f, i, "cuda_builder") || rust_is(f, i, "CudaBuilder")) {
         hit = true;
     }
     if (hit && !u->nvcc) {
@@ -915,7 +635,7 @@ static void run_block_at(struct unit *u, struct frame *fr, size_t open, enum sco
                          size_t parent_stmt, const char *for_var, const struct val *for_val)
 {
     const struct rfile *f = &u->files[fr->file];
-    size_t close = close_of(f, open);
+    size_t close = rust_close_of(f, open);
     if (close > f->n)
         close = f->n;
     size_t h0 = u->n_decl;
@@ -938,97 +658,97 @@ static void run_block_at(struct unit *u, struct frame *fr, size_t open, enum sco
         }
         size_t anchor = kind == S_MATCH ? parent_stmt : stmt;
         const struct tok *t = &f->t[i];
-        if (kind == S_MATCH && depth == 0 && is(f, i, ",")) {
+        if (kind == S_MATCH && depth == 0 && rust_is(f, i, ",")) {
             truncate_to(u, fr, h0); /* each arm starts from the match's state */
             continue;
         }
-        if (is(f, i, "(") || is(f, i, "[")) {
+        if (rust_is(f, i, "(") || rust_is(f, i, "[")) {
             depth++;
             continue;
         }
-        if (is(f, i, ")") || is(f, i, "]")) {
+        if (rust_is(f, i, ")") || rust_is(f, i, "]")) {
             depth--;
             continue;
         }
-        if (is(f, i, ";") && depth <= 0) {
+        if (rust_is(f, i, ";") && depth <= 0) {
             stmt = i + 1;
             pending = P_NONE;
             depth = 0;
             continue;
         }
-        if (is(f, i, "#") && (is(f, i + 1, "[") || (is(f, i + 1, "!") && is(f, i + 2, "[")))) {
-            i = close_of(f, is(f, i + 1, "[") ? i + 1 : i + 2); /* an attribute */
+        if (rust_is(f, i, "#") && (rust_is(f, i + 1, "[") || (rust_is(f, i + 1, "!") && rust_is(f, i + 2, "[")))) {
+            i = rust_close_of(f, rust_is(f, i + 1, "[") ? i + 1 : i + 2); /* an attribute */
             if (i >= close)
                 break;
             continue; /* a fix goes before the attribute, which stays with its item */
         }
-        if (depth == 0 && (is(f, i, "fn") || is(f, i, "impl") || is(f, i, "mod") ||
-                           is(f, i, "struct") || is(f, i, "enum") || is(f, i, "trait") ||
-                           is(f, i, "use") || (is(f, i, "macro_rules") && is(f, i + 1, "!")))) {
-            if (is(f, i, "fn") && !is_ident(f, i + 1)) /* fn(x) types */
+        if (depth == 0 && (rust_is(f, i, "fn") || rust_is(f, i, "impl") || rust_is(f, i, "mod") ||
+                           rust_is(f, i, "struct") || rust_is(f, i, "enum") || rust_is(f, i, "trait") ||
+                           rust_is(f, i, "use") || (rust_is(f, i, "macro_rules") && rust_is(f, i + 1, "!")))) {
+            if (rust_is(f, i, "fn") && !rust_is_ident(f, i + 1)) /* fn(x) types */
                 continue;
             i = skip_item(f, i, close) - 1;
             stmt = i + 1;
             continue;
         }
         if (t->k == T_IDENT && depth == 0) {
-            if (is(f, i, "if") || is(f, i, "while") || is(f, i, "else") || is(f, i, "loop"))
+            if (rust_is(f, i, "if") || rust_is(f, i, "while") || rust_is(f, i, "else") || rust_is(f, i, "loop"))
                 pending = P_COND;
-            else if (is(f, i, "match"))
+            else if (rust_is(f, i, "match"))
                 pending = P_MATCH;
-            else if (is(f, i, "unsafe") || is(f, i, "async"))
+            else if (rust_is(f, i, "unsafe") || rust_is(f, i, "async"))
                 pending = pending == P_NONE ? P_UNCOND : pending;
-            else if (is(f, i, "for") && is_ident(f, i + 1) && is(f, i + 2, "in")) {
+            else if (rust_is(f, i, "for") && rust_is_ident(f, i + 1) && rust_is(f, i + 2, "in")) {
                 pending = P_FOR;
                 free(loop_var);
                 val_free(&loop_val);
-                loop_var = ident_dup(f, i + 1);
+                loop_var = rust_ident_dup(f, i + 1);
                 size_t e = i + 3;
-                while (e < close && !is(f, e, "{")) {
-                    if (is(f, e, "(") || is(f, e, "["))
-                        e = close_of(f, e);
+                while (e < close && !rust_is(f, e, "{")) {
+                    if (rust_is(f, e, "(") || rust_is(f, e, "["))
+                        e = rust_close_of(f, e);
                     e++;
                 }
                 loop_known = resolve(u, fr, f, i + 3, e, &loop_val);
-            } else if ((is(f, i, "let") || is(f, i, "const") || is(f, i, "static")) &&
+            } else if ((rust_is(f, i, "let") || rust_is(f, i, "const") || rust_is(f, i, "static")) &&
                        i == stmt) {
                 size_t n = i + 1;
-                if (is(f, n, "mut"))
+                if (rust_is(f, n, "mut"))
                     n++;
                 size_t eq = n + 1;
-                if (is_ident(f, n)) {
-                    while (eq < close && !is(f, eq, "=") && !is(f, eq, ";")) {
-                        if (is(f, eq, "(") || is(f, eq, "[") || is(f, eq, "{"))
-                            eq = close_of(f, eq);
+                if (rust_is_ident(f, n)) {
+                    while (eq < close && !rust_is(f, eq, "=") && !rust_is(f, eq, ";")) {
+                        if (rust_is(f, eq, "(") || rust_is(f, eq, "[") || rust_is(f, eq, "{"))
+                            eq = rust_close_of(f, eq);
                         eq++;
                     }
                 }
-                if (is_ident(f, n) && is(f, eq, "=")) {
+                if (rust_is_ident(f, n) && rust_is(f, eq, "=")) {
                     size_t e = eq + 1;
-                    while (e < close && !is(f, e, ";")) {
-                        if (is(f, e, "(") || is(f, e, "[") || is(f, e, "{"))
-                            e = close_of(f, e);
+                    while (e < close && !rust_is(f, e, ";")) {
+                        if (rust_is(f, e, "(") || rust_is(f, e, "[") || rust_is(f, e, "{"))
+                            e = rust_close_of(f, e);
                         e++;
                     }
                     struct val v;
                     if (resolve(u, fr, f, eq + 1, e, &v) &&
-                        !bind(&fr->b, &fr->nb, &fr->cap, ident_dup(f, n), &v))
+                        !bind(&fr->b, &fr->nb, &fr->cap, rust_ident_dup(f, n), &v))
                         u->oom = true;
                 }
             }
         }
         if (exits(f, i) && fr->exit_h == SIZE_MAX)
             fr->exit_h = u->n_decl;
-        if (is(f, i, "{")) {
-            size_t j = close_of(f, i);
+        if (rust_is(f, i, "{")) {
+            size_t j = rust_close_of(f, i);
             enum scope sk = S_COND;
             bool same_scope = false;
             const char *fv = NULL;
             const struct val *fval = NULL;
-            if (i > 0 && (is(f, i - 1, "else") || is(f, i - 1, "loop"))) {
+            if (i > 0 && (rust_is(f, i - 1, "else") || rust_is(f, i - 1, "loop"))) {
                 sk = S_COND;
-            } else if (i > 0 && (is(f, i - 1, "unsafe") || is(f, i - 1, "async") ||
-                                 is(f, i - 1, "move") || is(f, i - 1, "const"))) {
+            } else if (i > 0 && (rust_is(f, i - 1, "unsafe") || rust_is(f, i - 1, "async") ||
+                                 rust_is(f, i - 1, "move") || rust_is(f, i - 1, "const"))) {
                 sk = S_UNCOND;
             } else if (depth == 0 && pending == P_MATCH) {
                 sk = S_MATCH;
@@ -1040,10 +760,10 @@ static void run_block_at(struct unit *u, struct frame *fr, size_t open, enum sco
                 sk = S_COND;
             } else if (depth == 0 && pending == P_UNCOND) {
                 sk = S_UNCOND;
-            } else if (i > 0 && (is(f, i - 1, "|") || is(f, i - 1, "=>"))) {
+            } else if (i > 0 && (rust_is(f, i - 1, "|") || rust_is(f, i - 1, "=>"))) {
                 sk = S_COND; /* a closure's body, a match arm's block */
-            } else if (i > 0 && (is_ident(f, i - 1) || is(f, i - 1, ">")) &&
-                       !is(f, i - 1, "return") && !is(f, i - 1, "in")) {
+            } else if (i > 0 && (rust_is_ident(f, i - 1) || rust_is(f, i - 1, ">")) &&
+                       !rust_is(f, i - 1, "return") && !rust_is(f, i - 1, "in")) {
                 same_scope = true; /* a struct literal: its fields are expressions here */
             } else {
                 sk = S_UNCOND; /* a block expression */
@@ -1054,9 +774,9 @@ static void run_block_at(struct unit *u, struct frame *fr, size_t open, enum sco
                 continue; /* run its tokens in this block */
             run_block(u, fr, i, sk, anchor, fv, fval);
             i = j < close ? j : close;
-            if (depth == 0 && !is(f, i + 1, "else") && !is(f, i + 1, ".") &&
-                !is(f, i + 1, "?") && !is(f, i + 1, ",") && !is(f, i + 1, ")") &&
-                !is(f, i + 1, ";") && kind != S_MATCH)
+            if (depth == 0 && !rust_is(f, i + 1, "else") && !rust_is(f, i + 1, ".") &&
+                !rust_is(f, i + 1, "?") && !rust_is(f, i + 1, ",") && !rust_is(f, i + 1, ")") &&
+                !rust_is(f, i + 1, ";") && kind != S_MATCH)
                 stmt = i + 1;
             continue;
         }
@@ -1068,12 +788,12 @@ static void run_block_at(struct unit *u, struct frame *fr, size_t open, enum sco
             read_env(u, fr, f, i, open2, all, anchor);
             continue;
         }
-        if ((is(f, i, "println") || is(f, i, "print")) && is(f, i + 1, "!") && is(f, i + 2, "(")) {
+        if ((rust_is(f, i, "println") || rust_is(f, i, "print")) && rust_is(f, i + 1, "!") && rust_is(f, i + 2, "(")) {
             directives(u, fr, f, i + 2);
             continue;
         }
         tool_site(u, fr, f, i, anchor);
-        if (is(f, i + 1, "(") && !(i > 0 && (is(f, i - 1, ".") || is(f, i - 1, "fn")))) {
+        if (rust_is(f, i + 1, "(") && !(i > 0 && (rust_is(f, i - 1, ".") || rust_is(f, i - 1, "fn")))) {
             struct rfn *fn = find_fn(u, f->src.text + t->off, t->len);
             if (fn)
                 call_fn(u, fr, f, fn, i + 1, anchor);
@@ -1097,20 +817,20 @@ static enum cbc_status add_file(struct unit *u, const char *path, struct cbc_err
 static void scan_use(struct unit *u, const struct rfile *f, size_t i, size_t end)
 {
     /* use std::env::var; use std::env::{var, vars_os}; use std::env::*; */
-    if (!(is(f, i + 1, "std") && is(f, i + 2, "::") && is(f, i + 3, "env") && is(f, i + 4, "::")))
+    if (!(rust_is(f, i + 1, "std") && rust_is(f, i + 2, "::") && rust_is(f, i + 3, "env") && rust_is(f, i + 4, "::")))
         return;
-    for (size_t k = i + 5; k < end && !is(f, k, ";"); k++) {
-        if (is(f, k, "*"))
+    for (size_t k = i + 5; k < end && !rust_is(f, k, ";"); k++) {
+        if (rust_is(f, k, "*"))
             u->imp_var = u->imp_var_os = u->imp_vars = u->imp_vars_os = true;
-        else if (is(f, k, "as") )
+        else if (rust_is(f, k, "as") )
             k++; /* var as v: not followed */
-        else if (is(f, k, "var") && !is(f, k + 1, "as"))
+        else if (rust_is(f, k, "var") && !rust_is(f, k + 1, "as"))
             u->imp_var = true;
-        else if (is(f, k, "var_os") && !is(f, k + 1, "as"))
+        else if (rust_is(f, k, "var_os") && !rust_is(f, k + 1, "as"))
             u->imp_var_os = true;
-        else if (is(f, k, "vars") && !is(f, k + 1, "as"))
+        else if (rust_is(f, k, "vars") && !rust_is(f, k + 1, "as"))
             u->imp_vars = true;
-        else if (is(f, k, "vars_os") && !is(f, k + 1, "as"))
+        else if (rust_is(f, k, "vars_os") && !rust_is(f, k + 1, "as"))
             u->imp_vars_os = true;
     }
 }
@@ -1119,43 +839,43 @@ static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
 {
     struct rfile *f = &u->files[fi];
     for (size_t i = 0; i < f->n; i++) {
-        if (is(f, i, "macro_rules") && is(f, i + 1, "!")) {
+        if (rust_is(f, i, "macro_rules") && rust_is(f, i + 1, "!")) {
             i = skip_item(f, i, f->n) - 1;
             continue;
         }
-        if (is(f, i, "#") && is(f, i + 1, "[") && is(f, i + 2, "cfg") && is(f, i + 3, "(") &&
-            is(f, i + 4, "test") && is(f, i + 5, ")")) {
-            i = skip_item(f, close_of(f, i + 1) + 1, f->n) - 1; /* test code never runs */
+        if (rust_is(f, i, "#") && rust_is(f, i + 1, "[") && rust_is(f, i + 2, "cfg") && rust_is(f, i + 3, "(") &&
+            rust_is(f, i + 4, "test") && rust_is(f, i + 5, ")")) {
+            i = skip_item(f, rust_close_of(f, i + 1) + 1, f->n) - 1; /* test code never runs */
             continue;
         }
-        if (is(f, i, "use"))
+        if (rust_is(f, i, "use"))
             scan_use(u, f, i, f->n);
         size_t po = i + 2; /* fn name<T>(...) */
-        if (is(f, i, "fn") && is_ident(f, i + 1) && is(f, po, "<")) {
+        if (rust_is(f, i, "fn") && rust_is_ident(f, i + 1) && rust_is(f, po, "<")) {
             for (int d = 0; po < f->n; po++) {
-                if (is(f, po, "<"))
+                if (rust_is(f, po, "<"))
                     d++;
-                else if (is(f, po, ">") && --d == 0)
+                else if (rust_is(f, po, ">") && --d == 0)
                     break;
             }
             po++;
         }
-        if (is(f, i, "fn") && is_ident(f, i + 1) && is(f, po, "(") &&
-            !(i > 0 && is(f, i - 1, "("))) {
-            size_t pc = close_of(f, po);
+        if (rust_is(f, i, "fn") && rust_is_ident(f, i + 1) && rust_is(f, po, "(") &&
+            !(i > 0 && rust_is(f, i - 1, "("))) {
+            size_t pc = rust_close_of(f, po);
             size_t b = pc + 1;
-            while (b < f->n && !is(f, b, "{") && !is(f, b, ";")) {
-                if (is(f, b, "(") || is(f, b, "["))
-                    b = close_of(f, b);
+            while (b < f->n && !rust_is(f, b, "{") && !rust_is(f, b, ";")) {
+                if (rust_is(f, b, "(") || rust_is(f, b, "["))
+                    b = rust_close_of(f, b);
                 b++;
             }
-            if (b >= f->n || !is(f, b, "{"))
+            if (b >= f->n || !rust_is(f, b, "{"))
                 continue;
             if (!cbc_grow(&u->fns, u->n_fns, &u->cap_fns, sizeof *u->fns, 16))
                 return cbc_err_oom(err);
             struct rfn *fn = &u->fns[u->n_fns];
             memset(fn, 0, sizeof *fn);
-            fn->name = ident_dup(f, i + 1);
+            fn->name = rust_ident_dup(f, i + 1);
             fn->file = fi;
             fn->body = b;
             if (!fn->name)
@@ -1164,29 +884,29 @@ static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
             /* parameters: `name: T` at the top level of (...) */
             size_t k = po + 1;
             size_t sp = k;
-            while (sp < pc && (is(f, sp, "&") || is(f, sp, "mut") || f->t[sp].k == T_LIFE))
+            while (sp < pc && (rust_is(f, sp, "&") || rust_is(f, sp, "mut") || f->t[sp].k == T_LIFE))
                 sp++;
-            fn->method = is(f, sp, "self");
+            fn->method = rust_is(f, sp, "self");
             while (k < pc && fn->n_params < MAX_PARAMS) {
                 size_t s = k;
-                if (is(f, s, "mut"))
+                if (rust_is(f, s, "mut"))
                     s++;
-                if (is_ident(f, s) && is(f, s + 1, ":"))
-                    fn->params[fn->n_params++] = ident_dup(f, s);
+                if (rust_is_ident(f, s) && rust_is(f, s + 1, ":"))
+                    fn->params[fn->n_params++] = rust_ident_dup(f, s);
                 else if (fn->n_params < MAX_PARAMS)
                     fn->params[fn->n_params++] = cbc_strdup("\x01"); /* a pattern or self */
-                while (k < pc && !is(f, k, ",")) {
-                    if (is(f, k, "(") || is(f, k, "[") || is(f, k, "{") || is(f, k, "<")) {
-                        if (is(f, k, "<")) { /* generics: skip to the matching '>' */
+                while (k < pc && !rust_is(f, k, ",")) {
+                    if (rust_is(f, k, "(") || rust_is(f, k, "[") || rust_is(f, k, "{") || rust_is(f, k, "<")) {
+                        if (rust_is(f, k, "<")) { /* generics: skip to the matching '>' */
                             int d = 0;
                             for (; k < pc; k++) {
-                                if (is(f, k, "<"))
+                                if (rust_is(f, k, "<"))
                                     d++;
-                                else if (is(f, k, ">") && --d == 0)
+                                else if (rust_is(f, k, ">") && --d == 0)
                                     break;
                             }
                         } else {
-                            k = close_of(f, k);
+                            k = rust_close_of(f, k);
                         }
                     }
                     k++;
@@ -1198,37 +918,37 @@ static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
                     return cbc_err_oom(err);
             continue;
         }
-        if ((is(f, i, "const") || is(f, i, "static")) && !is(f, i + 1, "fn")) {
+        if ((rust_is(f, i, "const") || rust_is(f, i, "static")) && !rust_is(f, i + 1, "fn")) {
             size_t n = i + 1;
-            if (is(f, n, "mut"))
+            if (rust_is(f, n, "mut"))
                 n++;
             size_t eq = n + 1;
-            while (eq < f->n && !is(f, eq, "=") && !is(f, eq, ";") && !is(f, eq, "{")) {
-                if (is(f, eq, "(") || is(f, eq, "["))
-                    eq = close_of(f, eq); /* [&str; 2] */
+            while (eq < f->n && !rust_is(f, eq, "=") && !rust_is(f, eq, ";") && !rust_is(f, eq, "{")) {
+                if (rust_is(f, eq, "(") || rust_is(f, eq, "["))
+                    eq = rust_close_of(f, eq); /* [&str; 2] */
                 eq++;
             }
-            if (is_ident(f, n) && is(f, eq, "=")) {
+            if (rust_is_ident(f, n) && rust_is(f, eq, "=")) {
                 size_t e = eq + 1;
-                while (e < f->n && !is(f, e, ";")) {
-                    if (is(f, e, "(") || is(f, e, "[") || is(f, e, "{"))
-                        e = close_of(f, e);
+                while (e < f->n && !rust_is(f, e, ";")) {
+                    if (rust_is(f, e, "(") || rust_is(f, e, "[") || rust_is(f, e, "{"))
+                        e = rust_close_of(f, e);
                     e++;
                 }
                 struct val v;
                 if (resolve(u, NULL, f, eq + 1, e, &v) &&
-                    !bind(&u->consts, &u->n_consts, &u->cap_consts, ident_dup(f, n), &v))
+                    !bind(&u->consts, &u->n_consts, &u->cap_consts, rust_ident_dup(f, n), &v))
                     return cbc_err_oom(err);
             }
             continue;
         }
         /* mod NAME; and #[path = "x.rs"] mod NAME; and include!("x.rs") */
-        if (is(f, i, "mod") && is_ident(f, i + 1) && is(f, i + 2, ";")) {
+        if (rust_is(f, i, "mod") && rust_is_ident(f, i + 1) && rust_is(f, i + 2, ";")) {
             char *dir = cbc_path_dir(f->src.path);
-            char *name = ident_dup(f, i + 1);
+            char *name = rust_ident_dup(f, i + 1);
             const char *path_attr = NULL;
-            if (i >= 6 && is(f, i - 1, "]") && is(f, i - 3, "=") && is(f, i - 4, "path"))
-                path_attr = str_of(f, i - 2);
+            if (i >= 6 && rust_is(f, i - 1, "]") && rust_is(f, i - 3, "=") && rust_is(f, i - 4, "path"))
+                path_attr = rust_str_of(f, i - 2);
             const char *base = cbc_path_base(f->src.path);
             bool root = fi == 0 || !strcmp(base, "mod.rs");
             char *stem = cbc_path_stem(f->src.path);
@@ -1254,10 +974,10 @@ static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
             f = &u->files[fi];
             continue;
         }
-        if (is(f, i, "include") && is(f, i + 1, "!") && is(f, i + 2, "(") && str_of(f, i + 3) &&
-            is(f, i + 4, ")")) {
+        if (rust_is(f, i, "include") && rust_is(f, i + 1, "!") && rust_is(f, i + 2, "(") && rust_str_of(f, i + 3) &&
+            rust_is(f, i + 4, ")")) {
             char *dir = cbc_path_dir(f->src.path);
-            char *p = dir ? cbc_asprintf("%s/%s", dir, str_of(f, i + 3)) : NULL;
+            char *p = dir ? cbc_asprintf("%s/%s", dir, rust_str_of(f, i + 3)) : NULL;
             enum cbc_status st = CBC_OK;
             if (!p)
                 st = cbc_err_oom(err);
@@ -1291,10 +1011,10 @@ static enum cbc_status add_file(struct unit *u, const char *path, struct cbc_err
         return st;
     u->n_files++;
     u->r->files_read++;
-    if (!lex(f))
+    if (!rust_lex(f))
         return cbc_err_oom(err);
     for (size_t i = 0; i < f->n; i++) {
-        const char *s = str_of(f, i);
+        const char *s = rust_str_of(f, i);
         if (!s)
             continue;
         for (const char *p = s; (p = strstr(p, "cargo:")) != NULL; p++) {
@@ -1387,7 +1107,7 @@ static void after_run(struct unit *u, size_t first_finding)
         struct lint_strset paths = {0};
         for (int fi = 0; root && fi < u->n_files; fi++)
             for (size_t i = 0; i < u->files[fi].n; i++) {
-                const char *s = str_of(&u->files[fi], i);
+                const char *s = rust_str_of(&u->files[fi], i);
                 if (s && package_path(root, s) && !covered(&u->changed, s) &&
                     !lint_strset_add(&paths, s))
                     u->oom = true;
@@ -1428,7 +1148,7 @@ static void after_run(struct unit *u, size_t first_finding)
         struct lint_strset srcs = {0};
         for (int fi = 0; fi < u->n_files; fi++)
             for (size_t i = 0; i < u->files[fi].n; i++) {
-                const char *s = str_of(&u->files[fi], i);
+                const char *s = rust_str_of(&u->files[fi], i);
                 if (s && is_cuda_source(s) && !strchr(s, '{') && !strchr(s, '\n') &&
                     !covered(&u->changed, s) && !lint_strset_add(&srcs, s))
                     u->oom = true;

@@ -2,7 +2,10 @@
  *
  * cJSON builds and prints the document; parsing walks it with helpers that
  * record the JSON path of the field being read, so every error says which
- * field of which file is wrong and what was expected.
+ * field of which file is wrong and what was expected. Strict where cJSON
+ * is lenient: the document is the whole text (no NUL, nothing but white
+ * space after it), and integers are whole numbers (cJSON keeps a double:
+ * "version": 1.9 would read as 1).
  */
 #include "manifest.h"
 
@@ -85,15 +88,29 @@ char *cbc_manifest_render(const struct cbc_manifest *m)
     for (size_t i = 0; flags && i < m->n_flags; i++)
         cJSON_AddItemToArray(flags, cJSON_CreateStringReference(m->flags[i]));
     cJSON *env = add_obj(root, "environment", cJSON_CreateObject());
-    for (size_t i = 0; env && i < CBC_KEY_ENV_COUNT; i++)
-        add_str_or_null(env, cbc_key_env_names[i], m->env[i]);
+    for (size_t i = 0; env && i < m->env.n; i++)
+        add_str_or_null(env, m->env.name[i], m->env.value[i]);
     add_str(root, "cwd", m->cwd);
+    add_str_or_null(root, "base_dir", m->base_dir);
     cJSON *arch = add_obj(root, "arch", cJSON_CreateObject());
     if (arch) {
         add_str(arch, "spec", m->arch_spec);
         add_str(arch, "rule", m->arch_rule);
         add_str(arch, "detail", m->arch_detail);
         add_str_or_null(arch, "CUDA_COMPUTE_CAP", m->compute_cap);
+    }
+    if (m->n_lookups) {
+        cJSON *lk = add_obj(root, "lookups", cJSON_CreateArray());
+        for (size_t i = 0; lk && i < m->n_lookups; i++) {
+            cJSON *o = cJSON_CreateObject(), *names = NULL;
+            if (o) {
+                add_str(o, "dir", m->lookups[i].dir);
+                names = add_obj(o, "absent", cJSON_CreateArray());
+                cJSON_AddItemToArray(lk, o);
+            }
+            for (size_t k = 0; names && k < m->lookups[i].n; k++)
+                cJSON_AddItemToArray(names, cJSON_CreateStringReference(m->lookups[i].names[k]));
+        }
     }
     cJSON *ents = add_obj(root, "entries", cJSON_CreateArray());
     for (size_t i = 0; ents && i < m->n; i++) {
@@ -181,6 +198,18 @@ static void get_hash(struct rd *r, const cJSON *o, const char *k, const char *fi
         fail(r, field, "expected 32 hexadecimal digits");
 }
 
+/* A JSON number that is a whole number in [0, max]: the schema's integer. */
+static bool as_uint(const cJSON *j, double max, uint64_t *out)
+{
+    if (!cJSON_IsNumber(j) || !(j->valuedouble >= 0 && j->valuedouble <= max))
+        return false;
+    uint64_t v = (uint64_t)j->valuedouble;
+    if ((double)v != j->valuedouble)
+        return false;
+    *out = v;
+    return true;
+}
+
 static const cJSON *get_obj(struct rd *r, const cJSON *o, const char *k, const char *field)
 {
     const cJSON *j = get(r, o, k, field);
@@ -243,10 +272,8 @@ static void parse_entry(struct rd *r, const cJSON *o, size_t i, size_t n_deps,
     get_hash(r, o, "xxh3", f, &e->hash);
     snprintf(f, sizeof f, "entries[%zu].size", i);
     const cJSON *sz = get(r, o, "size", f);
-    if (sz && (!cJSON_IsNumber(sz) || sz->valuedouble < 0 || sz->valuedouble > 9.0e15))
+    if (sz && !as_uint(sz, 9.0e15, &e->size))
         fail(r, f, "expected a non-negative integer");
-    else if (sz)
-        e->size = (uint64_t)sz->valuedouble;
     const cJSON *dv = cJSON_GetObjectItemCaseSensitive(o, "deps");
     if (dv) {
         snprintf(f, sizeof f, "entries[%zu].deps", i);
@@ -263,14 +290,103 @@ static void parse_entry(struct rd *r, const cJSON *o, size_t i, size_t n_deps,
         const cJSON *x;
         cJSON_ArrayForEach(x, dv)
         {
-            if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= (double)n_deps) {
+            uint64_t d;
+            if (!as_uint(x, 9.0e15, &d) || d >= n_deps) {
                 fail(r, f, "expected indices into 'dependencies'");
                 return;
             }
-            e->deps[k++] = (size_t)x->valuedouble;
+            e->deps[k++] = (size_t)d;
         }
         e->n_deps = k;
     }
+}
+
+/* "lookups": [{"dir": "/abs", "absent": ["name", ...]}, ...] */
+static void parse_lookups(struct rd *r, const cJSON *lk, struct cbc_manifest *m)
+{
+    if (!cJSON_IsArray(lk)) {
+        fail(r, "lookups", "expected an array");
+        return;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(lk);
+    m->lookups = calloc(n ? n : 1, sizeof *m->lookups);
+    if (!m->lookups) {
+        r->st = cbc_err_oom(r->err);
+        return;
+    }
+    const cJSON *o;
+    cJSON_ArrayForEach(o, lk)
+    {
+        char f[64];
+        snprintf(f, sizeof f, "lookups[%zu]", m->n_lookups);
+        struct cbc_manifest_lookup *l = &m->lookups[m->n_lookups++];
+        if (!cJSON_IsObject(o)) {
+            fail(r, f, "expected an object");
+            return;
+        }
+        snprintf(f, sizeof f, "lookups[%zu].dir", m->n_lookups - 1);
+        l->dir = get_str(r, o, "dir", f, false);
+        if (l->dir && l->dir[0] != '/')
+            fail(r, f, "expected an absolute directory");
+        snprintf(f, sizeof f, "lookups[%zu].absent", m->n_lookups - 1);
+        const cJSON *names = get_arr(r, o, "absent", f);
+        if (!names || r->st != CBC_OK)
+            return;
+        size_t k = (size_t)cJSON_GetArraySize(names);
+        if (!(l->names = calloc(k ? k : 1, sizeof *l->names))) {
+            r->st = cbc_err_oom(r->err);
+            return;
+        }
+        const cJSON *x;
+        cJSON_ArrayForEach(x, names)
+        {
+            if (!cJSON_IsString(x) || !x->valuestring[0] || x->valuestring[0] == '/') {
+                fail(r, f, "expected an array of paths relative to 'dir'");
+                return;
+            }
+            if (!(l->names[l->n++] = cbc_strdup(x->valuestring))) {
+                r->st = cbc_err_oom(r->err);
+                return;
+            }
+        }
+    }
+}
+
+/* The one JSON document `text` holds, or NULL with r->st set: no NUL in
+ * it, nothing but white space after the document. */
+static cJSON *parse_whole(struct rd *r, const char *text, size_t len)
+{
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        r->st = cbc_err_set(r->err, CBC_E_FORMAT, "manifest '%s': byte %zu is a NUL: not JSON "
+                            "text (damaged, or padded after the document)", r->file,
+                            (size_t)(nul - text));
+        cbc_err_hint(r->err, "rebuild the bundle with 'cubincache build' to regenerate it");
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        long off = at && at >= text && at <= text + len ? (long)(at - text) : -1;
+        r->st = cbc_err_set(r->err, CBC_E_FORMAT, "manifest '%s': not valid JSON (near byte %ld)",
+                            r->file, off);
+    } else {
+        size_t at = (size_t)(end - text);
+        while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r' ||
+                            text[at] == '\n'))
+            at++;
+        if (at < len) {
+            r->st = cbc_err_set(r->err, CBC_E_FORMAT, "manifest '%s': byte %zu: more text after "
+                                "the JSON document, which ends at byte %zu", r->file, at,
+                                (size_t)(end - text));
+            cJSON_Delete(root);
+            root = NULL;
+        }
+    }
+    if (!root)
+        cbc_err_hint(r->err, "rebuild the bundle with 'cubincache build' to regenerate it");
+    return root;
 }
 
 enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *name,
@@ -278,24 +394,24 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
 {
     memset(m, 0, sizeof *m);
     struct rd r = {name ? name : "<buffer>", err, CBC_OK};
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        long off = at && at >= text && at <= text + len ? (long)(at - text) : -1;
-        cbc_err_set(err, CBC_E_FORMAT, "manifest '%s': not valid JSON (near byte %ld)", r.file, off);
-        cbc_err_hint(err, "rebuild the bundle with 'cubincache build' to regenerate it");
-        return CBC_E_FORMAT;
-    }
+    cJSON *root = parse_whole(&r, text, len);
+    if (!root)
+        return r.st;
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
+    uint64_t version = 0;
     if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) ||
         strcmp(fmt->valuestring, CBC_MANIFEST_FORMAT) != 0) {
         fail(&r, "format", "expected \"" CBC_MANIFEST_FORMAT "\": not a cubincache manifest");
         goto out;
     }
-    if (!cJSON_IsNumber(ver) || ver->valueint != CBC_MANIFEST_VERSION) {
-        r.st = cbc_err_set(err, CBC_E_UNSUPPORTED, "manifest '%s': version %d; this cubincache "
-                           "reads version %d", r.file, cJSON_IsNumber(ver) ? ver->valueint : -1,
+    if (!as_uint(ver, 1e9, &version)) {
+        fail(&r, "version", "expected an integer");
+        goto out;
+    }
+    if (version != CBC_MANIFEST_VERSION) {
+        r.st = cbc_err_set(err, CBC_E_UNSUPPORTED, "manifest '%s': version %llu; this cubincache "
+                           "reads version %d", r.file, (unsigned long long)version,
                            CBC_MANIFEST_VERSION);
         cbc_err_hint(err, "rebuild the bundle with this cubincache");
         goto out;
@@ -384,12 +500,32 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         }
     }
     const cJSON *env = get_obj(&r, root, "environment", "environment");
-    for (size_t i = 0; env && i < CBC_KEY_ENV_COUNT && r.st == CBC_OK; i++) {
-        char f[64];
-        snprintf(f, sizeof f, "environment.%s", cbc_key_env_names[i]);
-        m->env[i] = get_str(&r, env, cbc_key_env_names[i], f, true);
+    for (const cJSON *v = env ? env->child : NULL; v && r.st == CBC_OK; v = v->next) {
+        char f[96];
+        snprintf(f, sizeof f, "environment.%.60s", v->string);
+        if (!cJSON_IsString(v) && !cJSON_IsNull(v)) {
+            fail(&r, f, "expected a string or null");
+            break;
+        }
+        if (cbc_env_find(&m->env, v->string) >= 0) {
+            fail(&r, f, "appears twice");
+            break;
+        }
+        char *name = cbc_strdup(v->string);
+        char *value = cJSON_IsString(v) ? cbc_strdup(v->valuestring) : NULL;
+        if (!name || (cJSON_IsString(v) && !value) || !cbc_env_set(&m->env, name, value)) {
+            bool full = name && (!cJSON_IsString(v) || value);
+            free(name);
+            free(value);
+            if (full)
+                fail(&r, "environment", "more variables than any nvcc reads");
+            else
+                r.st = cbc_err_oom(err);
+        }
     }
     m->cwd = get_str(&r, root, "cwd", "cwd", false);
+    if (cJSON_GetObjectItemCaseSensitive(root, "base_dir"))
+        m->base_dir = get_str(&r, root, "base_dir", "base_dir", true);
     const cJSON *arch = get_obj(&r, root, "arch", "arch");
     if (arch) {
         m->arch_spec = get_str(&r, arch, "spec", "arch.spec", false);
@@ -397,6 +533,9 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         m->arch_detail = get_str(&r, arch, "detail", "arch.detail", false);
         m->compute_cap = get_str(&r, arch, "CUDA_COMPUTE_CAP", "arch.CUDA_COMPUTE_CAP", true);
     }
+    const cJSON *lk = cJSON_GetObjectItemCaseSensitive(root, "lookups");
+    if (lk && r.st == CBC_OK)
+        parse_lookups(&r, lk, m);
     const cJSON *ents = get_arr(&r, root, "entries", "entries");
     if (ents && r.st == CBC_OK) {
         size_t n = (size_t)cJSON_GetArraySize(ents);
@@ -457,13 +596,23 @@ void cbc_manifest_release(struct cbc_manifest *m)
     for (size_t i = 0; i < m->n_flags; i++)
         free(m->flags[i]);
     free(m->flags);
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
-        free(m->env[i]);
+    for (size_t i = 0; i < m->env.n; i++) {
+        free((char *)m->env.name[i]);
+        free((char *)m->env.value[i]);
+    }
     free(m->cwd);
+    free(m->base_dir);
     free(m->arch_spec);
     free(m->arch_rule);
     free(m->arch_detail);
     free(m->compute_cap);
+    for (size_t i = 0; i < m->n_lookups; i++) {
+        free(m->lookups[i].dir);
+        for (size_t k = 0; k < m->lookups[i].n; k++)
+            free(m->lookups[i].names[k]);
+        free(m->lookups[i].names);
+    }
+    free(m->lookups);
     for (size_t i = 0; i < m->n; i++) {
         free(m->entries[i].file);
         free(m->entries[i].deps);
@@ -485,9 +634,3 @@ const struct cbc_dep **cbc_manifest_entry_deps(const struct cbc_manifest *m,
     return v;
 }
 
-char *cbc_manifest_path_for(const char *dir_or_manifest, const char *name)
-{
-    if (!cbc_is_dir(dir_or_manifest))
-        return cbc_strdup(dir_or_manifest);
-    return cbc_asprintf("%s/%s.manifest.json", dir_or_manifest, name);
-}

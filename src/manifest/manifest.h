@@ -36,6 +36,15 @@ struct cbc_manifest_entry {
     size_t n_deps;
 };
 
+/* Places the build looked for a file and found nothing (src/trace): under
+ * `dir` (an existing directory then), each of `names` (paths relative to
+ * it). A file there now would be read instead: the bundle is stale. */
+struct cbc_manifest_lookup {
+    char *dir;
+    char **names;
+    size_t n;
+};
+
 struct cbc_manifest {
     char *name;
     char *source;
@@ -46,8 +55,9 @@ struct cbc_manifest {
     struct cbc_hash nvcc_id, host_id;
     char **flags;
     size_t n_flags;
-    char *env[CBC_KEY_ENV_COUNT];
+    struct cbc_env env; /* parsed: names and values owned (release frees them) */
     char *cwd;
+    char *base_dir; /* the base directory the keys were made under (key.h), or NULL */
     char *arch_spec, *arch_rule, *arch_detail, *compute_cap;
     struct cbc_manifest_entry *entries;
     size_t n;
@@ -56,6 +66,10 @@ struct cbc_manifest {
      * the first is `source`, the others are also in `deps` */
     char **linked;
     size_t n_linked;
+    /* "lookups" (absent in manifests of older builds, or of compiles that
+     * were not traced), every target's, sorted by directory and name */
+    struct cbc_manifest_lookup *lookups;
+    size_t n_lookups;
 };
 
 /* NUL-terminated JSON text (malloc'd), or NULL when out of memory. */
@@ -70,8 +84,6 @@ void cbc_manifest_release(struct cbc_manifest *m);
 const struct cbc_dep **cbc_manifest_entry_deps(const struct cbc_manifest *m,
                                                const struct cbc_manifest_entry *e, size_t *n);
 
-/* "DIR/NAME.manifest.json", or the path itself when it names a file. */
-char *cbc_manifest_path_for(const char *dir_or_manifest, const char *name);
 
 /* ---- the bundle's directory (bundledir.c) --------------------------------- */
 

@@ -29,15 +29,6 @@
 
 /* ---- the spec ------------------------------------------------------------- */
 
-bool cbc_remote_supported(void)
-{
-#ifdef CBC_HAVE_HIREDIS
-    return true;
-#else
-    return false;
-#endif
-}
-
 void cbc_remote_cfg_release(struct cbc_remote_cfg *c)
 {
     free(c->host);

@@ -50,8 +50,6 @@ struct cbc_remote_cfg {
 enum cbc_status cbc_remote_parse(const char *spec, struct cbc_remote_cfg *cfg,
                                  struct cbc_err *err);
 void cbc_remote_cfg_release(struct cbc_remote_cfg *cfg);
-/* Whether this build has Redis support (hiredis). */
-bool cbc_remote_supported(void);
 
 struct cbc_remote_stats {
     uint64_t hits, misses; /* every GET: entries and records */

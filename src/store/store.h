@@ -152,6 +152,17 @@ const char *cbc_store_remote_name(const struct cbc_store *s);
 /* Whether the last cbc_store_get hit came from the remote. */
 bool cbc_store_last_remote(const struct cbc_store *s);
 
+/* ---- settings (settings.h) ------------------------------------------------ */
+
+#include "settings.h"
+/* A setting as this store resolves it: the environment, else v1/config,
+ * else the default (what the value is and where it came from), resolved
+ * once per store. A value that fails its check is still the value, and
+ * CBC_E_USAGE names the variable or the config file and what is wrong;
+ * *out is filled either way. */
+enum cbc_status cbc_store_setting(struct cbc_store *s, enum cbc_setting id,
+                                  struct cbc_setting_value *out, struct cbc_err *err);
+
 /* ---- counters, limits, maintenance -------------------------------------- */
 
 struct cbc_store_stats {

@@ -32,7 +32,7 @@ Test(direct, lists_round_trip_under_their_id)
     size_t len;
     uint8_t *bytes = cbc_dep_list_encode(&l, &len);
     cr_assert_not_null(bytes);
-    cr_assert_eq(cbc_dep_list_decode(bytes, len, &l.id, &back, NULL), CBC_OK);
+    cr_assert_eq(cbc_dep_list_decode(bytes, len, &l.id, NULL, &back, NULL), CBC_OK);
     cr_assert_eq(back.n, 3);
     cr_assert_str_eq(back.deps[2].path, "/inc/2.h");
     cr_assert_eq(back.recorded_ns, 1001);
@@ -64,18 +64,18 @@ Test(direct, lists_refuse_truncation_garbage_and_the_wrong_id)
     size_t len;
     uint8_t *bytes = cbc_dep_list_encode(&l, &len);
     for (size_t cut = 0; cut < len; cut++)
-        cr_assert_eq(cbc_dep_list_decode(bytes, cut, &l.id, &back, NULL), CBC_E_FORMAT,
+        cr_assert_eq(cbc_dep_list_decode(bytes, cut, &l.id, NULL, &back, NULL), CBC_E_FORMAT,
                      "cut at %zu", cut);
     uint8_t *more = malloc(len + 1);
     memcpy(more, bytes, len);
     more[len] = 0;
-    cr_assert_eq(cbc_dep_list_decode(more, len + 1, &l.id, &back, NULL), CBC_E_FORMAT);
+    cr_assert_eq(cbc_dep_list_decode(more, len + 1, &l.id, NULL, &back, NULL), CBC_E_FORMAT);
     memcpy(more, bytes, len);
     more[16] = 0xff; /* a lying file count */
-    cr_assert_eq(cbc_dep_list_decode(more, len, &l.id, &back, NULL), CBC_E_FORMAT);
+    cr_assert_eq(cbc_dep_list_decode(more, len, &l.id, NULL, &back, NULL), CBC_E_FORMAT);
     memcpy(more, bytes, len);
     more[len - 50] ^= 1; /* a flipped content hash: not the list asked for */
-    cr_assert_eq(cbc_dep_list_decode(more, len, &l.id, &back, NULL), CBC_E_FORMAT);
+    cr_assert_eq(cbc_dep_list_decode(more, len, &l.id, NULL, &back, NULL), CBC_E_FORMAT);
     free(more);
     free(bytes);
     cbc_dep_list_release(&l);
@@ -85,7 +85,7 @@ Test(direct, records_round_trip_and_refuse_bad_sizes)
 {
     struct cbc_direct_rec r = {0}, back;
     for (int i = 0; i < 3; i++) {
-        struct cbc_direct_cand c = {{{(uint8_t)(i + 1)}}, {{(uint8_t)(i + 10)}}};
+        struct cbc_direct_cand c = {{{(uint8_t)(i + 1)}}, {{(uint8_t)(i + 10)}}, 0};
         cbc_direct_push(&r, &c);
     }
     size_t len;
@@ -108,12 +108,12 @@ Test(direct, records_keep_the_newest_candidates_and_one_per_result)
 {
     struct cbc_direct_rec r = {0};
     for (int i = 0; i < CBC_DIRECT_MAX + 3; i++) {
-        struct cbc_direct_cand c = {{{(uint8_t)i}}, {{0}}};
+        struct cbc_direct_cand c = {{{(uint8_t)i}}, {{0}}, 0};
         cbc_direct_push(&r, &c);
     }
     cr_assert_eq(r.n, CBC_DIRECT_MAX);
     cr_assert_eq(r.c[0].result.b[0], CBC_DIRECT_MAX + 2);
-    struct cbc_direct_cand again = {{{CBC_DIRECT_MAX}}, {{7}}};
+    struct cbc_direct_cand again = {{{CBC_DIRECT_MAX}}, {{7}}, 0};
     cbc_direct_push(&r, &again);
     cr_assert_eq(r.n, CBC_DIRECT_MAX);
     cr_assert_eq(r.c[0].list.b[0], 7);
@@ -213,7 +213,7 @@ static bool lookup_once(const struct scratch *s, const struct cbc_hash *dk, stru
     struct cbc_store *st;
     cr_assert_eq(cbc_store_open(s->root, &st, NULL), CBC_OK);
     struct cbc_filememo *m = cbc_filememo_new();
-    struct cbc_direct *d = cbc_direct_new(st, m);
+    struct cbc_direct *d = cbc_direct_new(st, m, NULL);
     struct cbc_direct_target t = {.direct_key = *dk};
     bool matched = false;
     cr_assert_eq(cbc_direct_lookup(d, &t, &matched, result, NULL), CBC_OK);
@@ -246,14 +246,14 @@ Test(direct, a_recorded_compile_is_found_by_the_next_build)
     struct cbc_store *st;
     cr_assert_eq(cbc_store_open(s.root, &st, NULL), CBC_OK);
     struct cbc_filememo *m = cbc_filememo_new();
-    struct cbc_direct *d = cbc_direct_new(st, m);
+    struct cbc_direct *d = cbc_direct_new(st, m, NULL);
     for (int k = 0; k < 2; k++) {
         struct cbc_direct_target t = {.direct_key = dk[k]};
         bool matched;
         cr_assert_eq(cbc_direct_lookup(d, &t, &matched, &got, NULL), CBC_OK);
         cr_assert_not(matched);
         struct cbc_dep_list l = read_list(&s, m);
-        cr_assert(cbc_direct_record(d, &t, &res[k], &l, NULL));
+        cr_assert(cbc_direct_record(d, &t, &res[k], 0, &l, NULL));
         cbc_dep_list_release(&l);
     }
     cbc_direct_free(d);
@@ -284,5 +284,133 @@ Test(direct, a_recorded_compile_is_found_by_the_next_build)
     fclose(f);
     age(s.file[1], 3600);
     cr_assert_not(lookup_once(&s, &dk[1], &got, &reads), "an edited header still matched");
+    scratch_release(&s);
+}
+
+/* ---- probes: places looked at and found empty ------------------------------ */
+
+/* A list of no files and probes under s->dir: "inc2/h.h", "h.h", and
+ * "sub/x.h" (under a directory that does not exist either). */
+static struct cbc_dep_list probe_list(const struct scratch *s)
+{
+    struct cbc_dep_list l = {.recorded_ns = cbc_now_ns(),
+                             .deps = calloc(1, sizeof(struct cbc_direct_dep)),
+                             .probes = calloc(1, sizeof(struct cbc_probe_dir)),
+                             .names = calloc(3, sizeof(char *))};
+    l.probes[0] = (struct cbc_probe_dir){strdup(s->dir), {0}, 0, 3};
+    l.names[0] = strdup("h.h");
+    l.names[1] = strdup("inc2/h.h");
+    l.names[2] = strdup("sub/x.h");
+    l.n_probes = 1;
+    l.n_names = 3;
+    cr_assert(cbc_dep_list_stamp_probes(&l));
+    cr_assert(cbc_dep_list_id(&l, &l.id));
+    return l;
+}
+
+Test(direct, probes_round_trip_and_are_part_of_the_id)
+{
+    struct scratch s;
+    scratch_init(&s);
+    struct cbc_dep_list l = probe_list(&s), back;
+    size_t len;
+    uint8_t *bytes = cbc_dep_list_encode(&l, &len);
+    cr_assert_not_null(bytes);
+    cr_assert_eq(cbc_dep_list_decode(bytes, len, &l.id, NULL, &back, NULL), CBC_OK);
+    cr_assert_eq(back.n_probes, 1);
+    cr_assert_eq(back.n_names, 3);
+    cr_assert_str_eq(back.probes[0].dir, s.dir);
+    cr_assert_str_eq(back.names[back.probes[0].first + 2], "sub/x.h");
+    cr_assert(cbc_stamp_eq(&back.probes[0].stamp, &l.probes[0].stamp));
+    for (size_t cut = 0; cut < len; cut++)
+        cr_assert_eq(cbc_dep_list_decode(bytes, cut, &l.id, NULL, &back, NULL), CBC_E_FORMAT,
+                     "cut at %zu", cut);
+    bytes[20] = 0xff; /* a lying directory count */
+    cr_assert_eq(cbc_dep_list_decode(bytes, len, NULL, NULL, &back, NULL), CBC_E_FORMAT);
+    free(bytes);
+    struct cbc_hash before = l.id, after;
+    free(l.names[2]);
+    l.names[2] = strdup("sub/y.h");
+    cbc_dep_list_id(&l, &after);
+    cr_assert_not(cbc_hash_eq(&before, &after), "another probe is another list");
+    l.probes[0].stamp.mtime_ns++;
+    struct cbc_hash again;
+    l.names[2][4] = 'x';
+    cbc_dep_list_id(&l, &again);
+    cr_assert(cbc_hash_eq(&before, &again), "a directory's stamp is not part of the id");
+    cbc_dep_list_release(&l);
+    scratch_release(&s);
+}
+
+Test(direct, a_file_where_the_compile_found_none_is_a_miss)
+{
+    const char *names[] = {"h.h", "inc2/h.h", "sub/x.h"};
+    for (size_t which = 0; which < 3; which++) {
+        struct scratch s;
+        scratch_init(&s);
+        char p[256];
+        age(s.dir, 3600);
+        past_racy_window();
+        struct cbc_dep_list l = probe_list(&s);
+        l.recorded_ns = cbc_now_ns();
+        bool stale;
+        struct cbc_filememo *m = cbc_filememo_new();
+        cr_assert(cbc_dep_list_match(&l, m, &stale), "nothing appeared, yet no match");
+        cr_assert_not(stale, "an old directory's stamp was not trusted");
+        /* a new header where the compile looked first */
+        snprintf(p, sizeof p, "%s/%s", s.dir, names[which]);
+        if (which > 0) {
+            char d[256];
+            snprintf(d, sizeof d, "%s/%s", s.dir, which == 1 ? "inc2" : "sub");
+            cr_assert_eq(mkdir(d, 0755), 0);
+        }
+        FILE *f = fopen(p, "w");
+        cr_assert_not_null(f);
+        fclose(f);
+        cr_assert_not(cbc_dep_list_match(&l, m, &stale), "'%s' appeared and still matched",
+                      names[which]);
+        char *found = cbc_dep_list_found_probe(&l);
+        cr_assert_not_null(found);
+        cr_assert_str_eq(found, p);
+        free(found);
+        cbc_filememo_free(m);
+        cbc_dep_list_release(&l);
+        scratch_release(&s);
+    }
+}
+
+Test(direct, a_changed_directory_is_checked_by_name_and_refreshed)
+{
+    struct scratch s;
+    scratch_init(&s);
+    age(s.dir, 3600);
+    past_racy_window();
+    struct cbc_dep_list l = probe_list(&s);
+    l.recorded_ns = cbc_now_ns();
+    /* an unrelated file in the directory changes its stamp, not the answer */
+    char p[256];
+    snprintf(p, sizeof p, "%s/unrelated.txt", s.dir);
+    FILE *f = fopen(p, "w");
+    fclose(f);
+    bool stale;
+    struct cbc_filememo *m = cbc_filememo_new();
+    cr_assert(cbc_dep_list_match(&l, m, &stale), "an unrelated file made a miss");
+    cbc_filememo_free(m);
+    /* stamping again (a refresh) takes the directory as it is now */
+    struct cbc_stamp old = l.probes[0].stamp;
+    cr_assert(cbc_dep_list_stamp_probes(&l));
+    cr_assert_not(cbc_stamp_eq(&old, &l.probes[0].stamp), "the refresh kept the old stamp");
+    /* and a stamp taken while a probe is present is never kept */
+    snprintf(p, sizeof p, "%s/h.h", s.dir);
+    f = fopen(p, "w");
+    fclose(f);
+    cr_assert_not(cbc_dep_list_stamp_probes(&l), "a present probe was stamped as absent");
+    struct cbc_stamp zero = {0};
+    cr_assert(cbc_stamp_eq(&l.probes[0].stamp, &zero));
+    unlink(p);
+    m = cbc_filememo_new();
+    cr_assert(cbc_dep_list_match(&l, m, &stale), "gone again, but no match");
+    cbc_filememo_free(m);
+    cbc_dep_list_release(&l);
     scratch_release(&s);
 }

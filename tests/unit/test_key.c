@@ -136,11 +136,11 @@ Test(key, encoding_is_frozen)
     struct cbc_key_inputs in = base();
     char hex[33];
     hex_of(&in, hex);
-    cr_assert_str_eq(hex, "f562d518b93b949059aedb9c9dfcd32a", "the key encoding changed: bump CBC_KEY_VERSION");
+    cr_assert_str_eq(hex, "620d9437cce63997ce0a840f24d4215a", "the key encoding changed: bump CBC_KEY_VERSION");
     struct cbc_hash d;
     cbc_key_direct(&in, &d);
     cbc_hash_hex(&d, hex);
-    cr_assert_str_eq(hex, "c7ee6e5b917f4fda9e1cc0a4220d1ee5", "the direct key encoding changed");
+    cr_assert_str_eq(hex, "27714c53e641f125878a346d62f2c096", "the direct key encoding changed");
 }
 
 Test(key, changes_with_each_input)
@@ -164,9 +164,19 @@ Test(key, changes_with_each_input)
                        in.deps = d2);
     ASSERT_KEY_CHANGES("the dependency count", in.n_deps = 1);
     for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++) {
-        ASSERT_KEY_CHANGES(cbc_key_env_names[i], in.env[i] = "-G");
-        ASSERT_KEY_CHANGES("an empty vs unset variable", in.env[i] = "");
+        ASSERT_KEY_CHANGES(cbc_key_env_names[i], cbc_env_set(&in.env, cbc_key_env_names[i], "-G"));
+        ASSERT_KEY_CHANGES("an empty vs unset variable",
+                           cbc_env_set(&in.env, cbc_key_env_names[i], ""));
+        ASSERT_KEY_CHANGES("a keyed variable, even unset",
+                           cbc_env_set(&in.env, cbc_key_env_names[i], NULL));
     }
+    ASSERT_KEY_CHANGES("a profile's variable", cbc_env_set(&in.env, "PTXAS_FLAGS", "-O0"));
+    ASSERT_KEY_CHANGES("a value moved to another name",
+                       cbc_env_set(&in.env, "A", "x"); cbc_env_set(&in.env, "B", NULL);
+                       struct cbc_env e2 = {0}; cbc_env_set(&e2, "A", NULL);
+                       cbc_env_set(&e2, "B", "x"); struct cbc_hash h1, h2; cbc_key_result(&in, &h1);
+                       in.env = e2; cbc_key_result(&in, &h2);
+                       cr_assert_not(cbc_hash_eq(&h1, &h2)));
 }
 
 Test(key, direct_key_covers_cwd_but_not_dependencies)
@@ -188,18 +198,58 @@ Test(key, direct_key_covers_cwd_but_not_dependencies)
 
 Test(key, unrelated_environment_does_not_change_the_key)
 {
-    const char *e1[CBC_KEY_ENV_COUNT], *e2[CBC_KEY_ENV_COUNT];
+    struct cbc_env e1, e2;
+    char *profile[] = {"PTXAS_FLAGS", "INCLUDES"};
     unsetenv("NVCC_APPEND_FLAGS");
-    cbc_key_env_read(e1);
+    unsetenv("PTXAS_FLAGS");
+    cbc_key_env_read(profile, 2, &e1);
     setenv("SOME_UNRELATED_VARIABLE", "1", 1);
     setenv("CUDA_VISIBLE_DEVICES", "3", 1);
-    cbc_key_env_read(e2);
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
-        cr_assert_eq(e1[i] == NULL, e2[i] == NULL);
+    setenv("PATH", "/elsewhere:/usr/bin", 1);
+    cbc_key_env_read(profile, 2, &e2);
+    cr_assert_eq(e1.n, CBC_KEY_ENV_COUNT + 2);
+    cr_assert_eq(e1.n, e2.n);
+    for (size_t i = 0; i < e1.n; i++) {
+        cr_assert_str_eq(e1.name[i], e2.name[i]);
+        cr_assert_eq(e1.value[i] == NULL, e2.value[i] == NULL);
+        if (i)
+            cr_assert_lt(strcmp(e1.name[i - 1], e1.name[i]), 0, "names out of order");
+    }
     setenv("NVCC_APPEND_FLAGS", "-lineinfo", 1);
-    cbc_key_env_read(e2);
-    cr_assert_str_eq(e2[1], "-lineinfo");
+    setenv("PTXAS_FLAGS", "-O0", 1);
+    cbc_key_env_read(profile, 2, &e2);
+    cr_assert_str_eq(e2.value[cbc_env_find(&e2, "NVCC_APPEND_FLAGS")], "-lineinfo");
+    cr_assert_str_eq(e2.value[cbc_env_find(&e2, "PTXAS_FLAGS")], "-O0");
+    cr_assert_eq(cbc_env_find(&e2, "PATH"), -1, "PATH is keyed through what it resolves");
     unsetenv("NVCC_APPEND_FLAGS");
+    unsetenv("PTXAS_FLAGS");
+}
+
+Test(key, the_profile_names_what_nvcc_reads)
+{
+    static const char profile[] =
+        "\nTOP              = $(_HERE_)/..\n"
+        "CICC_PATH        = $(TOP)/nvvm/bin\n"
+        "LD_LIBRARY_PATH += $(TOP)/lib:\n"
+        "PATH            += $(CICC_PATH):$(_HERE_):\n"
+        "INCLUDES        +=  \"-I$(TOP)/$(_TARGET_DIR_)/include\" $(_SPACE_)\n"
+        "LIBRARIES        =+ $(_SPACE_) \"-L$(TOP)/lib\"\n"
+        "CUDAFE_FLAGS    +=\n"
+        "PTXAS_FLAGS     +=\n"
+        "# a comment += is no assignment\n"
+        "EXTRA = $(SOME_USER_VAR) $(TOP)\n"
+        "OPT ?= -O3\n";
+    char **v = NULL;
+    size_t n = 0;
+    cr_assert_eq(cbc_profile_env_parse(profile, sizeof profile - 1, "p", &v, &n, NULL), CBC_OK);
+    const char *want[] = {"CUDAFE_FLAGS", "INCLUDES", "LIBRARIES", "OPT", "PTXAS_FLAGS",
+                          "SOME_USER_VAR"};
+    cr_assert_eq(n, CBC_ARRAY_LEN(want), "%zu names", n);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_str_eq(v[i], want[i]);
+        free(v[i]);
+    }
+    free(v);
 }
 
 static char *temp_file(const char *content)
@@ -296,13 +346,22 @@ Test(key, stamp_match_skips_reading_the_file)
  * record it in the manifest if `check` must see it, add it to the tests
  * below and only then update the sizes. */
 #if UINTPTR_MAX == 0xffffffffffffffffu
-_Static_assert(sizeof(struct cbc_key_inputs) == 152,
+_Static_assert(sizeof(struct cbc_key_inputs) == 1144,
                "a key input was added: see the tripwire in tests/unit/test_key.c");
-_Static_assert(sizeof(struct cbc_key_now) == 88,
+_Static_assert(sizeof(struct cbc_key_now) == 96,
                "an input of now was added: see the tripwire in tests/unit/test_key.c");
 #endif
 
-static const char *env_now[CBC_KEY_ENV_COUNT] = {"-G", NULL, "/usr/bin/g++-12", NULL, NULL, "/x"};
+static struct cbc_env env_now_of(void)
+{
+    struct cbc_env e = {0};
+    cbc_env_set(&e, "NVCC_PREPEND_FLAGS", "-G");
+    cbc_env_set(&e, "NVCC_CCBIN", "/usr/bin/g++-12");
+    cbc_env_set(&e, "CPLUS_INCLUDE_PATH", "/x");
+    cbc_env_set(&e, "PTXAS_FLAGS", NULL);
+    return e;
+}
+static struct cbc_env env_now;
 
 static struct cbc_key_now now_base(struct cbc_hash *src, struct cbc_hash *nvcc,
                                    struct cbc_hash *host)
@@ -310,8 +369,9 @@ static struct cbc_key_now now_base(struct cbc_hash *src, struct cbc_hash *nvcc,
     *src = (struct cbc_hash){{0x11}};
     *nvcc = (struct cbc_hash){{0x22}};
     *host = (struct cbc_hash){{0x33}};
+    env_now = env_now_of();
     return (struct cbc_key_now){"/src/k.cu", src, "nvcc", "13.0.88", nvcc, "g++", host,
-                                flags_a, 2, env_now, "/build"};
+                                flags_a, 2, &env_now, "/build", NULL};
 }
 
 static void keys_of(const struct cbc_key_now *now, struct cbc_hash *result, struct cbc_hash *direct)
@@ -347,11 +407,10 @@ Test(key, the_builder_keys_on_every_input_of_now)
     ASSERT_NOW_MATTERS("the flags", true, now.flags = (char *[]){"-O2", "-lineinfo"});
     ASSERT_NOW_MATTERS("the flag count", true, now.n_flags = 1);
     ASSERT_NOW_MATTERS("the working directory", true, now.cwd = "/elsewhere");
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++) {
-        const char *env2[CBC_KEY_ENV_COUNT];
-        memcpy(env2, env_now, sizeof env2);
-        env2[i] = "changed";
-        ASSERT_NOW_MATTERS(cbc_key_env_names[i], true, now.env = env2);
+    for (size_t i = 0; i < env_now_of().n; i++) {
+        struct cbc_env env2 = env_now_of();
+        env2.value[i] = "changed";
+        ASSERT_NOW_MATTERS(env2.name[i], true, now.env = &env2);
     }
     ASSERT_NOW_MATTERS("nvcc's path (its id is keyed)", false, now.nvcc = "/opt/nvcc");
     ASSERT_NOW_MATTERS("nvcc's version text", false, now.nvcc_version = "13.1");
@@ -362,7 +421,7 @@ Test(key, the_builder_is_what_the_keys_were_frozen_with)
 {
     struct cbc_hash s_, n_, h_, r, d;
     struct cbc_key_now now = now_base(&s_, &n_, &h_);
-    now.env = (const char *[CBC_KEY_ENV_COUNT]){0};
+    now.env = NULL;
     keys_of(&now, &r, &d);
     struct cbc_key_inputs in = base();
     struct cbc_hash r0, d0;
@@ -387,4 +446,111 @@ Test(key, the_builder_refuses_what_it_cannot_key)
     now = now_base(&s_, &n_, &h_);
     now.host_id = NULL;
     cr_assert_not(cbc_key_inputs_make(&now, &t, NULL, 0, &in), "keyed an unknown host compiler");
+}
+
+/* ---- the base directory ---------------------------------------------------- */
+
+static char *templ(const char *base, const char *text)
+{
+    struct cbc_buf b = {0};
+    cbc_base_template(base, text, strlen(text), &b);
+    cbc_buf_append(&b, "", 1);
+    return cbc_buf_detach(&b);
+}
+
+static char *expand(const char *base, const char *text)
+{
+    struct cbc_buf b = {0};
+    cbc_base_expand(base, text, strlen(text), &b);
+    cbc_buf_append(&b, "", 1);
+    return cbc_buf_detach(&b);
+}
+
+Test(base, spells_the_tree_only_where_a_path_of_it_starts)
+{
+    static const struct { const char *in, *want; } cases[] = {
+        {"/w/proj/src/k.cu", "@BASE@/src/k.cu"},
+        {"/w/proj", "@BASE@"},
+        {"-I/w/proj/inc", "-I@BASE@/inc"},
+        {"k.o: /w/proj/a.h \\\n /w/proj/b.h", "k.o: @BASE@/a.h \\\n @BASE@/b.h"},
+        {"\"/w/proj/x\"", "\"@BASE@/x\""},
+        {"/w/proj2/k.cu", "/w/proj2/k.cu"},     /* a sibling named alike */
+        {"/w/proj.old/k.cu", "/w/proj.old/k.cu"},
+        {"/x/w/proj/k.cu", "/x/w/proj/k.cu"},   /* the base inside another path */
+        {"-isystem/w/proj/i", "-isystem@BASE@/i"},
+        {"-Xcompiler=-I/w/proj/i,-DA=/w/proj", "-Xcompiler=-I@BASE@/i,-DA=@BASE@"},
+        {"a-I/w/proj", "a-I/w/proj"},
+        {"a@BASE@b", "a@@BASE@@b"},             /* a literal mark stays itself */
+        {"@@", "@@@@"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *t = templ("/w/proj", cases[i].in);
+        cr_assert_str_eq(t, cases[i].want, "template of '%s'", cases[i].in);
+        char *back = expand("/w/proj", t);
+        cr_assert_str_eq(back, cases[i].in, "expand(template('%s'))", cases[i].in);
+        free(t);
+        free(back);
+    }
+    char *other = expand("/ci/run7", "k.o: @BASE@/a.h @@x");
+    cr_assert_str_eq(other, "k.o: /ci/run7/a.h @x", "another tree gets its own base back");
+    free(other);
+}
+
+Test(base, two_checkouts_share_keys_and_other_paths_do_not)
+{
+    struct cbc_hash s, n, h, ra, da, rb, db, rc, dc;
+    char *fa[] = {"-I/w/a/inc", "-O3"}, *fb[] = {"-I/w/b/inc", "-O3"};
+    struct cbc_dep dep_a[] = {{"/w/a/inc/h.h", {{1}}}}, dep_b[] = {{"/w/b/inc/h.h", {{1}}}};
+    struct cbc_key_now a = now_base(&s, &n, &h), b, c;
+    a.source = "/w/a/k.cu", a.flags = fa, a.cwd = "/w/a", a.base = "/w/a";
+    b = a, b.source = "/w/b/k.cu", b.flags = fb, b.cwd = "/w/b", b.base = "/w/b";
+    c = b, c.base = NULL;
+    struct cbc_target t;
+    cbc_target_parse("sm_90", &t);
+    struct cbc_key_inputs in;
+    cbc_key_inputs_make(&a, &t, dep_a, 1, &in);
+    cbc_key_result(&in, &ra), cbc_key_direct(&in, &da);
+    cbc_key_inputs_make(&b, &t, dep_b, 1, &in);
+    cbc_key_result(&in, &rb), cbc_key_direct(&in, &db);
+    cbc_key_inputs_make(&c, &t, dep_b, 1, &in);
+    cbc_key_result(&in, &rc), cbc_key_direct(&in, &dc);
+    cr_assert(cbc_hash_eq(&ra, &rb) && cbc_hash_eq(&da, &db), "the same tree in two places");
+    cr_assert_not(cbc_hash_eq(&rb, &rc) || cbc_hash_eq(&db, &dc), "no base: absolute paths");
+}
+
+Test(base, detection_finds_the_checkout_and_honours_the_setting)
+{
+    char dir[] = "/tmp/cbc-base.XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char git[256], src[256], sub[256];
+    snprintf(git, sizeof git, "%s/.git", dir);
+    snprintf(sub, sizeof sub, "%s/src", dir);
+    snprintf(src, sizeof src, "%s/src/k.cu", dir);
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    char *none = cbc_base_detect("auto", src);
+    cr_assert_null(none, "no checkout, no base: got '%s'", none ? none : "");
+    cr_assert_eq(mkdir(git, 0700), 0);
+    char *got = cbc_base_detect("auto", src);
+    cr_assert_str_eq(got, dir);
+    free(got);
+    cr_assert_null(cbc_base_detect("none", src));
+    cr_assert_null(cbc_base_detect("/", src), "the whole file system is no base");
+    got = cbc_base_detect(sub, src);
+    cr_assert_str_eq(got, sub);
+    free(got);
+    cr_assert_null(cbc_base_rel("/w", "@BASE@/x"), "a path that reads back as the base");
+    got = cbc_base_rel("/w", "/w/x");
+    cr_assert_str_eq(got, "@BASE@/x");
+    free(got);
+    rmdir(git), rmdir(sub), rmdir(dir);
+}
+
+Test(base, an_output_that_names_the_tree_is_told_apart)
+{
+    const char with[] = "\x7f" "ELF..../w/proj/src/k.cu..", without[] = "\x7f" "ELF..src/k.cu..";
+    cr_assert(cbc_base_names("/w/proj", "/w/proj/build", (const uint8_t *)with, sizeof with));
+    cr_assert_not(cbc_base_names("/w/proj", "/w/proj/build", (const uint8_t *)without,
+                                 sizeof without));
+    cr_assert(cbc_base_names(NULL, "/w/proj", (const uint8_t *)with, sizeof with),
+              "the working directory counts without a base");
 }

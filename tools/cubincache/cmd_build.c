@@ -1,7 +1,7 @@
 /* cmd_build.c: `cubincache build`, the per-target compile driver.
  *
  * Parses the command line (options before "--", nvcc's after) and hands
- * everything to the build engine (src/build); this file only prints,
+ * everything to the build engine (src/bundle); this file only prints,
  * including the one updating status line of a cold build on a terminal.
  */
 #include "build.h"
@@ -62,9 +62,22 @@ static void clear_status(struct printer *p)
 }
 
 /* The variables outside the key's own list that change what build makes:
- * the targets (CUDA_COMPUTE_CAP; the driver 'auto' asks), which nvcc and
- * host compiler run. */
-static const char *const cargo_env[] = {"CUDA_COMPUTE_CAP", "NVCC", "PATH", "CUBINCACHE_LIBCUDA"};
+ * the targets (CUDA_COMPUTE_CAP), which nvcc and host compiler run. (No
+ * variable names the driver 'auto' asks: the installed cudadrv opens
+ * libcuda.so.1 only.) */
+static const char *const cargo_env[] = {"CUDA_COMPUTE_CAP", "NVCC", "PATH"};
+
+static bool system_dir(const char *d)
+{
+    static const char *const sys[] = {"/usr", "/etc", "/lib", "/lib32", "/lib64", "/bin",
+                                      "/sbin", "/opt/nvidia"};
+    for (size_t i = 0; i < CBC_ARRAY_LEN(sys); i++) {
+        size_t n = strlen(sys[i]);
+        if (!strncmp(d, sys[i], n) && (d[n] == '/' || d[n] == '\0'))
+            return true;
+    }
+    return !strcmp(d, "/");
+}
 
 /* cargo's directives for what the bundle was made of, all or nothing: a
  * path cargo would read as more than one line is refused, never printed. */
@@ -87,10 +100,34 @@ static int emit_cargo(struct tool *t, const char *manifest)
         if (one_line && p && *p)
             cbc_buf_printf(&out, "cargo:rerun-if-changed=%s\n", p);
     }
+    /* the directories where the compile looked for a header and found
+     * none, so that a new one there reruns the script: cargo rescans a
+     * named directory, all of it, at every build, so not the system's or
+     * the toolkit's, and never one that holds the bundle (the crate's root
+     * holds target/, which every build writes into) */
+    char *toolkit = m.nvcc ? cbc_path_dir(m.nvcc) : NULL, *top = toolkit ? cbc_path_dir(toolkit)
+                                                                         : NULL;
+    char *here = cbc_path_abs(manifest), *bundle = here ? cbc_path_dir(here) : NULL;
+    for (size_t i = 0; one_line && i < m.n_lookups; i++) {
+        const char *d = m.lookups[i].dir;
+        size_t dl = strlen(d);
+        bool holds_bundle = bundle && !strncmp(bundle, d, dl) &&
+                            (bundle[dl] == '/' || bundle[dl] == '\0' || dl == 1);
+        if (system_dir(d) || holds_bundle ||
+            (top && strcmp(top, "/") && !strncmp(d, top, strlen(top))))
+            continue;
+        one_line = !strpbrk(d, "\r\n");
+        if (one_line)
+            cbc_buf_printf(&out, "cargo:rerun-if-changed=%s\n", d);
+    }
+    free(toolkit);
+    free(top);
+    free(here);
+    free(bundle);
     for (size_t i = 0; i < CBC_ARRAY_LEN(cargo_env); i++)
         cbc_buf_printf(&out, "cargo:rerun-if-env-changed=%s\n", cargo_env[i]);
-    for (size_t i = 0; i < CBC_KEY_ENV_COUNT; i++)
-        cbc_buf_printf(&out, "cargo:rerun-if-env-changed=%s\n", cbc_key_env_names[i]);
+    for (size_t i = 0; i < m.env.n; i++)
+        cbc_buf_printf(&out, "cargo:rerun-if-env-changed=%s\n", m.env.name[i]);
     cbc_manifest_release(&m);
     int rc = EXIT_OK;
     if (!one_line) {
@@ -113,10 +150,12 @@ static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
     struct printer *p = ctx;
     if (kind == CBC_MSG_PROGRESS) {
         size_t len = strlen(text);
+        fputc('\r', stderr);
+        tool_fputs_escaped(text, stderr);
         if (p->erase)
-            fprintf(stderr, "\r%s\033[K", text);
+            fputs("\033[K", stderr);
         else
-            fprintf(stderr, "\r%s%*s", text, len < p->last_len ? (int)(p->last_len - len) : 0, "");
+            fprintf(stderr, "%*s", len < p->last_len ? (int)(p->last_len - len) : 0, "");
         fflush(stderr);
         p->last_len = len;
         p->status = true;
@@ -127,10 +166,13 @@ static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
     case CBC_MSG_WARNING: tool_warn(p->t, "%s", text); break;
     case CBC_MSG_NOTE: tool_note(p->t, "%s", text); break;
     case CBC_MSG_EXPLAIN:
-        if (p->explain)
-            fprintf(stderr, "%s: explain: %s\n", p->t->prog, text);
+        if (p->explain) {
+            fprintf(stderr, "%s: explain: ", p->t->prog);
+            tool_fputs_escaped(text, stderr);
+            fputc('\n', stderr);
+        }
         break;
-    case CBC_MSG_DIAG: fprintf(stderr, "%s\n", text); break;
+    case CBC_MSG_DIAG: fprintf(stderr, "%s\n", text); break; /* nvcc's own words, as it prints them */
     case CBC_MSG_PROGRESS: break;
     }
 }

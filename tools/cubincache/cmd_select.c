@@ -69,14 +69,15 @@ static int report(const struct sel *s, const char *path, const struct cbc_image 
         }
         cJSON_AddStringToObject(o, "reason", r.reason);
         tool_print_json(o);
-    } else if (i >= 0) {
-        if (files && files[i])
-            printf("%s: %s (%s): %s\n", path, name, cbc_path_base(files[i]), r.reason);
-        else
-            printf("%s: %s (image %ld at %#llx): %s\n", path, name, i,
-                   (unsigned long long)imgs[i].offset, r.reason);
     } else {
-        printf("%s: none: %s\n", path, r.reason);
+        tool_fputs_escaped(path, stdout);
+        if (i >= 0 && files && files[i])
+            printf(": %s (%s): %s\n", name, cbc_path_base(files[i]), r.reason);
+        else if (i >= 0)
+            printf(": %s (image %ld at %#llx): %s\n", name, i, (unsigned long long)imgs[i].offset,
+                   r.reason);
+        else
+            printf(": none: %s\n", r.reason);
     }
     return i >= 0 ? EXIT_OK : EXIT_VERDICT;
 }
@@ -151,8 +152,14 @@ static int select_file(struct tool *t, const struct sel *s, const char *path)
             cJSON_AddStringToObject(o, "reason", p.files[f].problem ? p.files[f].problem : "");
             tool_print_json(o);
         } else {
-            printf("%s: %s: missing: needed by %s, %s\n", path, p.files[f].needed_as,
-                   p.files[f].needed_by, p.files[f].problem);
+            /* names read from the binaries' DT_NEEDED: shown escaped */
+            const char *parts[] = {path, ": ", p.files[f].needed_as, ": missing: needed by ",
+                                   p.files[f].needed_by, ", ", p.files[f].problem, "\n"};
+            for (size_t k = 0; k < CBC_ARRAY_LEN(parts); k++)
+                if (k % 2)
+                    fputs(parts[k], stdout);
+                else
+                    tool_fputs_escaped(parts[k], stdout);
         }
     }
     for (size_t k = 0; k < j.n_not_found; k++) {
@@ -167,8 +174,10 @@ static int select_file(struct tool *t, const struct sel *s, const char *path)
             cJSON_AddStringToObject(o, "reason", "a kernel of --kernels that no module defines");
             tool_print_json(o);
         } else {
-            printf("%s: kernel %s of --kernels: missing: no module defines it\n", path,
-                   j.not_found[k]);
+            tool_fputs_escaped(path, stdout);
+            fputs(": kernel ", stdout);
+            tool_fputs_escaped(j.not_found[k], stdout);
+            fputs(" of --kernels: missing: no module defines it\n", stdout);
         }
     }
     for (size_t m = 0; m < p.n_mods; m++) {
@@ -205,11 +214,14 @@ static int select_file(struct tool *t, const struct sel *s, const char *path)
             tool_print_json(o);
             continue;
         }
-        printf("%s: ", path);
+        tool_fputs_escaped(path, stdout);
+        fputs(": ", stdout);
         if (p.n_mods > 1 || pm->kind != CBC_MOD_IMAGE) {
             tool_fputs_escaped(pm->label, stdout);
-            if (pm->file)
-                printf(" of %s", cbc_pmod_file(&p, pm));
+            if (pm->file) {
+                fputs(" of ", stdout);
+                tool_fputs_escaped(cbc_pmod_file(&p, pm), stdout);
+            }
             fputs(": ", stdout);
         }
         if (v->how == CBC_LOAD_NONE)
@@ -219,9 +231,11 @@ static int select_file(struct tool *t, const struct sel *s, const char *path)
         else
             printf("%s (%s): ", tn, cbc_load_how_name(v->how));
         tool_fputs_escaped(v->reason, stdout);
-        if (!runs && !counts)
-            printf(" (accepted: %s is judged by the %s rule)", cbc_path_base(cbc_pmod_file(&p, pm)),
-                   cbc_judge_rule_name(fj->rule));
+        if (!runs && !counts) {
+            fputs(" (accepted: ", stdout);
+            tool_fputs_escaped(cbc_path_base(cbc_pmod_file(&p, pm)), stdout);
+            printf(" is judged by the %s rule)", cbc_judge_rule_name(fj->rule));
+        }
         fputc('\n', stdout);
     }
     for (size_t f = 0; f < p.n_files; f++) {
@@ -243,7 +257,8 @@ static int select_file(struct tool *t, const struct sel *s, const char *path)
             cJSON_AddStringToObject(o, "reason", fj->reason);
             tool_print_json(o);
         } else if (p.n_files > 1 || fj->verdict == CBC_FV_PARTIAL || fj->broken >= 0) {
-            printf("%s: ", path);
+            tool_fputs_escaped(path, stdout);
+            fputs(": ", stdout);
             tool_fputs_escaped(cbc_path_base(p.files[f].path), stdout);
             printf(" [%s]: %s%s: ", cbc_judge_rule_name(fj->rule), fverdict_name(fj->verdict),
                    fj->verdict == CBC_FV_PARTIAL && !fj->problem ? " (accepted)" : "");

@@ -29,6 +29,7 @@ int gate_rule_opt(const struct tool *t, const char *usage, const char *opt, cons
 
 int cmd_build(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_select(int argc, char **argv);

@@ -17,6 +17,7 @@ struct command {
 static const struct command commands[] = {
     {"build", cmd_build, "compile one .cu for each SM target, through the cache"},
     {"cache", cmd_cache, "show, trim, clean or verify the cache"},
+    {"config", cmd_config, "every setting, its value and where it came from"},
     {"inspect", cmd_inspect, "what a cubin, fatbin, PTX file or host binary holds"},
     {"check", cmd_check, "before deploy: is every image current, labelled right, intact; will it run"},
     {"select", cmd_select, "the image a GPU of compute capability X.Y would load, and why"},
@@ -49,6 +50,8 @@ int main(int argc, char **argv)
         help(stdout);
         return EXIT_OK;
     }
+    if (!strcmp(argv[1], "--show-config")) /* as ccache spells it */
+        return cmd_config(argc - 1, argv + 1);
     if (!strcmp(argv[1], "--version")) {
         printf("cubincache %s\n", CUBINCACHE_VERSION_STRING);
         return EXIT_OK;

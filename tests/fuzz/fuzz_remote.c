@@ -1,0 +1,27 @@
+/* fuzz_remote.c: libFuzzer target for the remote's value codec (what a
+ * Redis answers) and its spec parser (a URL from the environment). */
+#include "remote.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint8_t *out = NULL;
+    size_t len = 0;
+    char why[256];
+    if (cbc_remote_decode(data, size, &out, &len, why, sizeof why) == CBC_OK)
+        free(out);
+    char *spec = malloc(size + 1);
+    if (!spec)
+        return 0;
+    memcpy(spec, data, size);
+    spec[size] = '\0';
+    struct cbc_remote_cfg cfg;
+    if (cbc_remote_parse(spec, &cfg, NULL) == CBC_OK)
+        cbc_remote_cfg_release(&cfg);
+    free(spec);
+    return 0;
+}
