@@ -19,9 +19,11 @@ Timing waits before every run until the 1-minute load average is under
 0, the default, waits as long as it takes), alternates ours and the peer
 round by round, and
 reports medians and the peak resident set of each run (wait4's ru_maxrss).
-BENCH_TORCH_BASELINE names another cubincache (an earlier commit's) timed
-the same way beside them. Prints JSON lines for bench/report.py: one per
-measurement, one per compute capability from 5.0 to 12.1 with check's
+BENCH_TORCH_BASELINE names another cubincache (an earlier commit's,
+BENCH_TORCH_BASELINE_REV; bench_torch.sh builds 6ef78fd's, where issue 25
+measured the gate) timed the same way beside them. Prints JSON lines for bench/report.py: one per
+measurement, one with the shape of libtorch_cuda.so (its modules with
+kernels, images and their inflated size, as check and inspect count them), one per compute capability from 5.0 to 12.1 with check's
 verdict, the wheel's arch list (the CUDA_ARCH_FLAGS string
 libtorch_python.so carries, which torch.cuda.get_arch_list() splits), and
 one per library of the wheels with GPU code with its dispatch-rule verdict
@@ -181,6 +183,7 @@ def main():
         ("select_cc90_libtorch_cuda", [cbc, "select", "--cc", "9.0", so]),
     ]
     base = os.environ.get("BENCH_TORCH_BASELINE")
+    base_rev = os.environ.get("BENCH_TORCH_BASELINE_REV", "an earlier commit")
     if base:
         benches += [("baseline_check_arch90_nolibs_libtorch_cuda",
                      [base, "check", "-q", "--no-libs", "--arch", "90", so]),
@@ -205,7 +208,18 @@ def main():
             "cpu_ms": statistics.median(x[1] for x in rs),
             "max_rss_mb": max(x[2] for x in rs), "runs": len(rs),
             "exit": rs[-1][3], "load_max": max(loads), "size_bytes": os.path.getsize(so),
-            "command": " ".join(os.path.relpath(c) if os.path.isabs(c) else c for c in cmd)}))
+            "command": " ".join(os.path.relpath(c) if os.path.isabs(c) else c for c in cmd),
+            **({"baseline_rev": base_rev} if name.startswith("baseline") else {})}))
+    # what the file is: the modules check judges, the images inspect reads
+    p = subprocess.run([cbc, "check", "--json", "--no-libs", "--arch", "9.0", so],
+                       capture_output=True, text=True)
+    modules = next((o["files"][0]["modules"] for o in map(json.loads, p.stdout.splitlines())
+                    if o.get("files")), None)
+    p = subprocess.run([cbc, "inspect", "--json", so], capture_output=True, text=True)
+    entries = [e for o in map(json.loads, p.stdout.splitlines()) for e in o.get("entries", [])]
+    print(json.dumps({"bench": "torch_shape", "torch": TORCH, "size_bytes": os.path.getsize(so),
+                      "modules": modules, "images": len(entries),
+                      "inflated_bytes": sum(e.get("size", 0) for e in entries)}))
     # what check says of the wheel, GPU by GPU, next to the arch list
     flags = ""
     with open(os.path.join(lib, "libtorch_python.so"), "rb") as f:

@@ -400,9 +400,11 @@ TORCH_ROWS = [
      "(no --arch: every image inflated and verified)"),
     ("inspect_libtorch_cuda", "`cubincache inspect libtorch_cuda.so` (every image inflated, its "
      "kernels listed)"),
-    ("baseline_check_arch90_nolibs_libtorch_cuda", "before: `check --no-libs --arch 90` at 6ef78fd"),
-    ("baseline_check_arch90_libtorch_cuda", "before: `check --arch 90` at 6ef78fd, its libraries too"),
+    ("baseline_check_arch90_nolibs_libtorch_cuda", "before: `check --no-libs --arch 90` at {rev}"),
+    ("baseline_check_arch90_libtorch_cuda", "before: `check --arch 90` at {rev}, its libraries too"),
 ]
+# issue 25's target for `check --arch 90` of libtorch_cuda.so
+TORCH_TARGET_RATIO, TORCH_TARGET_RSS_MB = 0.1, 300
 
 
 def torch_table(rows, args):
@@ -412,11 +414,18 @@ def torch_table(rows, args):
         return
     header("Deploy gate on PyTorch's libraries (`bench/bench_torch.py`)", args,
            args.command or "bench/run_cpu.sh")
-    print("Data: the PyPI wheel torch 2.15.0+cu132, its libtorch_cuda.so of %s bytes (476 modules, "
-          "2,981 images, 5.4 GB once inflated), and the nvidia-* wheels it pins for its "
-          "DT_NEEDED libraries. Runs alternate round by round after a warm-up, each waiting for "
-          "a 1-minute load under 0.5 (the highest seen: %.2f). Peak RSS is each process's own "
-          "(wait4).\n" % ("{:,}".format(peer["size_bytes"]), peer["load_max"]))
+    shape = by.get("torch_shape")
+    what = ""
+    if shape:
+        what = " (%s modules with kernels, %s images, %.1f GB once inflated)" % (
+            "{:,}".format(shape["modules"]) if shape["modules"] is not None else "?",
+            "{:,}".format(shape["images"]), shape["inflated_bytes"] / 1e9)
+    print("Data: the PyPI wheel torch %s, its libtorch_cuda.so of %s bytes%s, and the nvidia-* "
+          "wheels it pins for its DT_NEEDED libraries. Runs alternate round by round after a "
+          "warm-up, each waiting for a 1-minute load under 0.5 (the highest seen: %.2f). Peak RSS "
+          "is each process's own (wait4).\n" % (
+              shape["torch"] if shape else "?", "{:,}".format(peer["size_bytes"]), what,
+              peer["load_max"]))
     print("| what | median | min to max | CPU | peak RSS | runs | exit | time / cuobjdump's |")
     print("|---|---|---|---|---|---|---|---|")
     for key, label in TORCH_ROWS:
@@ -425,8 +434,22 @@ def torch_table(rows, args):
             continue
         ratio = "" if r is peer else "%.3fx" % (r["median_ms"] / peer["median_ms"])
         print("| %s | %s | %s to %s | %s | %.0f MB | %d | %d | %s |" % (
-            label, ms(r["median_ms"]), ms(r["min_ms"]), ms(r["max_ms"]), ms(r["cpu_ms"]),
-            r["max_rss_mb"], r["runs"], r["exit"], ratio))
+            label.format(rev=r.get("baseline_rev", "an earlier commit")), ms(r["median_ms"]),
+            ms(r["min_ms"]), ms(r["max_ms"]), ms(r["cpu_ms"]), r["max_rss_mb"], r["runs"], r["exit"],
+            ratio))
+    met = []
+    for key, what in (("check_arch90_nolibs_libtorch_cuda", "the file alone"),
+                      ("check_arch90_libtorch_cuda", "with its libraries")):
+        r = by.get(key)
+        if r:
+            ratio = r["median_ms"] / peer["median_ms"]
+            ok = ratio <= TORCH_TARGET_RATIO and r["max_rss_mb"] < TORCH_TARGET_RSS_MB
+            met.append("%s, %.3fx and %.0f MB: %s" % (what, ratio, r["max_rss_mb"],
+                                                     "met" if ok else "not met"))
+    if met:
+        print("\nThe target of `check --arch 90 libtorch_cuda.so` (issue 25): at most %.1fx "
+              "cuobjdump's time and under %d MB resident: %s." % (
+                  TORCH_TARGET_RATIO, TORCH_TARGET_RSS_MB, "; ".join(met)))
     arch = by.get("torch_arch_list")
     verdicts = [r for r in rows if r.get("bench") == "torch_verdict"]
     if verdicts:
