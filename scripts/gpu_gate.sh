@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/gpu_gate.sh OUTDIR: the deploy gate's truth on the GPU machine, in
-# one call (about 6 minutes on an H200 machine's 16 cores). It builds only
-# what it must there: the `cubincache` command (ninja of that one target)
-# and the corpus (tests/corpus/make_corpus.sh, real nvcc output). Then:
+# one call (meant to fit the device machine's 10 minutes a command). It
+# builds only what it must there: the `cubincache` command (ninja of that
+# one target) and the corpus (tests/corpus/make_corpus.sh, real nvcc
+# output). Then:
 #   1. runs every corpus program (tests/corpus/run_truth.sh): the truth, a
 #      line per member decided from the values its kernels copied back;
 #   2. holds check --arch and select --cc for this GPU to that truth, as the
@@ -11,13 +12,21 @@
 #      decomposition through this machine's PyTorch (tests/corpus/
 #      torch_probe.py), each checked against float64 on the CPU, and lists
 #      the libraries the process mapped (what PyTorch really loads);
-#   4. judges libtorch_cuda.so for every compute capability from 5.0 to 12.1
-#      next to torch.cuda.get_arch_list(), and each library PyTorch loaded,
-#      for this GPU, by the per-module rule and by the dispatch rule: the
-#      libraries ran, so a rule that says WILL-NOT-RUN of one is wrong.
+#   4. records what PyTorch did (truth-torch-sm_XY.txt: the operations, the
+#      distributions installed, and every library of PyTorch's and NVIDIA's
+#      the process mapped, by path under site-packages, size and SHA-256)
+#      and holds check and select to it (tests/cli/torch.sh, as the CPU
+#      suite does where the same files are); judges libtorch_cuda.so for
+#      every compute capability from 5.0 to 12.1 next to
+#      torch.cuda.get_arch_list(), and each library PyTorch loaded, for this
+#      GPU, by the per-module rule and by the dispatch rule: the libraries
+#      ran, so a rule that says WILL-NOT-RUN of one is wrong.
+# Exits 0 when check and select agree with this GPU on every corpus member
+# and every PyTorch library, 1 when they do not, or when a step failed.
 # Writes into OUTDIR (at most 8 files): summary.txt (also printed),
-# truth-sm_XY.txt (copy it to tests/corpus/ to record it), gate-corpus.log,
-# torch-probe.txt, torch-check.txt, build.log.
+# truth-sm_XY.txt and truth-torch-sm_XY.txt (copy both to tests/corpus/ to
+# record them), gate-corpus.log, torch-probe.txt, torch-check.txt (with
+# tests/cli/torch.sh's output at its end), build.log.
 # The Debian packages the project builds with come from .device-debs
 # (shared/device/fetch-debs.sh), carried: carry [".device-debs"].
 set -uo pipefail
@@ -89,8 +98,34 @@ grep -E '^(TORCH|GPU|ARCH_FLAGS|ARCH_LIST|KERNEL|PROGRAM)' "$out/torch-probe.txt
 
 say "== 4. what check says of PyTorch's libraries"
 tl=$(sed -n 's/^TORCH .* at //p' "$out/torch-probe.txt" | head -1)/lib
+site=$(realpath -m "$tl/../..") # as /proc/self/maps names files: links resolved
 T="$out/torch-check.txt"
 : > "$T"
+TT="$out/truth-torch-sm_$cc.txt"
+rctorch=1
+if [ -f "$tl/libtorch_cuda.so" ]; then
+    {
+        echo "# what PyTorch did on a GPU (tests/corpus/torch_probe.py): each operation's result"
+        echo "# read back and compared with float64 on the CPU, the distributions installed, and"
+        echo "# every library of PyTorch's and NVIDIA's the process had mapped (its path under"
+        echo "# site-packages, size, SHA-256). tests/cli/torch.sh holds check and select to it."
+        echo "# GPU: $gpu"
+        echo "# regenerate: scripts/gpu_gate.sh OUT on the GPU machine, then copy"
+        echo "#   OUT/truth-torch-sm_$cc.txt to tests/corpus/"
+        echo "cc $cap"
+        sed -n 's/^TORCH \(.*\) at .*/torch \1/p; s/^ARCH_LIST /arch_list /p' "$out/torch-probe.txt"
+        sed -n 's/^DIST /dist /p; s/^KERNEL /op /p; s/^PROGRAM /program /p' "$out/torch-probe.txt"
+        sed -n 's/^LOADED //p' "$out/torch-probe.txt" | while read -r lib; do
+            case "$lib" in "$site"/torch/*|"$site"/nvidia/*) ;; *) continue ;; esac
+            [ -f "$lib" ] || continue
+            echo "lib ${lib#"$site"/} $(stat -c %s "$lib") $(sha256sum < "$lib" | cut -d' ' -f1)"
+        done
+    } > "$TT"
+    say "  $(grep -c '^lib ' "$TT") libraries recorded in $(basename "$TT")"
+    CUBINCACHE=$C SRCDIR=$root CBC_TORCH_TRUTH=$TT CBC_TORCH_SITE=$site \
+        bash tests/cli/torch.sh > "$out/torch-gate.out" 2>&1
+    rctorch=$?
+fi
 if [ -f "$tl/libtorch_cuda.so" ]; then
     echo "# check --arch X libtorch_cuda.so (its DT_NEEDED libraries as the loader finds them)" >> "$T"
     echo "# torch.cuda.get_arch_list(): $(sed -n 's/^ARCH_LIST //p' "$out/torch-probe.txt")" >> "$T"
@@ -105,16 +140,17 @@ if [ -f "$tl/libtorch_cuda.so" ]; then
     echo "# check --arch $cc libtorch_cuda.so: exit $rct, $(awk "BEGIN { print $t1 - $t0 }") s" >> "$T"
     sed 's/^/#   /' "$out/check-torch.out" | cut -c1-300 >> "$T"
     rm -f "$out/check-torch.out"
-    echo "# each library the probe mapped, alone: rule, exit, verdict (the library ran)" >> "$T"
-    for lib in $(sed -n 's/^LOADED //p' "$out/torch-probe.txt" | grep -E '/(torch|nvidia)/'); do
-        for rule in per-module dispatch; do
-            v=$("$C" check --no-libs --rule $rule --arch "$cc" "$lib" 2> /dev/null)
-            echo "$(basename "$lib") $rule exit $?: $(head -1 <<< "$v" | cut -c1-160)" >> "$T"
-        done
-    done
+    # each library the probe mapped, alone, by both rules (the library ran):
+    # "# <path>: dispatch rule STATUS, per-module rule STATUS", and MISMATCH
+    # lines where check or select said otherwise than it ran
+    { echo "# tests/cli/torch.sh against $(basename "$TT"): exit $rctorch"
+      cat "$out/torch-gate.out"; } >> "$T"
+    rm -f "$out/torch-gate.out"
 else
     echo "no libtorch_cuda.so under '$tl'" >> "$T"
 fi
-grep -vE '^#   ' "$T" | sed 's/^/  /' | tee -a "$S"
-wrong=$(grep -E ' dispatch exit [^0]' "$T" | grep -c WILL-NOT-RUN)
-say "  libraries that ran but the dispatch rule calls WILL-NOT-RUN: $wrong"
+grep -vE '^#   |^[{]' "$T" | cut -c1-300 | sed 's/^/  /' | tee -a "$S"
+say "  libraries that ran but the per-module rule does not call RUNS: $(grep -cE 'per-module rule [^r]|per-module rule runs[^ ]* \(exit [^0]' "$T")"
+say "  tests/cli/torch.sh: exit $rctorch"
+say "== verdict: corpus exit $rc, PyTorch exit $rctorch"
+[ $rc = 0 ] && [ $rctorch = 0 ]

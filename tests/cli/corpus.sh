@@ -49,7 +49,7 @@ print(status, ",".join(sorted(names)) or "-")' "$sm"
 n=0 bad=0
 while read -r member file prog what; do
     line=$(awk -v m="$member" '$1 == m' "$truth")
-    [ -n "$line" ] || fail "$member has no recorded truth: rerun scripts/gpu_run.sh on the H200"
+    [ -n "$line" ] || fail "$member has no recorded truth: rerun scripts/gpu_gate.sh on the H200"
     want=$(echo "$line" | cut -d' ' -f2)
     ev=$(echo "$line" | cut -d' ' -f3-)
     if [ "$want" = absent ]; then

@@ -9,11 +9,14 @@ corpus's words:
   KERNEL torch.nn.functional.conv2d FAILED (RuntimeError: ...)
 
 then PROGRAM RAN|FAILED, the build's arch list (torch.cuda.get_arch_list()),
-the GPU's compute capability, and every shared library the process has
-mapped once they ran (LOADED <path>): what PyTorch really loads, including
-what it opens with dlopen (cuDNN's engines, libtorch_cuda_linalg, cuSOLVER),
-which DT_NEEDED alone does not show. Exit 0 when every operation ran.
+the GPU's compute capability, the distributions that installed PyTorch and
+NVIDIA's libraries (DIST <name> <version>: what to download to get the same
+files elsewhere), and every shared library the process has mapped once
+they ran (LOADED <path>): what PyTorch really loads, including what it
+opens with dlopen (cuDNN's engines, libtorch_cuda_linalg, cuSOLVER), which
+DT_NEEDED alone does not show. Exit 0 when every operation ran.
 """
+import importlib.metadata
 import os
 import sys
 
@@ -81,6 +84,13 @@ def main():
             print(f"KERNEL {name} FAILED ({type(e).__name__}: {msg[:200]})")
         bad += not ok
     print(f"PROGRAM {'FAILED' if bad else 'RAN'}")
+    dists = set()
+    for d in importlib.metadata.distributions():
+        name = (d.metadata["Name"] or "").lower()
+        if name == "torch" or name.startswith("nvidia-"):
+            dists.add((name, d.version))
+    for name, version in sorted(dists):
+        print(f"DIST {name} {version}")
     seen = set()
     with open("/proc/self/maps") as maps:
         for line in maps:
