@@ -388,6 +388,100 @@ def explain_table(rows, args):
     print("\n")
 
 
+TORCH_ROWS = [
+    ("cuobjdump_list_elf_libtorch_cuda", "peer: `cuobjdump --list-elf libtorch_cuda.so`"),
+    ("check_arch90_nolibs_libtorch_cuda", "`cubincache check --no-libs --arch 90 libtorch_cuda.so`"),
+    ("check_arch90_nolibs_j1_libtorch_cuda", "the same on one thread (`-j 1`)"),
+    ("check_arch90_libtorch_cuda", "`cubincache check --arch 90 libtorch_cuda.so`, its libraries "
+     "too"),
+    ("select_cc90_libtorch_cuda", "`cubincache select --cc 9.0 libtorch_cuda.so`, its libraries "
+     "too"),
+    ("check_integrity_nolibs_libtorch_cuda", "`cubincache check --no-libs libtorch_cuda.so` "
+     "(no --arch: every image inflated and verified)"),
+    ("inspect_libtorch_cuda", "`cubincache inspect libtorch_cuda.so` (every image inflated, its "
+     "kernels listed)"),
+    ("baseline_check_arch90_nolibs_libtorch_cuda", "before: `check --no-libs --arch 90` at {rev}"),
+    ("baseline_check_arch90_libtorch_cuda", "before: `check --arch 90` at {rev}, its libraries too"),
+]
+# issue 25's target for `check --arch 90` of libtorch_cuda.so
+TORCH_TARGET_RATIO, TORCH_TARGET_RSS_MB = 0.1, 300
+
+
+def torch_table(rows, args):
+    by = {r["bench"]: r for r in rows if "bench" in r}
+    peer = by.get("cuobjdump_list_elf_libtorch_cuda")
+    if not peer:
+        return
+    header("Deploy gate on PyTorch's libraries (`bench/bench_torch.py`)", args,
+           args.command or "bench/run_cpu.sh")
+    shape = by.get("torch_shape")
+    what = ""
+    if shape:
+        what = " (%s modules with kernels, %s images, %.1f GB once inflated)" % (
+            "{:,}".format(shape["modules"]) if shape["modules"] is not None else "?",
+            "{:,}".format(shape["images"]), shape["inflated_bytes"] / 1e9)
+    print("Data: the PyPI wheel torch %s, its libtorch_cuda.so of %s bytes%s, and the nvidia-* "
+          "wheels it pins for its DT_NEEDED libraries. Runs alternate round by round after a "
+          "warm-up, each waiting for a 1-minute load under 0.5 (the highest seen: %.2f). Peak RSS "
+          "is each process's own (wait4).\n" % (
+              shape["torch"] if shape else "?", "{:,}".format(peer["size_bytes"]), what,
+              peer["load_max"]))
+    print("| what | median | min to max | CPU | peak RSS | runs | exit | time / cuobjdump's |")
+    print("|---|---|---|---|---|---|---|---|")
+    for key, label in TORCH_ROWS:
+        r = by.get(key)
+        if not r:
+            continue
+        ratio = "" if r is peer else "%.3fx" % (r["median_ms"] / peer["median_ms"])
+        print("| %s | %s | %s to %s | %s | %.0f MB | %d | %d | %s |" % (
+            label.format(rev=r.get("baseline_rev", "an earlier commit")), ms(r["median_ms"]),
+            ms(r["min_ms"]), ms(r["max_ms"]), ms(r["cpu_ms"]), r["max_rss_mb"], r["runs"], r["exit"],
+            ratio))
+    met = []
+    for key, what in (("check_arch90_nolibs_libtorch_cuda", "the file alone"),
+                      ("check_arch90_libtorch_cuda", "with its libraries")):
+        r = by.get(key)
+        if r:
+            ratio = r["median_ms"] / peer["median_ms"]
+            ok = ratio <= TORCH_TARGET_RATIO and r["max_rss_mb"] < TORCH_TARGET_RSS_MB
+            met.append("%s, %.3fx and %.0f MB: %s" % (what, ratio, r["max_rss_mb"],
+                                                     "met" if ok else "not met"))
+    if met:
+        print("\nThe target of `check --arch 90 libtorch_cuda.so` (issue 25): at most %.1fx "
+              "cuobjdump's time and under %d MB resident: %s." % (
+                  TORCH_TARGET_RATIO, TORCH_TARGET_RSS_MB, "; ".join(met)))
+    arch = by.get("torch_arch_list")
+    verdicts = [r for r in rows if r.get("bench") == "torch_verdict"]
+    if verdicts:
+        al = arch["arch_list"] if arch else []
+        print("\nWhat `check` says of the wheel's libtorch_cuda.so for every compute capability, "
+              "next to its arch list (%s: the CUDA_ARCH_FLAGS string libtorch_python.so carries, "
+              "which `torch.cuda.get_arch_list()` splits).\n" % (" ".join(al) or "not found"))
+        print("| GPU | sm_XY in the arch list | `check --no-libs --arch X.Y` | `check --arch X.Y`, "
+              "its libraries too |")
+        print("|---|---|---|---|")
+        for r in verdicts:
+            sm = "sm_" + r["cc"].replace(".", "")
+            short = lambda v: " ".join(v.split()[:1]) if v else "?"
+            print("| %s | %s | %s (exit %d) | %s (exit %d) |" % (
+                r["cc"], "yes" if sm in al else "no", short(r["verdict"]), r["exit"],
+                short(r["verdict_libs"]), r["exit_libs"]))
+    libs = [r for r in rows if r.get("bench") == "torch_lib_verdict"]
+    if libs:
+        ccs = list(libs[0]["verdicts"])
+        print("\nEach library of the wheels with GPU code, alone, by the dispatch rule (`check "
+              "--no-libs --rule dispatch --arch X.Y LIB`): R runs, J runs through PTX JIT, P "
+              "partial and accepted, - will not run.\n")
+        print("| library | " + " | ".join(ccs) + " |")
+        print("|---|" + "---|" * len(ccs))
+        abbrev = {"RUNS": "R", "RUNS-JIT": "J", "RUNS-LINKED": "L", "PARTIAL": "P",
+                  "WILL-NOT-RUN": "-"}
+        for r in libs:
+            print("| %s | %s |" % (r["library"], " | ".join(abbrev.get(r["verdicts"][c], "?")
+                                                         for c in ccs)))
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--commit", default="?")
@@ -402,6 +496,7 @@ def main():
     cpu_table(rows, args)
     launcher_table(rows, args)
     remote_table(rows, args)
+    torch_table(rows, args)
     loader_table(rows, args)
     ig_table(rows, args)
     explain_table(rows, args)

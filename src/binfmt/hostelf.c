@@ -94,3 +94,39 @@ enum cbc_status cbc_elf_dynamic(const uint8_t *data, size_t len, const char *nam
     }
     return CBC_OK;
 }
+
+#define SHT_PROGBITS 1
+#define SHF_ALLOC 0x2
+#define SHF_EXECINSTR 0x4
+
+enum cbc_status cbc_elf_data_sections(const uint8_t *data, size_t len, const char *name,
+                                      struct cbc_elf_data *out, struct cbc_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct elf_sections s;
+    enum cbc_status st = cbc_elf_sections(data, len, name, &s, err);
+    if (st != CBC_OK)
+        return st;
+    for (uint32_t i = 1; i < s.shnum && out->n < CBC_ELF_DATA_MAX; i++) {
+        const uint8_t *h = data + s.shoff + 64ull * i;
+        struct shdr sh = read_shdr(h);
+        uint64_t flags = cbc_rd64(h + 8);
+        if (sh.type != SHT_PROGBITS || !(flags & SHF_ALLOC) || (flags & SHF_EXECINSTR) ||
+            sh.size < 16)
+            continue;
+        const char *sname = cbc_elf_section_name(data, len, &s, sh.name);
+        if (!strcmp(sname, ".nv_fatbin") || !strcmp(sname, "__nv_relfatbin") ||
+            !strcmp(sname, ".nvFatBinSegment") || !strcmp(sname, CBC_EMBED_SECTION))
+            continue;
+        if (!cbc_in_bounds(len, sh.offset, sh.size))
+            return cbc_fmt_err(err, CBC_E_FORMAT, name, s.shoff + 64ull * i + 24,
+                               "section %s claims %llu bytes at %#llx, past the end of the file "
+                               "(%zu bytes)", sname, (unsigned long long)sh.size,
+                               (unsigned long long)sh.offset, len);
+        cbc_fmt(out->v[out->n].name, sizeof out->v[out->n].name, "%s", sname);
+        out->v[out->n].offset = sh.offset;
+        out->v[out->n].size = sh.size;
+        out->n++;
+    }
+    return CBC_OK;
+}

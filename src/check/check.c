@@ -46,6 +46,7 @@ const char *cbc_verdict_name(enum cbc_verdict v)
     case CBC_V_INCOMPLETE: return "incomplete";
     case CBC_V_LINKED: return "runs-linked";
     case CBC_V_NEEDS_DLINK: return "needs-dlink";
+    case CBC_V_PARTIAL: return "partial";
     }
     return "unknown";
 }
@@ -73,6 +74,7 @@ struct cbc_check_item *cbc_check_add(struct cbc_check_report *r, enum cbc_verdic
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     it->reason = cbc_strdup(buf);
+    it->problem = cbc_verdict_is_problem(v);
     return it;
 }
 
@@ -97,6 +99,22 @@ void cbc_check_report_release(struct cbc_check_report *rep)
         for (size_t k = 0; k < rep->v[i].n_changes; k++)
             free(rep->v[i].changes[k]);
         free(rep->v[i].changes);
+        for (size_t f = 0; f < rep->v[i].n_files; f++) {
+            struct cbc_check_file *cf = &rep->v[i].files[f];
+            free(cf->path);
+            free(cf->needed_by);
+            free(cf->reason);
+            for (size_t m = 0; m < cf->n_cannot; m++) {
+                free(cf->cannot[m].label);
+                free(cf->cannot[m].reason);
+                free(cf->cannot[m].kproblem);
+                for (size_t k = 0; k < cf->cannot[m].n_kernels; k++)
+                    free(cf->cannot[m].kernels[k]);
+                free(cf->cannot[m].kernels);
+            }
+            free(cf->cannot);
+        }
+        free(rep->v[i].files);
     }
     free(rep->v);
     for (size_t i = 0; i < rep->notes_n; i++)

@@ -121,6 +121,12 @@ struct cbc_map {
 };
 enum cbc_status cbc_file_map(const char *path, struct cbc_map *m, struct cbc_err *err);
 void cbc_file_unmap(struct cbc_map *m);
+/* Drops the pages of [off, off+len) of a read-only file mapping `base` of
+ * base_len bytes from this process (they stay in the page cache; the next
+ * read faults them back in). The range is widened to the 64 KB blocks the
+ * kernel maps around a fault, and clamped to the mapping. Reading a 500 MB
+ * binary entry by entry then keeps a few MB resident, not all it touched. */
+void cbc_map_forget(const void *base, size_t base_len, uint64_t off, uint64_t len);
 /* Reads a whole regular file (at most CBC_FILE_MAX bytes). */
 enum cbc_status cbc_file_read(const char *path, uint8_t **data, size_t *len, struct cbc_err *err);
 /* Writes through a temporary in the same directory and rename(2): a reader

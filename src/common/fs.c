@@ -177,6 +177,24 @@ enum cbc_status cbc_file_map(const char *path, struct cbc_map *m, struct cbc_err
     return CBC_OK;
 }
 
+void cbc_map_forget(const void *base, size_t base_len, uint64_t off, uint64_t len)
+{
+    if (!base || off >= base_len)
+        return;
+    if (len > base_len - off)
+        len = base_len - off;
+    const uintptr_t block = 64u << 10;
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)base, hi = lo + base_len;
+    uintptr_t a = ((uintptr_t)base + off) & ~(block - 1), e = ((uintptr_t)base + off + len + block - 1) & ~(block - 1);
+    if (a < lo)
+        a = (lo + pg - 1) & ~(pg - 1);
+    if (e > hi)
+        e = hi & ~(pg - 1);
+    if (e > a)
+        madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
 void cbc_file_unmap(struct cbc_map *m)
 {
     if (m->data)

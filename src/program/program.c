@@ -9,8 +9,14 @@
  * container whose kernels are all kernels of the relocatable units is the
  * device-linked image of those units; a file with relocatable units and no
  * such container (an object, a static library member) is not linked yet.
- * Kernels are the STO_CUDA_ENTRY functions of each ELF entry, or the
- * .entry directives of PTX.
+ * Kernels are the STO_CUDA_ENTRY functions of an ELF image, or the .entry
+ * directives of PTX.
+ *
+ * Opening reads entry headers only. A module's kernels are read from one
+ * of its images, the smallest ELF (else PTX): nvcc compiles every image of
+ * a container from the same translation unit, so they define the same
+ * kernels; only files with relocatable code need them at open (to tell the
+ * device-linked image), everything else when a verdict asks (judge.c).
  */
 #include "program.h"
 
@@ -21,6 +27,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,38 +72,203 @@ static void names_release(struct names *s)
     memset(s, 0, sizeof *s);
 }
 
-/* The kernels of one fatbin entry. */
-static void entry_kernels(const struct cbc_fatbin_entry *e, const char *name, struct names *out)
+/* ---- image bytes and kernels -------------------------------------------------- */
+
+enum cbc_status cbc_pmod_image(const struct cbc_program *p, const struct cbc_pmod *m,
+                               const struct cbc_image *img, size_t prefix, struct cbc_inflate *z,
+                               const uint8_t **out, size_t *len, struct cbc_err *err)
 {
-    uint8_t *p = NULL;
-    size_t pl = 0;
-    if (cbc_fatbin_entry_payload(e, name, &p, &pl, NULL) != CBC_OK)
-        return;
-    if (e->kind == CBC_FATBIN_ELF) {
+    const struct cbc_pfile *f = &p->files[m->file];
+    bool raw = m->raw && img >= m->img && img < m->img + m->n_img;
+    if (raw) {
+        if (!cbc_in_bounds(f->len, img->offset, img->size))
+            return cbc_err_set(err, CBC_E_FORMAT, "'%s': offset %#llx: image of %llu bytes lies "
+                               "past the end of the file", f->path,
+                               (unsigned long long)img->offset, (unsigned long long)img->size);
+        *out = f->data + img->offset;
+        *len = (size_t)img->size;
+        if (prefix && *len > prefix)
+            *len = prefix;
+        return CBC_OK;
+    }
+    struct cbc_fatbin_entry e;
+    enum cbc_status st = cbc_fatbin_entry_at(f->data, f->len, img->offset, f->path, &e, err);
+    if (st != CBC_OK)
+        return st;
+    return prefix ? cbc_fatbin_entry_prefix(&e, f->path, prefix, z, out, len, err)
+                  : cbc_fatbin_entry_view(&e, f->path, z, out, len, err);
+}
+
+void cbc_pmod_forget(const struct cbc_program *p, const struct cbc_pmod *m,
+                     const struct cbc_image *img)
+{
+    const struct cbc_pfile *f = &p->files[m->file];
+    /* an entry: its header (at most a few hundred bytes) and payload */
+    cbc_map_forget(f->data, f->len, img->offset, img->size + 512);
+}
+
+/* The image kernels are read from: the smallest ELF, else the smallest
+ * PTX; NULL when there is neither (LTO-IR only). */
+static const struct cbc_image *kernel_image(const struct cbc_image *v, size_t n)
+{
+    const struct cbc_image *best = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct cbc_image *c = &v[i];
+        if (c->fatbin_kind != CBC_FATBIN_ELF && c->fatbin_kind != CBC_FATBIN_PTX)
+            continue;
+        uint64_t cs = c->uncompressed_size ? c->uncompressed_size : c->size;
+        if (!best || (c->fatbin_kind == CBC_FATBIN_ELF && best->fatbin_kind != CBC_FATBIN_ELF))
+            best = c;
+        else if (c->fatbin_kind == best->fatbin_kind &&
+                 cs < (best->uncompressed_size ? best->uncompressed_size : best->size))
+            best = c;
+    }
+    return best;
+}
+
+/* The kernels of one image's bytes. */
+static bool bytes_kernels(const uint8_t *b, size_t n, uint16_t kind, const char *name,
+                          struct names *out, struct cbc_err *err)
+{
+    if (kind == CBC_FATBIN_ELF) {
         struct cbc_cubin_info ci;
-        if (cbc_cubin_parse(p, pl, name, &ci, NULL) == CBC_OK) {
-            for (size_t f = 0; f < ci.n_funcs; f++)
-                if (ci.funcs[f].entry)
-                    names_add(out, ci.funcs[f].name, strlen(ci.funcs[f].name));
-            cbc_cubin_info_release(&ci);
-        }
-    } else if (e->kind == CBC_FATBIN_PTX) {
-        /* ".entry NAME(" or ".visible .entry NAME(" */
-        const char *t = (const char *)p, *end = t + pl;
-        for (const char *q = t; q && q + 7 < end; q = memchr(q + 1, '.', (size_t)(end - q - 1))) {
-            if (memcmp(q, ".entry", 6) != 0 || !isspace((unsigned char)q[6]))
-                continue;
-            const char *n0 = q + 6;
-            while (n0 < end && isspace((unsigned char)*n0))
-                n0++;
-            const char *n1 = n0;
-            while (n1 < end && (isalnum((unsigned char)*n1) || *n1 == '_' || *n1 == '$'))
-                n1++;
-            if (n1 > n0)
-                names_add(out, n0, (size_t)(n1 - n0));
+        if (cbc_cubin_parse(b, n, name, &ci, err) != CBC_OK)
+            return false;
+        bool ok = true;
+        for (size_t f = 0; f < ci.n_funcs && ok; f++)
+            if (ci.funcs[f].entry)
+                ok = names_add(out, ci.funcs[f].name, strlen(ci.funcs[f].name));
+        cbc_cubin_info_release(&ci);
+        if (!ok)
+            cbc_err_oom(err);
+        return ok;
+    }
+    /* ".entry NAME(" or ".visible .entry NAME(" */
+    const char *t = (const char *)b, *end = t + n;
+    for (const char *q = t; q && q + 7 < end; q = memchr(q + 1, '.', (size_t)(end - q - 1))) {
+        if (memcmp(q, ".entry", 6) != 0 || !isspace((unsigned char)q[6]))
+            continue;
+        const char *n0 = q + 6;
+        while (n0 < end && isspace((unsigned char)*n0))
+            n0++;
+        const char *n1 = n0;
+        while (n1 < end && (isalnum((unsigned char)*n1) || *n1 == '_' || *n1 == '$'))
+            n1++;
+        if (n1 > n0 && !names_add(out, n0, (size_t)(n1 - n0))) {
+            cbc_err_oom(err);
+            return false;
         }
     }
-    free(p);
+    return true;
+}
+
+/* Reads the kernels of images v[0, n) of module m (one image stands for
+ * all). Sets m->kernels, m->names; m->kproblem when they cannot be read. */
+static void read_kernels(const struct cbc_program *p, struct cbc_pmod *m, const struct cbc_image *v,
+                         size_t n, struct cbc_inflate *z)
+{
+    if (m->names_read)
+        return;
+    m->names_read = true;
+    const struct cbc_image *img = kernel_image(v, n);
+    if (!img) {
+        /* LTO-IR only: nvJitLink's input, its kernels not listed */
+        if (m->kernels < 0)
+            m->kernels = n > 0;
+        return;
+    }
+    const uint8_t *b;
+    size_t len;
+    struct cbc_err e = {0};
+    struct names k = {0};
+    bool ok = cbc_pmod_image(p, m, img, 0, z, &b, &len, &e) == CBC_OK &&
+              bytes_kernels(b, len, img->fatbin_kind, p->files[m->file].path, &k, &e);
+    cbc_pmod_forget(p, m, img);
+    if (!ok) {
+        m->kproblem = cbc_strdup(e.msg);
+        m->kernels = 1; /* unknown: counted as having kernels, never left out */
+        names_release(&k);
+        return;
+    }
+    m->names = k.v;
+    m->n_names = k.n;
+    if (m->kernels < 0)
+        m->kernels = k.n > 0;
+}
+
+struct kernels_job {
+    const struct cbc_program *p;
+    struct cbc_pmod **mods;
+};
+
+static void kernels_one(void *ctx, size_t i, struct cbc_inflate *z)
+{
+    struct kernels_job *j = ctx;
+    struct cbc_pmod *m = j->mods[i];
+    read_kernels(j->p, m, m->n_img ? m->img : m->rel, m->n_img ? m->n_img : m->n_rel, z);
+}
+
+void cbc_program_read_kernels(const struct cbc_program *p, struct cbc_pmod **mods, size_t n)
+{
+    struct kernels_job j = {p, mods};
+    cbc_program_parallel(p, n, kernels_one, &j);
+}
+
+/* ---- workers ------------------------------------------------------------------ */
+
+struct pool {
+    size_t n, next;
+    pthread_mutex_t mu;
+    void (*fn)(void *, size_t, struct cbc_inflate *);
+    void *ctx;
+};
+
+static void *worker(void *arg)
+{
+    struct pool *pl = arg;
+    struct cbc_inflate z = {0};
+    for (;;) {
+        pthread_mutex_lock(&pl->mu);
+        size_t i = pl->next++;
+        pthread_mutex_unlock(&pl->mu);
+        if (i >= pl->n)
+            break;
+        pl->fn(pl->ctx, i, &z);
+    }
+    cbc_inflate_release(&z);
+    return NULL;
+}
+
+unsigned cbc_default_threads(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu < 1 ? 1 : ncpu > 8 ? 8 : (unsigned)ncpu;
+}
+
+void cbc_program_parallel(const struct cbc_program *p, size_t n,
+                          void (*fn)(void *ctx, size_t i, struct cbc_inflate *z), void *ctx)
+{
+    cbc_parallel(p->threads, n, fn, ctx);
+}
+
+void cbc_parallel(unsigned threads, size_t n, void (*fn)(void *ctx, size_t i, struct cbc_inflate *z),
+                  void *ctx)
+{
+    if (!n)
+        return;
+    struct pool pl = {n, 0, PTHREAD_MUTEX_INITIALIZER, fn, ctx};
+    unsigned t = threads ? threads : cbc_default_threads();
+    if (t > n)
+        t = (unsigned)n;
+    pthread_t th[16];
+    unsigned started = 0;
+    for (unsigned i = 1; i < t && i < CBC_ARRAY_LEN(th); i++)
+        if (pthread_create(&th[started], NULL, worker, &pl) == 0)
+            started++;
+    worker(&pl); /* this thread works too; with no thread started, alone */
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&pl.mu);
 }
 
 /* ---- building --------------------------------------------------------------- */
@@ -121,6 +293,7 @@ static struct cbc_pmod *new_mod(struct builder *b, enum cbc_mod_kind kind, size_
     memset(m, 0, sizeof *m);
     m->kind = kind;
     m->file = file;
+    m->kernels = -1;
     cbc_fmt(m->label, sizeof m->label, "%s", label);
     return m;
 }
@@ -151,8 +324,8 @@ static size_t new_file(struct builder *b, const char *path, const char *needed_a
     return p->n_files++;
 }
 
-static struct cbc_image image_of(const struct cbc_fatbin_entry *e, const char *section,
-                                 size_t container)
+struct cbc_image cbc_program_image_of(const struct cbc_fatbin_entry *e, const char *section,
+                                      size_t container)
 {
     struct cbc_image img = {0};
     img.fatbin_kind = e->kind;
@@ -174,29 +347,29 @@ static struct cbc_image image_of(const struct cbc_fatbin_entry *e, const char *s
 struct container {
     struct cbc_image *img;
     size_t n;
-    struct names kernels;
 };
 
 static void containers_release(struct container *c, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         free(c[i].img);
-        names_release(&c[i].kernels);
-    }
     free(c);
 }
 
-/* The containers of a fatbin section, with their images and kernels. */
+/* The containers of a fatbin section, with their images (headers only);
+ * data[0, len) lies in the file mapping map[0, map_len), whose pages the
+ * walk drops as it goes. */
 static enum cbc_status read_containers(const uint8_t *data, size_t len, uint64_t base,
-                                       const char *name, const char *section,
-                                       struct container **out, size_t *n, struct cbc_err *err)
+                                       const char *name, const char *section, const uint8_t *map,
+                                       size_t map_len, struct container **out, size_t *n,
+                                       struct cbc_err *err)
 {
     *out = NULL;
     *n = 0;
     if (!len)
         return CBC_OK;
     struct cbc_fatbin fb;
-    enum cbc_status st = cbc_fatbin_parse(data, len, base, name, &fb, err);
+    enum cbc_status st = cbc_fatbin_parse_mapped(data, len, base, name, map, map_len, &fb, err);
     if (st != CBC_OK)
         return st;
     struct container *c = calloc(fb.n_containers ? fb.n_containers : 1, sizeof *c);
@@ -207,10 +380,9 @@ static enum cbc_status read_containers(const uint8_t *data, size_t len, uint64_t
     for (size_t i = 0; i < fb.n && st == CBC_OK; i++) {
         const struct cbc_fatbin_entry *e = &fb.entries[i];
         struct container *k = &c[e->container];
-        struct cbc_image img = image_of(e, section, e->container);
+        struct cbc_image img = cbc_program_image_of(e, section, e->container);
         if (!push_img(&k->img, &k->n, &img))
             st = cbc_err_oom(err);
-        entry_kernels(e, name, &k->kernels);
     }
     *n = fb.n_containers;
     cbc_fatbin_release(&fb);
@@ -223,89 +395,123 @@ static enum cbc_status read_containers(const uint8_t *data, size_t len, uint64_t
     return CBC_OK;
 }
 
+static bool add_rel(struct cbc_pmod *m, const struct container *rel, size_t nr)
+{
+    for (size_t u = 0; u < nr; u++)
+        for (size_t i = 0; i < rel[u].n; i++) {
+            size_t *ru = cbc_reallocarray(m->rel_unit, m->n_rel + 1, sizeof *ru);
+            if (!ru)
+                return false;
+            m->rel_unit = ru;
+            if (!push_img(&m->rel, &m->n_rel, &rel[u].img[i]))
+                return false;
+            m->rel_unit[m->n_rel - 1] = u;
+        }
+    m->n_units = nr;
+    return true;
+}
+
 /* The modules of one host ELF (an executable, a shared library, an object,
- * a static library member); `what` prefixes labels ("member k.o: "). */
+ * a static library member). */
 static enum cbc_status host_modules(struct builder *b, size_t file, const uint8_t *data,
-                                    size_t len, const char *name, const char *what)
+                                    size_t len, const char *name)
 {
     struct cbc_host_elf he;
     enum cbc_status st = cbc_host_elf_parse(data, len, name, &he, b->err);
     if (st != CBC_OK)
         return st;
+    struct cbc_program *p = b->p;
+    p->files[file].data = data;
+    p->files[file].len = len;
+    p->files[file].host = true;
     struct container *fat = NULL, *rel = NULL;
     size_t nf = 0, nr = 0;
     if (he.nv_fatbin.present)
         st = read_containers(data + he.nv_fatbin.offset, (size_t)he.nv_fatbin.size,
-                             he.nv_fatbin.offset, name, ".nv_fatbin", &fat, &nf, b->err);
+                             he.nv_fatbin.offset, name, ".nv_fatbin", data, len, &fat, &nf, b->err);
     if (st == CBC_OK && he.nv_relfatbin.present)
         st = read_containers(data + he.nv_relfatbin.offset, (size_t)he.nv_relfatbin.size,
-                             he.nv_relfatbin.offset, name, "__nv_relfatbin", &rel, &nr, b->err);
-    struct names relk = {0};
-    for (size_t u = 0; u < nr; u++)
-        for (size_t k = 0; k < rel[u].kernels.n; k++)
-            names_add(&relk, rel[u].kernels.v[k], strlen(rel[u].kernels.v[k]));
-    bool linked_any = false;
+                             he.nv_relfatbin.offset, name, "__nv_relfatbin", data, len, &rel, &nr,
+                             b->err);
+    size_t first = p->n_mods;
     for (size_t c = 0; st == CBC_OK && c < nf; c++) {
-        bool linked = nr && fat[c].kernels.n;
-        for (size_t k = 0; linked && k < fat[c].kernels.n; k++)
-            linked = names_has(&relk, fat[c].kernels.v[k]);
         char label[200];
-        if (linked)
-            cbc_fmt(label, sizeof label, "%sdevice-linked image (container %zu of .nv_fatbin)",
-                    what, c);
-        else
-            cbc_fmt(label, sizeof label, "%sfatbin container %zu of .nv_fatbin", what, c);
-        struct cbc_pmod *m = new_mod(b, linked ? CBC_MOD_LINKED : CBC_MOD_UNIT, file, label);
+        cbc_fmt(label, sizeof label, "fatbin container %zu of .nv_fatbin", c);
+        struct cbc_pmod *m = new_mod(b, CBC_MOD_UNIT, file, label);
         if (!m) {
             st = cbc_err_oom(b->err);
             break;
         }
-        m->kernels = fat[c].kernels.n > 0;
         m->img = fat[c].img;
         m->n_img = fat[c].n;
         fat[c].img = NULL;
-        linked_any |= linked;
-        if (linked) {
-            for (size_t u = 0; st == CBC_OK && u < nr; u++)
-                for (size_t i = 0; st == CBC_OK && i < rel[u].n; i++) {
-                    size_t *ru = cbc_reallocarray(m->rel_unit, m->n_rel + 1, sizeof *ru);
-                    if (!ru || !push_img(&m->rel, &m->n_rel, &rel[u].img[i])) {
-                        if (ru)
-                            m->rel_unit = ru;
-                        st = cbc_err_oom(b->err);
-                        break;
-                    }
-                    m->rel_unit = ru;
-                    m->rel_unit[m->n_rel - 1] = u;
-                }
-            m->n_units = nr;
+    }
+    /* relocatable code: the device-linked image is the container whose
+     * kernels are all the units' (kernels read now, on every worker) */
+    struct cbc_pmod *ul = NULL;
+    if (st == CBC_OK && nr) {
+        ul = calloc(nr, sizeof *ul);
+        struct cbc_pmod **todo = calloc(nf + nr, sizeof *todo);
+        if (!ul || !todo) {
+            free(todo);
+            st = cbc_err_oom(b->err);
+        } else {
+            size_t nt = 0;
+            for (size_t c = 0; c < nf; c++)
+                todo[nt++] = &p->mods[first + c];
+            for (size_t u = 0; u < nr; u++) {
+                ul[u].file = file;
+                ul[u].kernels = -1;
+                ul[u].img = rel[u].img;
+                ul[u].n_img = rel[u].n;
+                todo[nt++] = &ul[u];
+            }
+            cbc_program_read_kernels(p, todo, nt);
+            free(todo);
         }
+    }
+    struct names relk = {0};
+    for (size_t u = 0; ul && u < nr; u++)
+        for (size_t k = 0; k < ul[u].n_names; k++)
+            if (!names_add(&relk, ul[u].names[k], strlen(ul[u].names[k])))
+                st = cbc_err_oom(b->err);
+    bool linked_any = false;
+    for (size_t c = 0; st == CBC_OK && nr && c < nf; c++) {
+        struct cbc_pmod *m = &p->mods[first + c];
+        bool linked = m->n_names > 0;
+        for (size_t k = 0; linked && k < m->n_names; k++)
+            linked = names_has(&relk, m->names[k]);
+        if (!linked)
+            continue;
+        linked_any = true;
+        m->kind = CBC_MOD_LINKED;
+        cbc_fmt(m->label, sizeof m->label, "device-linked image (container %zu of .nv_fatbin)", c);
+        if (!add_rel(m, rel, nr))
+            st = cbc_err_oom(b->err);
     }
     if (st == CBC_OK && nr && !linked_any) {
         char label[200];
-        cbc_fmt(label, sizeof label, "%s-rdc code of %zu unit%s in __nv_relfatbin, not yet "
-                "device-linked", what, nr, nr == 1 ? "" : "s");
+        cbc_fmt(label, sizeof label, "-rdc code of %zu unit%s in __nv_relfatbin, not yet "
+                "device-linked", nr, nr == 1 ? "" : "s");
         struct cbc_pmod *m = new_mod(b, CBC_MOD_RDC, file, label);
-        if (!m)
+        if (!m || !add_rel(m, rel, nr))
             st = cbc_err_oom(b->err);
-        for (size_t u = 0; m && st == CBC_OK && u < nr; u++)
-            for (size_t i = 0; st == CBC_OK && i < rel[u].n; i++) {
-                size_t *ru = cbc_reallocarray(m->rel_unit, m->n_rel + 1, sizeof *ru);
-                if (!ru || !push_img(&m->rel, &m->n_rel, &rel[u].img[i])) {
-                    if (ru)
-                        m->rel_unit = ru;
-                    st = cbc_err_oom(b->err);
-                    break;
-                }
-                m->rel_unit = ru;
-                m->rel_unit[m->n_rel - 1] = u;
-            }
         if (m) {
-            m->n_units = nr;
             m->kernels = relk.n > 0;
+            m->names_read = true;
+            m->names = relk.v;
+            m->n_names = relk.n;
+            memset(&relk, 0, sizeof relk);
         }
     }
     names_release(&relk);
+    for (size_t u = 0; ul && u < nr; u++) {
+        for (size_t k = 0; k < ul[u].n_names; k++)
+            free(ul[u].names[k]);
+        free(ul[u].names);
+        free(ul[u].kproblem);
+    }
+    free(ul);
     containers_release(fat, nf);
     containers_release(rel, nr);
     if (st == CBC_OK && he.cbc_bundle.present && he.cbc_bundle.size) {
@@ -320,12 +526,13 @@ static enum cbc_status host_modules(struct builder *b, size_t file, const uint8_
                     continue;
                 if (!m) {
                     char label[200];
-                    cbc_fmt(label, sizeof label, "%sembedded bundle '%s'", what, e->bundle);
+                    cbc_fmt(label, sizeof label, "embedded bundle '%s'", e->bundle);
                     if (!(m = new_mod(b, CBC_MOD_BUNDLE, file, label))) {
                         st = cbc_err_oom(b->err);
                         break;
                     }
-                    m->kernels = true;
+                    m->kernels = 1; /* a bundle is built from a kernel source */
+                    m->raw = true;
                 }
                 struct cbc_image img = {0};
                 img.fatbin_kind = e->target.kind == CBC_KIND_PTX ? CBC_FATBIN_PTX : CBC_FATBIN_ELF;
@@ -490,6 +697,18 @@ static char *find_lib(struct builder *b, const char *needed, const char *from,
     return found;
 }
 
+void cbc_pmod_release(struct cbc_pmod *m)
+{
+    free(m->img);
+    free(m->rel);
+    free(m->rel_unit);
+    for (size_t k = 0; k < m->n_names; k++)
+        free(m->names[k]);
+    free(m->names);
+    free(m->kproblem);
+    memset(m, 0, sizeof *m);
+}
+
 /* ---- files -------------------------------------------------------------------- */
 
 static enum cbc_status map_file(struct builder *b, const char *path, struct cbc_map *out)
@@ -573,7 +792,7 @@ static enum cbc_status add_needed(struct builder *b, const uint8_t *data, size_t
 static enum cbc_status add_host(struct builder *b, size_t file, const uint8_t *data, size_t len,
                                 const char *path, int depth)
 {
-    enum cbc_status st = host_modules(b, file, data, len, path, "");
+    enum cbc_status st = host_modules(b, file, data, len, path);
     if (st == CBC_OK && !(b->o && b->o->no_libs))
         st = add_needed(b, data, len, path, depth);
     return st;
@@ -595,7 +814,7 @@ static enum cbc_status add_archive(struct builder *b, const uint8_t *data, size_
             st = cbc_err_oom(b->err);
             break;
         }
-        st = host_modules(b, f, m->data, (size_t)m->size, fp, "");
+        st = host_modules(b, f, m->data, (size_t)m->size, fp);
         free(fp);
     }
     cbc_ar_release(&a);
@@ -606,6 +825,7 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
                                  struct cbc_program *p, struct cbc_err *err)
 {
     memset(p, 0, sizeof *p);
+    p->threads = o && o->threads ? o->threads : cbc_default_threads();
     struct builder b = {.p = p, .o = o, .err = err};
     size_t root = new_file(&b, path, NULL, NULL);
     if (root == SIZE_MAX)
@@ -614,6 +834,8 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
     enum cbc_status st = map_file(&b, path, &mp);
     if (st == CBC_OK) {
         seen_before(&b, path);
+        p->files[root].data = mp.data;
+        p->files[root].len = mp.len;
         p->type = mp.len >= 8 && !memcmp(mp.data, "!<arch>\n", 8) ? CBC_FILE_ARCHIVE
                                                                  : cbc_binfmt_detect(mp.data, mp.len);
         switch (p->type) {
@@ -622,7 +844,7 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
         case CBC_FILE_FATBIN: {
             struct container *c = NULL;
             size_t n = 0;
-            st = read_containers(mp.data, mp.len, 0, path, NULL, &c, &n, err);
+            st = read_containers(mp.data, mp.len, 0, path, NULL, mp.data, mp.len, &c, &n, err);
             for (size_t i = 0; st == CBC_OK && i < n; i++) {
                 char label[64];
                 cbc_fmt(label, sizeof label, "fatbin container %zu", i);
@@ -631,7 +853,6 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
                     st = cbc_err_oom(err);
                     break;
                 }
-                m->kernels = c[i].kernels.n > 0;
                 m->img = c[i].img;
                 m->n_img = c[i].n;
                 c[i].img = NULL;
@@ -649,8 +870,9 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
             if (m) {
                 m->img = l.v;
                 m->n_img = l.n;
+                m->raw = true;
                 l.v = NULL;
-                m->kernels = true;
+                m->kernels = 1; /* a cubin or PTX file is given to be loaded */
             }
             cbc_image_list_release(&l);
             break;
@@ -667,17 +889,17 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
 void cbc_program_release(struct cbc_program *p)
 {
     for (size_t i = 0; i < p->n_files; i++) {
+        for (size_t k = 0; k < p->files[i].n_self; k++)
+            cbc_pmod_release(&p->files[i].self[k]);
+        free(p->files[i].self);
         free(p->files[i].path);
         free(p->files[i].needed_as);
         free(p->files[i].needed_by);
         free(p->files[i].problem);
     }
     free(p->files);
-    for (size_t i = 0; i < p->n_mods; i++) {
-        free(p->mods[i].img);
-        free(p->mods[i].rel);
-        free(p->mods[i].rel_unit);
-    }
+    for (size_t i = 0; i < p->n_mods; i++)
+        cbc_pmod_release(&p->mods[i]);
     free(p->mods);
     for (size_t i = 0; i < p->n_maps; i++)
         cbc_file_unmap(&p->maps[i]);
@@ -704,16 +926,6 @@ const char *cbc_load_how_name(enum cbc_load_how how)
 bool cbc_load_runs(enum cbc_load_how how)
 {
     return how != CBC_LOAD_NONE && how != CBC_LOAD_NEEDS_DLINK;
-}
-
-bool cbc_pmod_counts(const struct cbc_program *p, const struct cbc_pmod *m)
-{
-    if (m->kernels)
-        return true;
-    for (size_t i = 0; i < p->n_mods; i++)
-        if (p->mods[i].kernels)
-            return false;
-    return true;
 }
 
 const char *cbc_pmod_file(const struct cbc_program *p, const struct cbc_pmod *m)

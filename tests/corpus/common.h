@@ -38,4 +38,14 @@ static int corpus_check(const char *name, L launch, W want)
         cudaFree(d);
     return bad ? 1 : 0;
 }
+/* For work a library does (cublasSgemm, cufftExecC2C, ...): the caller
+ * computed the result on the GPU and copied it back, and compares it with
+ * what it must be; the same line as corpus_check's, with the library's
+ * own status name. */
+static int corpus_report(const char *name, const char *status, int bad, int n)
+{
+    printf("KERNEL %s %s (%s, %d of %d values wrong)\n", name, bad ? "FAILED" : "RAN", status,
+           bad, n);
+    return bad ? 1 : 0;
+}
 #endif

@@ -178,11 +178,63 @@ build_dp() {
     member dp_86_90_dl86 dp_86_90_dl86 dp_86_90_dl86 PROGRAM
 }
 
+# ---- NVIDIA's libraries: they pick their kernels by GPU at run time ----------
+have_libs() { local l; for l in "$@"; do [ -e "$cudalib/lib$l.so" ] || return 1; done; }
+nv_prog() { # nv_prog NAME SRC "archs" LIB...
+    local name=$1 s=$2 archs=$3 l libs=()
+    shift 3
+    for l in "$@"; do libs+=(-l"$l"); done
+    "$nvcc" "${I[@]}" $(g $archs) "$src/$s" -L"$cudalib" "${libs[@]}" \
+        -Xlinker -rpath -Xlinker "$cudalib" -o "$name"
+}
+build_nvlibs() {
+    local spec name s archs libs
+    # NAME SOURCE ARCHS LIBS (comma-separated)
+    for spec in "cublas_90 cublas.cu 90 cublas" "cublas_89 cublas.cu 89 cublas" \
+                "sparse_rand_90 sparse_rand.cu 90 cusparse,curand" "fft_90 fft.cu 90 cufft" \
+                "nccl_90 nccl.cu 90 nccl"; do
+        read -r name s archs libs <<< "$spec"
+        if have_libs ${libs//,/ }; then
+            run nv_prog "$name" "$s" "$archs" ${libs//,/ }
+            member "$name" "$name" "$name" PROGRAM
+        else
+            echo "make_corpus.sh: $cudalib lacks lib${libs//,/.so or lib}.so: $name is left out" >&2
+        fi
+    done
+}
+
+# ---- a program that picks its kernel by compute capability, SASS only --------
+pick_prog() { # pick_prog NAME NEW OLD: k_new built for NEW, launched on NEW's major; k_old for OLD
+    "$nvcc" "${I[@]}" -c $(g $2) "$src/pick_new.cu" -o "$1.new.o"
+    "$nvcc" "${I[@]}" -c $(g $3) "$src/pick_old.cu" -o "$1.old.o"
+    "$nvcc" "${I[@]}" -DCORPUS_NEW_MAJOR=$(($2 / 10)) $(g $2) "$src/pick_main.cu" "$1.new.o" \
+        "$1.old.o" -o "$1"
+}
+# ---- a shared library with a stale translation unit ---------------------------
+stale_lib() {
+    "$nvcc" "${I[@]}" -Xcompiler -fPIC -c $(g 86) "$src/stalelib_a.cu" -o stale.a.o
+    "$nvcc" "${I[@]}" -Xcompiler -fPIC -c $(g 90) "$src/stalelib_b.cu" -o stale.b.o
+    "$nvcc" -shared $(g 90) stale.a.o stale.b.o -Xlinker -soname=libstale.so -o libstale.so
+    "$nvcc" "${I[@]}" $(g 90) "$src/usestale.cu" -L. -lstale -Xlinker -rpath -Xlinker '$ORIGIN' \
+        -o stale_exe
+}
+build_dispatch() {
+    run pick_prog pick_90_80 90 80
+    run pick_prog pick_100_90 100 90
+    run stale_lib
+    member pick_90_80 pick_90_80 pick_90_80 PROGRAM
+    member pick_100_90 pick_100_90 pick_100_90 PROGRAM
+    member stale_exe stale_exe stale_exe PROGRAM
+    member libstale.so libstale.so stale_exe PROGRAM
+}
+
 build_plain
 build_rdc
 build_libs
 build_targets
 build_dp
+build_nvlibs
+build_dispatch
 drain
 mv "$out/members.txt.new" "$out/members.txt"
 date -u +%s > stamp

@@ -3,8 +3,10 @@
 # make_corpus.sh on this machine's GPU 0 and writes what happened to each
 # member: "<member> runs|fails <evidence>", decided only from the results
 # the kernels wrote (the KERNEL/PROGRAM lines of common.h), never from an
-# exit code alone. Run on the H200 by scripts/gpu_run.sh to regenerate
-# tests/corpus/truth-sm_90.txt.
+# exit code alone; "absent" when the program could not start for want of a
+# shared library on this machine (the GPU machine lacking one of NVIDIA's).
+# Run on the H200 by scripts/gpu_gate.sh (and scripts/gpu_run.sh) to
+# regenerate tests/corpus/truth-sm_90.txt.
 set -uo pipefail
 corpus=$(cd "$1" && pwd)
 out=$2
@@ -14,7 +16,7 @@ gpu=$(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,nohead
 {
     echo "# what a GPU did with each member of the deploy-gate corpus (tests/corpus)"
     echo "# GPU: ${gpu:-unknown}; nvcc: $(nvcc --version 2>/dev/null | sed -n 's/.*, V/V/p')"
-    echo "# regenerate: scripts/gpu_run.sh OUT (on the GPU machine), which runs"
+    echo "# regenerate: scripts/gpu_gate.sh OUT (on the GPU machine), which runs"
     echo "#   tests/corpus/run_truth.sh on a corpus built by tests/corpus/make_corpus.sh"
 } > "$out.new"
 while read -r member file prog what; do
@@ -22,6 +24,10 @@ while read -r member file prog what; do
     if [ ! -f "$log" ]; then
         (cd "$corpus" && timeout 120 "./$prog") > "$log" 2>&1
         echo "exit $?" >> "$log"
+    fi
+    if grep -q "error while loading shared libraries" "$log"; then
+        echo "$member absent $(grep -m1 'error while loading' "$log")" >> "$out.new"
+        continue
     fi
     if [ "$what" = PROGRAM ]; then
         line=$(grep -m1 '^PROGRAM ' "$log")

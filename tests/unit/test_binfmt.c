@@ -7,6 +7,8 @@
 
 #include <cubincache/binfmt.h>
 
+#include "elfextra.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -563,4 +565,90 @@ Test(binfmt, uncompressed_elf_entries_lose_their_padding)
     cbc_fatbin_release(&f);
     free(fb);
     free(cubin);
+}
+
+/* The streamed reads (check, select, inspect) give the bytes the copying
+ * one does: the whole payload from a reused buffer, its first bytes alone,
+ * the entry decoded again from its offset, the SM from the ELF header. */
+Test(binfmt, streamed_entries_are_the_copied_ones)
+{
+    const char *files[] = {"k.none.fatbin", "k.speed.fatbin", "k.size.fatbin"};
+    struct cbc_inflate z = {0};
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        size_t len;
+        uint8_t *d = fixture(files[f], &len);
+        struct cbc_fatbin fb;
+        cr_assert_eq(cbc_fatbin_parse(d, len, 0, files[f], &fb, NULL), CBC_OK);
+        for (size_t i = 0; i < fb.n; i++) {
+            const struct cbc_fatbin_entry *e = &fb.entries[i];
+            uint8_t *p;
+            size_t pl;
+            cr_assert_eq(cbc_fatbin_entry_payload(e, files[f], &p, &pl, NULL), CBC_OK);
+            const uint8_t *v;
+            size_t vl;
+            cr_assert_eq(cbc_fatbin_entry_view(e, files[f], &z, &v, &vl, NULL), CBC_OK);
+            cr_assert(vl == pl && !memcmp(v, p, pl), "%s entry %zu: view differs", files[f], i);
+            cr_assert_eq(cbc_fatbin_entry_prefix(e, files[f], 64, &z, &v, &vl, NULL), CBC_OK);
+            cr_assert(vl == (pl < 64 ? pl : 64) && !memcmp(v, p, vl), "%s entry %zu: prefix",
+                      files[f], i);
+            if (e->kind == CBC_FATBIN_ELF) {
+                unsigned sm = 0;
+                cr_assert_eq(cbc_cubin_header_sm(v, vl, files[f], &sm, NULL), CBC_OK);
+                cr_assert_eq(sm, e->arch, "%s entry %zu: SM %u, header %u", files[f], i, sm, e->arch);
+            }
+            struct cbc_fatbin_entry again;
+            cr_assert_eq(cbc_fatbin_entry_at(d, len, e->offset, files[f], &again, NULL), CBC_OK);
+            cr_assert(again.arch == e->arch && again.payload == e->payload &&
+                      again.compression == e->compression && again.payload_size == e->payload_size);
+            free(p);
+        }
+        /* an offset that is no entry is refused, naming it */
+        struct cbc_err err = {0};
+        struct cbc_fatbin_entry bad;
+        cr_assert_eq(cbc_fatbin_entry_at(d, len, len - 8, files[f], &bad, &err), CBC_E_FORMAT);
+        cr_assert(strstr(err.msg, "entry header needs 64 bytes"), "%s", err.msg);
+        cbc_fatbin_release(&fb);
+        free(d);
+    }
+    cbc_inflate_release(&z);
+}
+
+/* Fatbins a library loads itself lie among its data: found at 8-byte
+ * aligned offsets when every entry decodes, the magic alone is not one. */
+Test(binfmt, scan_finds_whole_containers_in_data_and_nothing_else)
+{
+    size_t fl;
+    uint8_t *f = fixture("k.size.fatbin", &fl);
+    size_t len = 64 + fl + 40 + fl + 24;
+    uint8_t *d = calloc(1, len);
+    const uint8_t magic[4] = {0x50, 0xed, 0x55, 0xba};
+    memcpy(d + 3, magic, 4);            /* unaligned */
+    memcpy(d + 16, magic, 4);           /* aligned, version 0 */
+    memcpy(d + 32, magic, 4);           /* aligned, version 1, a size that lies */
+    d[36] = 1;
+    d[38] = 16;
+    cbc_wr64(d + 40, 1u << 20);
+    memcpy(d + 64, f, fl);
+    memcpy(d + 64 + fl + 40, f, fl);
+    uint64_t at[4], resume = 0;
+    size_t n = cbc_fatbin_scan(d, len, 0x1000, at, 4, &resume);
+    cr_assert_eq(n, 2, "found %zu containers", n);
+    cr_assert_eq(at[0], 0x1000 + 64);
+    cr_assert_eq(at[1], 0x1000 + 64 + fl + 40);
+    cr_assert_eq(resume, len);
+    /* one at a time, going on where it stopped */
+    resume = 0;
+    cr_assert_eq(cbc_fatbin_scan(d, len, 0x1000, at, 1, &resume), 1);
+    cr_assert_eq(at[0], 0x1000 + 64);
+    cr_assert_eq(cbc_fatbin_scan(d, len, 0x1000, at, 1, &resume), 1);
+    cr_assert_eq(at[0], 0x1000 + 64 + fl + 40);
+    cr_assert_eq(cbc_fatbin_scan(d, len, 0x1000, at, 1, &resume), 0);
+    /* a section at an odd file offset: the same bytes are no longer aligned */
+    resume = 0;
+    cr_assert_eq(cbc_fatbin_scan(d, len, 0x1004, at, 4, &resume), 0);
+    /* a container cut short is not one */
+    resume = 0;
+    cr_assert_eq(cbc_fatbin_scan(d, 64 + fl - 1, 0x1000, at, 4, &resume), 0);
+    free(d);
+    free(f);
 }

@@ -8,9 +8,15 @@
  * prints one object per file per line (schema in docs/json.md). What the
  * listing quotes of a file name or a file (kernel names, the ptxas command
  * line, bundle and member names) is printed escaped, as every message is.
+ *
+ * The file is mapped, not read; its entries are decompressed one at a
+ * time into a buffer each worker reuses, on every CPU, each entry's text
+ * (or JSON) made there and printed in order, and the pages of an entry
+ * are dropped once read: libtorch_cuda.so's 2,981 images inflate to 5.4 GB.
  */
 #include "elfextra.h"
 #include "cmds.h"
+#include "program.h"
 
 #include <cubincache/binfmt.h>
 #include <cjson/cJSON.h>
@@ -51,20 +57,44 @@ static void add_cubin_json(cJSON *o, const struct cbc_cubin_info *ci)
         cJSON_AddStringToObject(o, "tool_cmdline", ci->tool_cmdline);
 }
 
-static void print_funcs(const struct cbc_cubin_info *ci, const char *indent)
+/* s into b as tool_fputs_escaped prints it: a worker's text is printed
+ * later, as it is. */
+static void buf_puts_escaped(struct cbc_buf *b, const char *s)
+{
+    size_t n = strlen(s);
+    while (n) {
+        char unit[CBC_ESCAPE_UNIT_MAX];
+        size_t used, k = cbc_escape_unit(s, n, unit, &used);
+        cbc_buf_append(b, unit, k);
+        s += used;
+        n -= used;
+    }
+}
+
+static void buf_funcs(struct cbc_buf *b, const struct cbc_cubin_info *ci, const char *indent)
 {
     for (int pass = 0; pass < 2; pass++) {
         size_t n = 0;
         for (size_t i = 0; i < ci->n_funcs; i++) {
             if (ci->funcs[i].entry != (pass == 0))
                 continue;
-            printf("%s%s", n ? ", " : indent, n ? "" : pass == 0 ? "kernels: " : "device functions: ");
-            tool_fputs_escaped(ci->funcs[i].name, stdout);
+            cbc_buf_printf(b, "%s%s", n ? ", " : indent,
+                           n ? "" : pass == 0 ? "kernels: " : "device functions: ");
+            buf_puts_escaped(b, ci->funcs[i].name);
             n++;
         }
         if (n)
-            printf("\n");
+            cbc_buf_puts(b, "\n");
     }
+}
+
+static void print_funcs(const struct cbc_cubin_info *ci, const char *indent)
+{
+    struct cbc_buf b = {0};
+    buf_funcs(&b, ci, indent);
+    if (b.p)
+        fputs(b.p, stdout);
+    cbc_buf_release(&b);
 }
 
 /* -G, -lineinfo or neither: the sections tell (e_flags differ by arch). */
@@ -100,92 +130,136 @@ static void print_cubin(const char *file, size_t len, const struct cbc_cubin_inf
     }
 }
 
-/* One fatbin's entries; `section` is NULL for a .fatbin file. */
+/* What one entry of a fatbin says, made on a worker: its text or its JSON
+ * object, and whether it is a problem. */
+struct entry_out {
+    char *text;
+    cJSON *json;
+    bool problem;
+};
+
+struct fatbin_job {
+    const char *file;
+    const uint8_t *file_data; /* the mapping (entry offsets are into it), for dropping pages */
+    size_t file_len;
+    const char *section;
+    const struct cbc_fatbin *fb;
+    bool json;
+    struct entry_out *out;
+};
+
+static void inspect_entry(void *ctx, size_t i, struct cbc_inflate *z)
+{
+    struct fatbin_job *j = ctx;
+    const struct cbc_fatbin_entry *e = &j->fb->entries[i];
+    struct entry_out *r = &j->out[i];
+    const char *file = j->file;
+    char target[48];
+    snprintf(target, sizeof target, "%s_%u%s",
+             e->kind == CBC_FATBIN_PTX ? "compute" : e->kind == CBC_FATBIN_ELF ? "sm" : "arch",
+             e->arch, cbc_variant_suffix(e->variant));
+    const uint8_t *p = NULL;
+    size_t plen = 0;
+    struct cbc_err pe = {0};
+    bool have = (e->kind == CBC_FATBIN_ELF || e->kind == CBC_FATBIN_PTX) &&
+                cbc_fatbin_entry_view(e, file, z, &p, &plen, &pe) == CBC_OK;
+    struct cbc_cubin_info ci;
+    bool have_ci = have && e->kind == CBC_FATBIN_ELF && cbc_cubin_parse(p, plen, file, &ci, &pe) == CBC_OK;
+    struct cbc_ptx_info pi;
+    bool have_pi = have && e->kind == CBC_FATBIN_PTX && cbc_ptx_parse(p, plen, file, &pi, &pe) == CBC_OK;
+    bool bad_arch = have_ci && ci.sm != e->arch;
+    r->problem = bad_arch || pe.msg[0];
+    if (j->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "container", (double)e->container);
+        cJSON_AddStringToObject(o, "kind", cbc_fatbin_kind_name(e->kind));
+        cJSON_AddStringToObject(o, "target", target);
+        cJSON_AddNumberToObject(o, "arch", e->arch);
+        cJSON_AddStringToObject(o, "variant", cbc_variant_suffix(e->variant));
+        char fl[24];
+        snprintf(fl, sizeof fl, "0x%llx", (unsigned long long)e->flags);
+        cJSON_AddStringToObject(o, "flags", fl);
+        cJSON_AddNumberToObject(o, "offset", (double)e->offset);
+        cJSON_AddNumberToObject(o, "stored_size", (double)e->payload_size);
+        cJSON_AddStringToObject(o, "compression", cbc_compression_name(e->compression));
+        cJSON_AddNumberToObject(o, "size", (double)(have ? plen : e->uncompressed_size));
+        if (e->kind == CBC_FATBIN_PTX) {
+            char isa[16];
+            snprintf(isa, sizeof isa, "%u.%u", e->version_major, e->version_minor);
+            cJSON_AddStringToObject(o, "ptx_isa", isa);
+        }
+        if (j->section)
+            cJSON_AddStringToObject(o, "section", j->section);
+        if (have_ci) {
+            cJSON *c = cJSON_AddObjectToObject(o, "cubin");
+            add_cubin_json(c, &ci);
+        }
+        if (bad_arch)
+            cJSON_AddStringToObject(o, "problem", "entry header arch differs from the ELF's SM");
+        else if (pe.msg[0])
+            cJSON_AddStringToObject(o, "problem", pe.msg);
+        r->json = o;
+    } else {
+        struct cbc_buf b = {0};
+        cbc_buf_printf(&b, "  [%zu] %-6s %-13s", i, cbc_fatbin_kind_name(e->kind), target);
+        if (e->kind == CBC_FATBIN_PTX)
+            cbc_buf_printf(&b, " ISA %u.%u", e->version_major, e->version_minor);
+        if (e->compression)
+            cbc_buf_printf(&b, " %s %u -> %llu bytes", cbc_compression_name(e->compression),
+                           e->compressed_size, (unsigned long long)e->uncompressed_size);
+        else
+            cbc_buf_printf(&b, " %llu bytes", (unsigned long long)e->payload_size);
+        cbc_buf_printf(&b, " at %#llx%s\n", (unsigned long long)e->offset,
+                       e->flags & CBC_FATBIN_FLAG_DEBUG ? ", debug" : "");
+        if (bad_arch)
+            cbc_buf_printf(&b, "      PROBLEM: the entry header says arch %u but the ELF is sm_%u; "
+                           "the driver selects by the header and then refuses the image "
+                           "(CUDA_ERROR_INVALID_SOURCE)\n", e->arch, ci.sm);
+        else if (pe.msg[0])
+            cbc_buf_printf(&b, "      PROBLEM: %s\n", pe.msg);
+        if (have_ci)
+            buf_funcs(&b, &ci, "      ");
+        if (have_pi)
+            cbc_buf_printf(&b, "      PTX .target sm_%u%s, %zu kernel%s\n", pi.arch,
+                           cbc_variant_suffix(pi.variant), pi.n_entries, pi.n_entries == 1 ? "" : "s");
+        r->text = b.oom ? NULL : cbc_buf_detach(&b);
+        cbc_buf_release(&b);
+    }
+    if (have_ci)
+        cbc_cubin_info_release(&ci);
+    /* its pages need not stay resident once read */
+    cbc_map_forget(j->file_data, j->file_len, e->offset, e->header_size + e->payload_size);
+}
+
+/* One fatbin's entries; `section` is NULL for a .fatbin file. `data` is
+ * `base` bytes into the mapping file_data, as entry offsets are. */
 static enum cbc_status do_fatbin(const char *file, const uint8_t *data, size_t len, uint64_t base,
                                  const char *section, cJSON *arr, struct cbc_err *err,
-                                 bool *mismatch)
+                                 bool *mismatch, const uint8_t *file_data, size_t file_len)
 {
     struct cbc_fatbin fb;
-    enum cbc_status st = cbc_fatbin_parse(data, len, base, file, &fb, err);
+    enum cbc_status st = cbc_fatbin_parse_mapped(data, len, base, file, file_data, file_len, &fb, err);
     if (st != CBC_OK)
         return st;
     if (!arr)
         printf("  %s%s%zu container%s, %zu entr%s\n", section ? section : "", section ? ": " : "",
                fb.n_containers, fb.n_containers == 1 ? "" : "s", fb.n, fb.n == 1 ? "y" : "ies");
-    for (size_t i = 0; i < fb.n && st == CBC_OK; i++) {
-        const struct cbc_fatbin_entry *e = &fb.entries[i];
-        char target[48];
-        snprintf(target, sizeof target, "%s_%u%s",
-                 e->kind == CBC_FATBIN_PTX ? "compute" : e->kind == CBC_FATBIN_ELF ? "sm" : "arch",
-                 e->arch, cbc_variant_suffix(e->variant));
-        uint8_t *p = NULL;
-        size_t plen = 0;
-        struct cbc_err pe = {0};
-        bool have = (e->kind == CBC_FATBIN_ELF || e->kind == CBC_FATBIN_PTX) &&
-                    cbc_fatbin_entry_payload(e, file, &p, &plen, &pe) == CBC_OK;
-        struct cbc_cubin_info ci;
-        bool have_ci = have && e->kind == CBC_FATBIN_ELF && cbc_cubin_parse(p, plen, file, &ci, &pe) == CBC_OK;
-        struct cbc_ptx_info pi;
-        bool have_pi = have && e->kind == CBC_FATBIN_PTX && cbc_ptx_parse(p, plen, file, &pi, &pe) == CBC_OK;
-        bool bad_arch = have_ci && ci.sm != e->arch;
-        *mismatch |= bad_arch || pe.msg[0];
-        if (arr) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddNumberToObject(o, "container", (double)e->container);
-            cJSON_AddStringToObject(o, "kind", cbc_fatbin_kind_name(e->kind));
-            cJSON_AddStringToObject(o, "target", target);
-            cJSON_AddNumberToObject(o, "arch", e->arch);
-            cJSON_AddStringToObject(o, "variant", cbc_variant_suffix(e->variant));
-            char fl[24];
-            snprintf(fl, sizeof fl, "0x%llx", (unsigned long long)e->flags);
-            cJSON_AddStringToObject(o, "flags", fl);
-            cJSON_AddNumberToObject(o, "offset", (double)e->offset);
-            cJSON_AddNumberToObject(o, "stored_size", (double)e->payload_size);
-            cJSON_AddStringToObject(o, "compression", cbc_compression_name(e->compression));
-            cJSON_AddNumberToObject(o, "size", (double)(have ? plen : e->uncompressed_size));
-            if (e->kind == CBC_FATBIN_PTX) {
-                char isa[16];
-                snprintf(isa, sizeof isa, "%u.%u", e->version_major, e->version_minor);
-                cJSON_AddStringToObject(o, "ptx_isa", isa);
-            }
-            if (section)
-                cJSON_AddStringToObject(o, "section", section);
-            if (have_ci) {
-                cJSON *c = cJSON_AddObjectToObject(o, "cubin");
-                add_cubin_json(c, &ci);
-            }
-            if (bad_arch)
-                cJSON_AddStringToObject(o, "problem", "entry header arch differs from the ELF's SM");
-            else if (pe.msg[0])
-                cJSON_AddStringToObject(o, "problem", pe.msg);
-            cJSON_AddItemToArray(arr, o);
-        } else {
-            printf("  [%zu] %-6s %-13s", i, cbc_fatbin_kind_name(e->kind), target);
-            if (e->kind == CBC_FATBIN_PTX)
-                printf(" ISA %u.%u", e->version_major, e->version_minor);
-            if (e->compression)
-                printf(" %s %u -> %llu bytes", cbc_compression_name(e->compression),
-                       e->compressed_size, (unsigned long long)e->uncompressed_size);
-            else
-                printf(" %llu bytes", (unsigned long long)e->payload_size);
-            printf(" at %#llx%s\n", (unsigned long long)e->offset,
-                   e->flags & CBC_FATBIN_FLAG_DEBUG ? ", debug" : "");
-            if (bad_arch)
-                printf("      PROBLEM: the entry header says arch %u but the ELF is sm_%u; the driver "
-                       "selects by the header and then refuses the image (CUDA_ERROR_INVALID_SOURCE)\n",
-                       e->arch, ci.sm);
-            else if (pe.msg[0])
-                printf("      PROBLEM: %s\n", pe.msg);
-            if (have_ci)
-                print_funcs(&ci, "      ");
-            if (have_pi)
-                printf("      PTX .target sm_%u%s, %zu kernel%s\n", pi.arch, cbc_variant_suffix(pi.variant),
-                       pi.n_entries, pi.n_entries == 1 ? "" : "s");
-        }
-        if (have_ci)
-            cbc_cubin_info_release(&ci);
-        free(p);
+    struct entry_out *out = calloc(fb.n ? fb.n : 1, sizeof *out);
+    if (!out) {
+        cbc_fatbin_release(&fb);
+        return cbc_err_oom(err);
     }
+    struct fatbin_job j = {file, file_data, file_len, section, &fb, arr != NULL, out};
+    cbc_parallel(0, fb.n, inspect_entry, &j);
+    for (size_t i = 0; i < fb.n; i++) {
+        *mismatch |= out[i].problem;
+        if (arr && out[i].json)
+            cJSON_AddItemToArray(arr, out[i].json);
+        else if (out[i].text)
+            fputs(out[i].text, stdout);
+        free(out[i].text);
+    }
+    free(out);
     cbc_fatbin_release(&fb);
     return st;
 }
@@ -257,7 +331,8 @@ static enum cbc_status do_embedded(const char *file, const uint8_t *data, size_t
 /* One host ELF's CUDA sections; `member` names it inside a static library
  * (then `base` is its offset there). */
 static enum cbc_status do_host(const char *file, const uint8_t *data, size_t len, uint64_t base,
-                               const char *member, cJSON *arr, struct cbc_err *err, bool *problem)
+                               const char *member, cJSON *arr, struct cbc_err *err, bool *problem,
+                               const struct cbc_map *mp)
 {
     struct cbc_host_elf he;
     enum cbc_status st = cbc_host_elf_parse(data, len, file, &he, err);
@@ -280,7 +355,7 @@ static enum cbc_status do_host(const char *file, const uint8_t *data, size_t len
             continue;
         any = true;
         st = do_fatbin(file, data + secs[i].s->offset, (size_t)secs[i].s->size,
-                       base + secs[i].s->offset, secs[i].name, arr, err, problem);
+                       base + secs[i].s->offset, secs[i].name, arr, err, problem, mp->data, mp->len);
     }
     if (st == CBC_OK && he.cbc_bundle.present) {
         any = true;
@@ -295,14 +370,15 @@ static enum cbc_status do_host(const char *file, const uint8_t *data, size_t len
 /* Returns the exit code for one file. */
 static int inspect_one(struct tool *t, const char *file, bool json)
 {
-    uint8_t *data;
-    size_t len;
+    struct cbc_map mp;
     struct cbc_err err = {0};
-    enum cbc_status st = cbc_file_read(file, &data, &len, &err);
+    enum cbc_status st = cbc_file_map(file, &mp, &err);
     if (st != CBC_OK) {
         tool_error(t, &err);
         return EXIT_USAGE;
     }
+    const uint8_t *data = mp.data;
+    size_t len = mp.len;
     enum cbc_file_type type = cbc_binfmt_detect(data, len);
     cJSON *root = json ? cJSON_CreateObject() : NULL;
     cJSON *arr = NULL;
@@ -361,12 +437,12 @@ static int inspect_one(struct tool *t, const char *file, bool json)
             printf(": fatbin, %zu bytes\n", len);
         } else
             arr = cJSON_AddArrayToObject(root, "entries");
-        st = do_fatbin(file, data, len, 0, NULL, arr, &err, &problem);
+        st = do_fatbin(file, data, len, 0, NULL, arr, &err, &problem, mp.data, mp.len);
         break;
     case CBC_FILE_HOST_ELF:
         if (root)
             arr = cJSON_AddArrayToObject(root, "entries");
-        st = do_host(file, data, len, 0, NULL, arr, &err, &problem);
+        st = do_host(file, data, len, 0, NULL, arr, &err, &problem, &mp);
         break;
     case CBC_FILE_ARCHIVE: {
         /* a static library: each member object as a host ELF */
@@ -384,7 +460,7 @@ static int inspect_one(struct tool *t, const char *file, bool json)
             if (cbc_binfmt_detect(a.v[i].data, (size_t)a.v[i].size) != CBC_FILE_HOST_ELF)
                 continue;
             st = do_host(file, a.v[i].data, (size_t)a.v[i].size, a.v[i].offset, a.v[i].name, arr,
-                         &err, &problem);
+                         &err, &problem, &mp);
         }
         cbc_ar_release(&a);
         break;
@@ -402,7 +478,7 @@ static int inspect_one(struct tool *t, const char *file, bool json)
                          file);
         break;
     }
-    free(data);
+    cbc_file_unmap(&mp);
     if (root) {
         if (st != CBC_OK)
             cJSON_AddStringToObject(root, "error", err.msg);

@@ -22,9 +22,15 @@ static const char usage[] =
     "      --prefer-binary    assume CU_PREFER_BINARY instead of the driver's default\n"
     "  -L, --library-path DIR look here first for the shared libraries a binary needs\n"
     "      --no-libs          judge the binary alone, not the libraries it needs\n"
+    "      --kernels FILE     only the modules of these kernels (one per line) must load\n"
+    "      --rule RULE        the file named: per-module (default) or dispatch\n"
+    "      --libs RULE        the libraries it needs: dispatch (default) or per-module\n"
+    "      --strict-lib NAME  judge this library per module\n"
     "      --json             one JSON object per bundle, or per module of a binary\n"
     "  A binary answers per module (each translation unit, device-linked image and\n"
-    "  embedded bundle, in it and its libraries); exit 1 when any has nothing for the GPU.\n";
+    "  embedded bundle, in it and its libraries), then per file with the rule that judged\n"
+    "  it (as check --arch does); exit 1 when that verdict is a problem: a module of the\n"
+    "  file named with nothing for the GPU, a library with nothing for it.\n";
 
 struct sel {
     struct cbc_select_query q;
@@ -32,6 +38,7 @@ struct sel {
     const char **lib_dirs; /* -L, for the libraries a binary needs */
     size_t n_lib_dirs;
     bool no_libs;
+    struct cbc_judge_opts jo; /* the rules, as check --arch has them */
 };
 
 static int report(const struct sel *s, const char *path, const struct cbc_image *imgs, size_t n,
@@ -95,18 +102,38 @@ static int select_bundle(struct tool *t, const struct sel *s, const char *manife
     return rc;
 }
 
+static const char *fverdict_name(enum cbc_fverdict v)
+{
+    switch (v) {
+    case CBC_FV_NO_CODE: return "no GPU code";
+    case CBC_FV_RUNS: return "runs";
+    case CBC_FV_PARTIAL: return "partial";
+    case CBC_FV_WONT: return "will not run";
+    case CBC_FV_NEEDS_DLINK: return "needs a device link";
+    }
+    return "?";
+}
+
 /* A binary: every module with kernels of the program (its shared
- * libraries included), one answer each; exit 1 when any has nothing for
- * the GPU, in the words `check --arch` uses. */
+ * libraries included), one answer each, then one per file with the rule
+ * that judged it; exit 1 when that judgement is a problem, in the words
+ * `check --arch` uses. */
 static int select_file(struct tool *t, const struct sel *s, const char *path)
 {
     struct cbc_program p;
     struct cbc_err err = {0};
-    struct cbc_program_opts po = {s->lib_dirs, s->n_lib_dirs, s->no_libs};
+    struct cbc_program_opts po = {s->lib_dirs, s->n_lib_dirs, s->no_libs, 0};
     enum cbc_status st = cbc_program_open(path, &po, &p, &err);
     if (st != CBC_OK) {
         tool_error(t, &err);
         return st == CBC_E_IO ? EXIT_USAGE : tool_exit_code(st);
+    }
+    struct cbc_pjudge j;
+    st = cbc_program_judge(&p, &s->jo, &j, &err);
+    if (st != CBC_OK) {
+        cbc_program_release(&p);
+        tool_error(t, &err);
+        return tool_exit_code(st);
     }
     int rc = EXIT_OK;
     char cc[16];
@@ -135,31 +162,55 @@ static int select_file(struct tool *t, const struct sel *s, const char *path)
                     tool_fputs_escaped(parts[k], stdout);
         }
     }
+    for (size_t k = 0; k < j.n_not_found; k++) {
+        rc = EXIT_VERDICT;
+        if (s->json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "path", path);
+            cJSON_AddStringToObject(o, "kernel", j.not_found[k]);
+            cJSON_AddStringToObject(o, "cc", cc);
+            cJSON_AddStringToObject(o, "how", "missing");
+            cJSON_AddNullToObject(o, "target");
+            cJSON_AddStringToObject(o, "reason", "a kernel of --kernels that no module defines");
+            tool_print_json(o);
+        } else {
+            tool_fputs_escaped(path, stdout);
+            fputs(": kernel ", stdout);
+            tool_fputs_escaped(j.not_found[k], stdout);
+            fputs(" of --kernels: missing: no module defines it\n", stdout);
+        }
+    }
     for (size_t m = 0; m < p.n_mods; m++) {
         const struct cbc_pmod *pm = &p.mods[m];
-        if (!cbc_pmod_counts(&p, pm))
+        const struct cbc_mod_verdict *v = &j.mv[m];
+        const struct cbc_fjudge *fj = &j.fj[pm->file];
+        bool runs = cbc_load_runs(v->how);
+        /* a kernel-less stub, or a module --kernels leaves out */
+        if (pm->kernels == 0 ||
+            (fj->rule == CBC_JUDGE_KERNELS && !cbc_pmod_listed(pm, &s->jo, NULL, 0)))
             continue;
-        struct cbc_mod_verdict v;
-        cbc_pmod_judge(&p, pm, &s->q, &v);
-        if (!cbc_load_runs(v.how))
-            rc = EXIT_VERDICT;
         char tn[CBC_TARGET_NAME_MAX];
-        cbc_target_name(&v.target, tn);
-        const struct cbc_image *img = v.image >= 0 ? &pm->img[v.image] : NULL;
+        cbc_target_name(&v->target, tn);
+        const struct cbc_image *img = v->image >= 0 ? &pm->img[v->image] : NULL;
+        /* a module without code counts against the program unless its
+         * file's rule accepts it (a library that picks kernels by GPU) */
+        bool counts = !runs && fj->problem;
         if (s->json) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "path", path);
             cJSON_AddStringToObject(o, "file", cbc_pmod_file(&p, pm));
             cJSON_AddStringToObject(o, "module", pm->label);
             cJSON_AddStringToObject(o, "cc", cc);
-            cJSON_AddStringToObject(o, "how", cbc_load_how_name(v.how));
-            if (v.how == CBC_LOAD_NONE)
+            cJSON_AddStringToObject(o, "how", cbc_load_how_name(v->how));
+            if (v->how == CBC_LOAD_NONE)
                 cJSON_AddNullToObject(o, "target");
             else
                 cJSON_AddStringToObject(o, "target", tn);
             if (img)
                 cJSON_AddNumberToObject(o, "offset", (double)img->offset);
-            cJSON_AddStringToObject(o, "reason", v.reason);
+            cJSON_AddStringToObject(o, "rule", cbc_judge_rule_name(fj->rule));
+            cJSON_AddBoolToObject(o, "problem", counts);
+            cJSON_AddStringToObject(o, "reason", v->reason);
             tool_print_json(o);
             continue;
         }
@@ -173,37 +224,83 @@ static int select_file(struct tool *t, const struct sel *s, const char *path)
             }
             fputs(": ", stdout);
         }
-        if (v.how == CBC_LOAD_NONE)
+        if (v->how == CBC_LOAD_NONE)
             printf("none: ");
         else if (img)
-            printf("%s (image %ld at %#llx): ", tn, v.image, (unsigned long long)img->offset);
+            printf("%s (image %ld at %#llx): ", tn, v->image, (unsigned long long)img->offset);
         else
-            printf("%s (%s): ", tn, cbc_load_how_name(v.how));
-        tool_fputs_escaped(v.reason, stdout);
+            printf("%s (%s): ", tn, cbc_load_how_name(v->how));
+        tool_fputs_escaped(v->reason, stdout);
+        if (!runs && !counts) {
+            fputs(" (accepted: ", stdout);
+            tool_fputs_escaped(cbc_path_base(cbc_pmod_file(&p, pm)), stdout);
+            printf(" is judged by the %s rule)", cbc_judge_rule_name(fj->rule));
+        }
         fputc('\n', stdout);
     }
+    for (size_t f = 0; f < p.n_files; f++) {
+        const struct cbc_fjudge *fj = &j.fj[f];
+        if (p.files[f].missing)
+            continue;
+        if (fj->problem)
+            rc = EXIT_VERDICT;
+        if (fj->verdict == CBC_FV_NO_CODE && (f || p.n_files > 1))
+            continue;
+        if (s->json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "path", path);
+            cJSON_AddStringToObject(o, "file", p.files[f].path);
+            cJSON_AddStringToObject(o, "cc", cc);
+            cJSON_AddStringToObject(o, "rule", cbc_judge_rule_name(fj->rule));
+            cJSON_AddStringToObject(o, "verdict", fverdict_name(fj->verdict));
+            cJSON_AddBoolToObject(o, "problem", fj->problem);
+            cJSON_AddStringToObject(o, "reason", fj->reason);
+            tool_print_json(o);
+        } else if (p.n_files > 1 || fj->verdict == CBC_FV_PARTIAL || fj->broken >= 0) {
+            tool_fputs_escaped(path, stdout);
+            fputs(": ", stdout);
+            tool_fputs_escaped(cbc_path_base(p.files[f].path), stdout);
+            printf(" [%s]: %s%s: ", cbc_judge_rule_name(fj->rule), fverdict_name(fj->verdict),
+                   fj->verdict == CBC_FV_PARTIAL && !fj->problem ? " (accepted)" : "");
+            tool_fputs_escaped(fj->reason, stdout);
+            fputc('\n', stdout);
+        }
+    }
+    cbc_pjudge_release(&p, &j);
     cbc_program_release(&p);
     return rc;
 }
+
+static int select_dir(struct tool *t, const struct sel *s, const char *path);
 
 int cmd_select(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache select");
-    enum { O_CC = 256, O_DRIVER, O_PREFER, O_JSON, O_NOLIBS, O_HELP };
+    enum { O_CC = 256, O_DRIVER, O_PREFER, O_JSON, O_NOLIBS, O_HELP, O_KERNELS, O_RULE, O_LIBS,
+           O_STRICT_LIB };
     static const struct option longopts[] = {
         {"cc", required_argument, NULL, O_CC},
         {"cuda-driver", required_argument, NULL, O_DRIVER},
         {"prefer-binary", no_argument, NULL, O_PREFER},
         {"library-path", required_argument, NULL, 'L'},
         {"no-libs", no_argument, NULL, O_NOLIBS},
+        {"kernels", required_argument, NULL, O_KERNELS},
+        {"rule", required_argument, NULL, O_RULE},
+        {"libs", required_argument, NULL, O_LIBS},
+        {"strict-lib", required_argument, NULL, O_STRICT_LIB},
         {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
-    struct sel s = {{0, 0, false}, false, NULL, 0, false};
-    const char *libs[32];
+    struct sel s = {0};
+    const char *libs[32], *strict[32];
     s.lib_dirs = libs;
+    s.jo.named_rule = CBC_JUDGE_PER_MODULE;
+    s.jo.lib_rule = CBC_JUDGE_DISPATCH;
+    s.jo.strict_libs = strict;
+    s.jo.demangle = gate_demangle;
+    const char *kernels_file = NULL;
     optind = 1;
     opterr = 0;
     int c;
@@ -215,12 +312,33 @@ int cmd_select(int argc, char **argv)
             libs[s.n_lib_dirs++] = optarg;
             break;
         case O_NOLIBS: s.no_libs = true; break;
+        case O_KERNELS: kernels_file = optarg; break;
+        case O_RULE:
+        case O_LIBS: {
+            int r = gate_rule_opt(&t, usage, c == O_RULE ? "--rule" : "--libs", optarg,
+                                  c == O_RULE ? &s.jo.named_rule : &s.jo.lib_rule);
+            if (r != EXIT_OK)
+                return r;
+            break;
+        }
+        case O_STRICT_LIB:
+            if (s.jo.n_strict_libs == CBC_ARRAY_LEN(strict))
+                return tool_usage_error(&t, usage, "at most %zu --strict-lib", CBC_ARRAY_LEN(strict));
+            strict[s.jo.n_strict_libs++] = optarg;
+            break;
         case O_CC: {
-            struct cbc_target tg[2];
-            if (cbc_arch_token_parse(optarg, tg) == 0)
-                return tool_usage_error(&t, usage, "--cc '%s': expected a compute capability "
-                                        "such as 9.0", optarg);
-            s.q.cc = tg[0].arch;
+            unsigned ccs[8];
+            size_t n = 0;
+            struct cbc_err e = {0};
+            if (cbc_gpu_list_parse(optarg, ccs, CBC_ARRAY_LEN(ccs), &n, &e) != CBC_OK) {
+                cbc_err_prefix(&e, "--cc");
+                tool_error(&t, &e);
+                return EXIT_USAGE;
+            }
+            if (n != 1)
+                return tool_usage_error(&t, usage, "--cc '%s' names %zu GPUs; select answers for "
+                                        "one (check --arch judges several)", optarg, n);
+            s.q.cc = ccs[0];
             break;
         }
         case O_DRIVER:
@@ -239,12 +357,31 @@ int cmd_select(int argc, char **argv)
         return tool_usage_error(&t, usage, "--cc is required");
     if (optind != argc - 1)
         return tool_usage_error(&t, usage, "one PATH expected");
+    s.jo.q = s.q;
+    char **kn = NULL;
+    size_t nk = 0;
+    if (kernels_file) {
+        int r = gate_read_kernels(&t, usage, kernels_file, &kn, &nk);
+        if (r != EXIT_OK)
+            return r;
+        s.jo.kernels = (const char *const *)kn;
+        s.jo.n_kernels = nk;
+    }
     const char *path = argv[optind];
     size_t pl = strlen(path);
+    int rc;
     if (pl > 14 && !strcmp(path + pl - 14, ".manifest.json"))
-        return select_bundle(&t, &s, path);
-    if (!cbc_is_dir(path))
-        return select_file(&t, &s, path);
+        rc = select_bundle(&t, &s, path);
+    else if (!cbc_is_dir(path))
+        rc = select_file(&t, &s, path);
+    else
+        rc = select_dir(&t, &s, path);
+    gate_free_kernels(kn, nk);
+    return rc;
+}
+
+static int select_dir(struct tool *t, const struct sel *s, const char *path)
+{
     DIR *d = opendir(path);
     int rc = EXIT_OK;
     size_t found = 0;
@@ -254,7 +391,7 @@ int cmd_select(int argc, char **argv)
         if (n <= 14 || strcmp(de->d_name + n - 14, ".manifest.json"))
             continue;
         char *m = cbc_path_join(path, de->d_name);
-        int r = select_bundle(&t, &s, m);
+        int r = select_bundle(t, s, m);
         rc = r > rc ? r : rc;
         free(m);
         found++;
@@ -262,7 +399,7 @@ int cmd_select(int argc, char **argv)
     if (d)
         closedir(d);
     if (!found) {
-        tool_errorf(&t, "'%s' holds no NAME.manifest.json", path);
+        tool_errorf(t, "'%s' holds no NAME.manifest.json", path);
         return EXIT_USAGE;
     }
     return rc;

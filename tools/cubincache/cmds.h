@@ -14,6 +14,19 @@ int parse_cuda_version(const char *s);
  * their PTX). False for a malformed version or one older than CUDA 11.0. */
 bool tool_parse_driver(const char *s, unsigned *isa);
 
+/* gate.c, for check and select: a C++ name demangled (malloc'd), or NULL
+ * when it is not one or no demangler is at hand; the --kernels file read
+ * (names, one per line, '#' comments): an exit code, EXIT_OK when read. */
+char *gate_demangle(const char *mangled);
+int gate_read_kernels(const struct tool *t, const char *usage, const char *path, char ***out,
+                      size_t *n);
+void gate_free_kernels(char **v, size_t n);
+/* --rule / --libs RULE: per-module or dispatch, into *rule; a usage error
+ * naming `opt` for anything else. */
+enum cbc_judge_rule;
+int gate_rule_opt(const struct tool *t, const char *usage, const char *opt, const char *arg,
+                  enum cbc_judge_rule *rule);
+
 int cmd_build(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
 int cmd_config(int argc, char **argv);
