@@ -167,7 +167,7 @@ grep -q "too complex to follow" "$T/deep.out" || fail "no note that the lint sto
 note "usage and unreadable input: exit 2, naming the problem"
 expect_out 2 "cannot read '$T/nope'" "$CUBINCACHE" lint "$T/nope"
 echo x > "$T/notes.txt"
-expect_out 2 "is not a build script, CMake or Meson file" "$CUBINCACHE" lint "$T/notes.txt"
+expect_out 2 "is not a build script, CMake, Meson or make file" "$CUBINCACHE" lint "$T/notes.txt"
 expect_out 2 "--dry-run shows what --fix would change" "$CUBINCACHE" lint --dry-run "$T/c"
 mkfifo "$T/fifo.rs"
 expect_out 2 "not a regular file" timeout 10 "$CUBINCACHE" lint "$T/fifo.rs"
