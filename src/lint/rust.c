@@ -54,6 +54,17 @@ struct rfn {
     size_t n_params;
     bool reached;
     bool method; /* takes self: never what a bare name( calls */
+    char *impl;  /* the type of the impl block it sits in, or NULL */
+    int ret;     /* 0: what it returns not looked at yet, 1: being looked at, 2: done */
+    struct lint_strset ret_names; /* the names its tail expression stands for */
+};
+
+/* A byte range of a file that is an impl block of a type, or a module. */
+struct span {
+    int file;
+    size_t b, e; /* tokens */
+    char *name;
+    bool module;
 };
 
 struct site {
@@ -72,6 +83,14 @@ struct val {
     const char *type; /* the model's type string; NULL: none */
     struct lint_strset srcs, incs, watch, flags;
     bool srcs_default, incs_default, srcs_unknown;
+    /* a struct literal (or an array of them): the names of each field */
+    struct vfield *fields;
+    size_t n_fields;
+};
+
+struct vfield {
+    char *name;
+    struct lint_strset names;
 };
 
 struct binding {
@@ -86,6 +105,7 @@ struct frame {
     size_t exit_h; /* SIZE_MAX until the function may have returned early */
     size_t floor;  /* reads before this seq are not resolved by what follows here */
     size_t depth;
+    const char *impl; /* the impl type of the function running (Self) */
     bool root;       /* main, or a function run on its own: its return ends the script */
     bool propagates; /* its caller turns an error return into a failed script */
     struct frame *parent;
@@ -112,6 +132,7 @@ struct nvrun {
     struct site site;
     struct lint_strset srcs;
     bool unknown;
+    bool declares; /* the call declares its kernels itself */
     const char *call;
 };
 
@@ -127,6 +148,8 @@ struct unit {
     const struct lint_helpers *h;
     struct rfn *fns;
     size_t n_fns, cap_fns;
+    struct span *spans;
+    size_t n_spans, cap_spans;
     struct binding *consts; /* file-level const and static of strings */
     size_t n_consts, cap_consts;
     struct import *imports;
@@ -147,6 +170,8 @@ struct unit {
     int quiet_file;
     size_t quiet_b, quiet_e;
     struct lint_strset changed; /* rerun-if-changed paths (globs: every file matching) */
+    struct lint_strset printed; /* those the script itself prints on every finishing path */
+    bool root_exited;           /* main may have returned already on this run */
     bool changed_unknown;       /* one the lint could not resolve */
     struct site nvcc_site;
     bool nvcc, cubincache_emits;
@@ -169,6 +194,13 @@ static void val_free(struct val *v)
     lint_strset_free(&v->incs);
     lint_strset_free(&v->watch);
     lint_strset_free(&v->flags);
+    for (size_t i = 0; i < v->n_fields; i++) {
+        free(v->fields[i].name);
+        lint_strset_free(&v->fields[i].names);
+    }
+    free(v->fields);
+    v->fields = NULL;
+    v->n_fields = 0;
 }
 
 static bool set_copy(struct lint_strset *dst, const struct lint_strset *src)
@@ -177,6 +209,37 @@ static bool set_copy(struct lint_strset *dst, const struct lint_strset *src)
         if (!lint_strset_add(dst, src->v[i]))
             return false;
     return true;
+}
+
+/* Adds `names` to field `name` (len bytes) of v. */
+static bool field_add(struct val *v, const char *name, size_t len, const struct lint_strset *names)
+{
+    for (size_t i = 0; i < v->n_fields; i++)
+        if (strlen(v->fields[i].name) == len && !memcmp(v->fields[i].name, name, len))
+            return set_copy(&v->fields[i].names, names);
+    struct vfield *nf = realloc(v->fields, (v->n_fields + 1) * sizeof *nf);
+    if (!nf)
+        return false;
+    v->fields = nf;
+    struct vfield *x = &v->fields[v->n_fields];
+    memset(x, 0, sizeof *x);
+    if (!(x->name = cbc_strndup(name, len)))
+        return false;
+    v->n_fields++;
+    return set_copy(&x->names, names);
+}
+
+static bool fields_copy(struct val *dst, const struct val *src)
+{
+    for (size_t i = 0; i < src->n_fields; i++)
+        if (!field_add(dst, src->fields[i].name, strlen(src->fields[i].name), &src->fields[i].names))
+            return false;
+    return true;
+}
+
+static bool val_empty(const struct val *v)
+{
+    return v->names.n == 0 && v->n_fields == 0;
 }
 
 static bool val_copy(struct val *dst, const struct val *src)
@@ -190,7 +253,7 @@ static bool val_copy(struct val *dst, const struct val *src)
     dst->srcs_unknown = src->srcs_unknown;
     return set_copy(&dst->names, &src->names) && set_copy(&dst->srcs, &src->srcs) &&
            set_copy(&dst->incs, &src->incs) && set_copy(&dst->watch, &src->watch) &&
-           set_copy(&dst->flags, &src->flags);
+           set_copy(&dst->flags, &src->flags) && fields_copy(dst, src);
 }
 
 static struct val *lookup_mut(struct frame *fr, const char *name, size_t len)
@@ -222,6 +285,34 @@ static bool bind(struct binding **b, size_t *nb, size_t *cap, char *name, struct
     }
     (*b)[(*nb)++] = (struct binding){.name = name, .v = *v};
     return true;
+}
+
+/* The arguments of a call (...) after its '(' at `open`: ranges. */
+struct args {
+    size_t b[32], e[32];
+    size_t n;
+};
+static void split_args(const struct rfile *f, size_t open, struct args *a)
+{
+    a->n = 0;
+    size_t close = rust_close_of(f, open);
+    size_t i = open + 1;
+    while (i < close && a->n < 32) {
+        size_t j = i;
+        while (j < close && !rust_is(f, j, ",")) {
+            if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
+                j = rust_close_of(f, j);
+            j++;
+        }
+        if (j > close)
+            j = close;
+        if (j > i) {
+            a->b[a->n] = i;
+            a->e[a->n] = j;
+            a->n++;
+        }
+        i = j + 1;
+    }
 }
 
 /* The names an expression [b, e) stands for: "X", &"X", CONST, &CONST,
@@ -276,6 +367,92 @@ static bool strip_call(const struct rfile *f, size_t b, size_t *e)
     return false;
 }
 
+/* The '(' whose ')' is at `close`, searching back to b; SIZE_MAX when none. */
+static size_t open_of(const struct rfile *f, size_t b, size_t close)
+{
+    for (size_t k = close; k-- > b;)
+        if (rust_is(f, k, "(") && rust_close_of(f, k) == close)
+            return k;
+    return SIZE_MAX;
+}
+
+/* Whether the argument [b, e) of .map() keeps each name as it is:
+ * String::from, ToString::to_string, |s| s.to_string(), |s| s.into(). */
+static bool map_identity(const struct rfile *f, size_t b, size_t e)
+{
+    if (e == b + 3 && rust_is(f, b + 1, "::") &&
+        ((rust_is(f, b, "String") && rust_is(f, b + 2, "from")) ||
+         (rust_is(f, b, "ToString") && rust_is(f, b + 2, "to_string")) ||
+         (rust_is(f, b, "Into") && rust_is(f, b + 2, "into")) ||
+         (rust_is(f, b, "ToOwned") && rust_is(f, b + 2, "to_owned"))))
+        return true;
+    size_t k = b;
+    if (!rust_is(f, k, "|"))
+        return false;
+    k++;
+    while (k < e && (rust_is(f, k, "&") || rust_is(f, k, "*")))
+        k++;
+    if (!rust_is_ident(f, k) || !rust_is(f, k + 1, "|"))
+        return false;
+    size_t p = k, q = k + 2;
+    while (q < e && (rust_is(f, q, "*") || rust_is(f, q, "&")))
+        q++;
+    if (!rust_is_ident(f, q) || f->t[q].len != f->t[p].len ||
+        memcmp(f->src.text + f->t[q].off, f->src.text + f->t[p].off, f->t[p].len))
+        return false;
+    q++;
+    if (q == e)
+        return true;
+    return e == q + 4 && rust_is(f, q, ".") && rust_is(f, q + 2, "(") && rust_is(f, q + 3, ")") &&
+           (rust_is(f, q + 1, "to_string") || rust_is(f, q + 1, "into") ||
+            rust_is(f, q + 1, "to_owned") || rust_is(f, q + 1, "clone"));
+}
+
+static struct rfn *find_any_fn(struct unit *u, const char *name, size_t len)
+{
+    struct rfn *hit = NULL;
+    for (size_t i = 0; i < u->n_fns; i++)
+        if (strlen(u->fns[i].name) == len && !memcmp(u->fns[i].name, name, len)) {
+            if (hit)
+                return NULL; /* two of that name: the lint cannot tell which */
+            hit = &u->fns[i];
+        }
+    return hit;
+}
+
+/* The names a function of the script returns: its tail expression. */
+static const struct lint_strset *fn_returns(struct unit *u, struct rfn *fn)
+{
+    if (fn->ret == 1)
+        return NULL;
+    if (fn->ret == 0) {
+        fn->ret = 1;
+        const struct rfile *f = &u->files[fn->file];
+        size_t close = rust_close_of(f, fn->body);
+        size_t tail = fn->body + 1;
+        for (size_t k = fn->body + 1; k < close && k < f->n; k++) {
+            if (rust_is(f, k, "(") || rust_is(f, k, "[") || rust_is(f, k, "{")) {
+                size_t c = rust_close_of(f, k);
+                if (rust_is(f, k, "{") && c < close && !rust_is(f, c + 1, ".") &&
+                    !rust_is(f, c + 1, ")"))
+                    tail = c + 1; /* a block statement */
+                k = c;
+                continue;
+            }
+            if (rust_is(f, k, ";"))
+                tail = k + 1;
+        }
+        struct val v;
+        if (tail < close && close <= f->n && resolve(u, NULL, f, tail, close, &v)) {
+            if (!set_copy(&fn->ret_names, &v.names))
+                u->oom = true;
+            val_free(&v);
+        }
+        fn->ret = 2;
+    }
+    return &fn->ret_names;
+}
+
 static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
                        size_t e, struct val *v)
 {
@@ -285,16 +462,96 @@ static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfil
         ;
     if (b >= e)
         return false;
+    /* a call at the end: .chain(x), .map(identity), once(x), String::from(x),
+     * a function of the script that returns names */
+    if (e >= b + 3 && rust_is(f, e - 1, ")")) {
+        size_t open = open_of(f, b, e - 1);
+        if (open != SIZE_MAX && open > b && rust_is_ident(f, open - 1)) {
+            size_t m = open - 1;
+            struct args a;
+            split_args(f, open, &a);
+            bool dot = m > b && rust_is(f, m - 1, ".");
+            if (dot && rust_is(f, m, "chain") && a.n == 1) {
+                struct val x, y;
+                bool ok = resolve(u, fr, f, b, m - 1, &x);
+                bool ok2 = ok && resolve(u, fr, f, a.b[0], a.e[0], &y);
+                if (ok2 && (!set_copy(&v->names, &x.names) || !set_copy(&v->names, &y.names)))
+                    u->oom = true;
+                if (ok)
+                    val_free(&x);
+                if (ok2)
+                    val_free(&y);
+                return ok2;
+            }
+            if (dot && rust_is(f, m, "map") && a.n == 1 && map_identity(f, a.b[0], a.e[0]))
+                return resolve(u, fr, f, b, m - 1, v);
+            if (!dot && a.n == 1 && (rust_is(f, m, "once") || rust_is(f, m, "from") ||
+                                     rust_is(f, m, "Some")))
+                return resolve(u, fr, f, a.b[0], a.e[0], v);
+            struct rfn *fn = find_any_fn(u, f->src.text + f->t[m].off, f->t[m].len);
+            const struct lint_strset *rn = fn ? fn_returns(u, fn) : NULL;
+            if (rn && rn->n) {
+                if (!set_copy(&v->names, rn))
+                    u->oom = true;
+                return true;
+            }
+            return false;
+        }
+    }
     if (e == b + 1 && f->t[b].k == T_STR) {
         if (!lint_strset_add(&v->names, rust_str_of(f, b)))
             u->oom = true;
         return true;
     }
+    if (e == b + 3 && rust_is_ident(f, b) && rust_is(f, b + 1, ".") && rust_is_ident(f, b + 2)) {
+        /* x.field of a struct literal */
+        const struct val *x = lookup(u, fr, f->src.text + f->t[b].off, f->t[b].len);
+        for (size_t i = 0; x && i < x->n_fields; i++)
+            if (strlen(x->fields[i].name) == f->t[b + 2].len &&
+                !memcmp(x->fields[i].name, f->src.text + f->t[b + 2].off, f->t[b + 2].len)) {
+                if (!set_copy(&v->names, &x->fields[i].names))
+                    u->oom = true;
+                return v->names.n > 0;
+            }
+        return false;
+    }
+    if (rust_is_ident(f, b) && e > b + 2 && rust_is(f, e - 1, "}")) {
+        /* Name { field: expr, ... } (or a path to the name) */
+        size_t open = b;
+        while (open < e && !rust_is(f, open, "{")) {
+            if (!rust_is_ident(f, open) && !rust_is(f, open, "::"))
+                return false;
+            open++;
+        }
+        if (open >= e || rust_close_of(f, open) != e - 1)
+            return false;
+        size_t i = open + 1;
+        while (i < e - 1) {
+            size_t j = i;
+            while (j < e - 1 && !rust_is(f, j, ",")) {
+                if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
+                    j = rust_close_of(f, j);
+                j++;
+            }
+            if (j > e - 1)
+                j = e - 1;
+            if (j > i + 2 && rust_is_ident(f, i) && rust_is(f, i + 1, ":")) {
+                struct val one;
+                if (resolve(u, fr, f, i + 2, j, &one)) {
+                    if (!field_add(v, f->src.text + f->t[i].off, f->t[i].len, &one.names))
+                        u->oom = true;
+                    val_free(&one);
+                }
+            }
+            i = j + 1;
+        }
+        return v->n_fields > 0;
+    }
     if (e == b + 1 && rust_is_ident(f, b)) {
         const struct val *x = lookup(u, fr, f->src.text + f->t[b].off, f->t[b].len);
-        if (!x || x->names.n == 0)
+        if (!x || val_empty(x))
             return false;
-        if (!set_copy(&v->names, &x->names))
+        if (!set_copy(&v->names, &x->names) || !fields_copy(v, x))
             u->oom = true;
         if (x->has_origin) {
             v->has_origin = true;
@@ -323,10 +580,12 @@ static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfil
             for (size_t k = 0; k < one.names.n; k++)
                 if (!lint_strset_add(&v->names, one.names.v[k]))
                     u->oom = true;
+            if (!fields_copy(v, &one))
+                u->oom = true;
             val_free(&one);
             i = j + 1;
         }
-        return v->names.n > 0;
+        return !val_empty(v);
     }
     return false;
 }
@@ -553,34 +812,6 @@ static void report_reads(struct unit *u)
 
 /* ---- directives in println!/print! --------------------------------------- */
 
-/* The arguments of a call (...) after its '(' at `open`: ranges. */
-struct args {
-    size_t b[32], e[32];
-    size_t n;
-};
-static void split_args(const struct rfile *f, size_t open, struct args *a)
-{
-    a->n = 0;
-    size_t close = rust_close_of(f, open);
-    size_t i = open + 1;
-    while (i < close && a->n < 32) {
-        size_t j = i;
-        while (j < close && !rust_is(f, j, ",")) {
-            if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
-                j = rust_close_of(f, j);
-            j++;
-        }
-        if (j > close)
-            j = close;
-        if (j > i) {
-            a->b[a->n] = i;
-            a->e[a->n] = j;
-            a->n++;
-        }
-        i = j + 1;
-    }
-}
-
 /* The value of placeholder text `ph` ("" for {}, "0", "name", "name:?")
  * in a format call whose args (after the format) are `a`. */
 static bool placeholder(struct unit *u, const struct frame *fr, const struct rfile *f,
@@ -648,17 +879,64 @@ static void directives(struct unit *u, struct frame *fr, const struct rfile *f, 
             u->has_rerun = true;
             struct val v = {0};
             bool ok;
-            if (*d == '{' && d[1] != '{') {
-                const char *ce = memchr(d, '}', (size_t)(line_end - d));
-                ok = ce && ce + 1 == line_end &&
-                     placeholder(u, fr, f, &a, 1, d + 1, (size_t)(ce - d - 1), &next_pos, &v);
-            } else if (!memchr(d, '{', (size_t)(line_end - d))) {
-                char *name = cbc_strndup(d, (size_t)(line_end - d));
-                ok = name && lint_strset_add(&v.names, name);
-                free(name);
-            } else {
-                ok = false;
+            /* the text after '=': literal parts and placeholders, each
+             * placeholder standing for the names it resolves to (at most
+             * 256 combinations) */
+            ok = true;
+            lint_strset_add(&v.names, "");
+            for (const char *q = d; ok && q < line_end;) {
+                if ((*q == '{' && q[1] == '{') || (*q == '}' && q[1] == '}')) {
+                    for (size_t k = 0; k < v.names.n; k++) {
+                        char *w = cbc_asprintf("%s%c", v.names.v[k], *q);
+                        if (!w) {
+                            u->oom = true;
+                            break;
+                        }
+                        free(v.names.v[k]);
+                        v.names.v[k] = w;
+                    }
+                    q += 2;
+                    continue;
+                }
+                if (*q != '{') {
+                    const char *r = q;
+                    while (r < line_end && *r != '{' && !(*r == '}' && r[1] == '}'))
+                        r++;
+                    for (size_t k = 0; k < v.names.n; k++) {
+                        char *w = cbc_asprintf("%s%.*s", v.names.v[k], (int)(r - q), q);
+                        if (!w) {
+                            u->oom = true;
+                            break;
+                        }
+                        free(v.names.v[k]);
+                        v.names.v[k] = w;
+                    }
+                    q = r;
+                    continue;
+                }
+                const char *ce = memchr(q, '}', (size_t)(line_end - q));
+                struct val ph = {0};
+                if (!ce || !placeholder(u, fr, f, &a, 1, q + 1, (size_t)(ce - q - 1), &next_pos, &ph) ||
+                    ph.names.n == 0 || v.names.n * ph.names.n > 256) {
+                    val_free(&ph);
+                    ok = false;
+                    break;
+                }
+                struct lint_strset out = {0};
+                for (size_t k = 0; k < v.names.n; k++)
+                    for (size_t m2 = 0; m2 < ph.names.n; m2++) {
+                        char *w = cbc_asprintf("%s%s", v.names.v[k], ph.names.v[m2]);
+                        if (!w || !lint_strset_add(&out, w))
+                            u->oom = true;
+                        free(w);
+                    }
+                lint_strset_free(&v.names);
+                v.names = out;
+                val_free(&ph);
+                q = ce + 1;
             }
+            if (!ok)
+                lint_strset_free(&v.names);
             for (size_t k = 0; ok && k < v.names.n; k++) {
                 if (env) {
                     declare_name(u, fr, v.names.v[k]);
@@ -673,10 +951,34 @@ static void directives(struct unit *u, struct frame *fr, const struct rfile *f, 
                                   f->src.path, path);
                     if (!lint_strset_add(&u->changed, path))
                         u->oom = true;
+                    bool every = u->n_cpath == 0 && !u->root_exited && u->closure == 0;
+                    for (const struct frame *q = fr; every && q; q = q->parent)
+                        every = q->exit_h == SIZE_MAX && q->floor == 0;
+                    if (every && !lint_strset_add(&u->printed, path))
+                        u->oom = true;
                 }
             }
-            if (!ok && !env)
-                u->changed_unknown = true;
+            if (!ok && !env) {
+                /* a path the lint cannot resolve: what it may be, each
+                 * unknown part any text (`src/k/{name}.metal` covers
+                 * src/k/ **.metal, `{}` everything) */
+                struct cbc_buf g = {0};
+                for (const char *q = d; q < line_end; q++) {
+                    if ((*q == '{' && q[1] == '{') || (*q == '}' && q[1] == '}')) {
+                        cbc_buf_append(&g, q, 1);
+                        q++;
+                    } else if (*q == '{') {
+                        const char *ce = memchr(q, '}', (size_t)(line_end - q));
+                        cbc_buf_puts(&g, "**");
+                        q = ce ? ce : line_end - 1;
+                    } else {
+                        cbc_buf_append(&g, q, 1);
+                    }
+                }
+                if (g.oom || !g.p || !lint_strset_add(&u->changed, g.p))
+                    u->changed_unknown = true;
+                cbc_buf_release(&g);
+            }
             val_free(&v);
         }
         p = *line_end ? line_end + 1 : line_end;
@@ -696,9 +998,49 @@ static void run_range(struct unit *u, struct frame *fr, size_t b, size_t e, enum
 static struct rfn *find_fn(struct unit *u, const char *name, size_t len)
 {
     for (size_t i = 0; i < u->n_fns; i++)
-        if (!u->fns[i].method && strlen(u->fns[i].name) == len &&
+        if (!u->fns[i].method && !u->fns[i].impl && strlen(u->fns[i].name) == len &&
             !memcmp(u->fns[i].name, name, len))
             return &u->fns[i];
+    return NULL;
+}
+
+static bool is_module(const struct unit *u, const char *name, size_t len)
+{
+    for (size_t i = 0; i < u->n_spans; i++)
+        if (u->spans[i].module && strlen(u->spans[i].name) == len &&
+            !memcmp(u->spans[i].name, name, len))
+            return true;
+    for (size_t i = 0; i < u->n_fns; i++) /* `mod x;` files: their functions' file stems */
+        (void)0;
+    return (len == 5 && !memcmp(name, "crate", 5)) || (len == 5 && !memcmp(name, "super", 5)) ||
+           (len == 4 && !memcmp(name, "self", 4));
+}
+
+/* The function a call at token i (its name, '(' after it) runs: a free
+ * function for `name(` and `module::name(`, an associated one of T for
+ * `T::name(` and `Self::name(`; NULL for anything else (`Vec::new(`). */
+static struct rfn *call_target(struct unit *u, const struct frame *fr, const struct rfile *f,
+                               size_t i)
+{
+    const char *name = f->src.text + f->t[i].off;
+    size_t len = f->t[i].len;
+    if (i == 0 || !rust_is(f, i - 1, "::"))
+        return find_fn(u, name, len);
+    if (i < 2 || !rust_is_ident(f, i - 2))
+        return NULL;
+    const char *q = f->src.text + f->t[i - 2].off;
+    size_t ql = f->t[i - 2].len;
+    bool self = ql == 4 && !memcmp(q, "Self", 4);
+    if (!self && (is_module(u, q, ql) || rust_is(f, i - 2, "self")))
+        return find_fn(u, name, len);
+    for (size_t k = 0; k < u->n_fns; k++) {
+        const struct rfn *fn = &u->fns[k];
+        if (fn->method || !fn->impl || strlen(fn->name) != len || memcmp(fn->name, name, len))
+            continue;
+        if (self ? (fr->impl && !strcmp(fr->impl, fn->impl))
+                 : (strlen(fn->impl) == ql && !memcmp(fn->impl, q, ql)))
+            return &u->fns[k];
+    }
     return NULL;
 }
 
@@ -710,7 +1052,8 @@ static void run_fn(struct unit *u, struct rfn *fn, struct frame *caller, struct 
     if (depth > MAX_DEPTH)
         return;
     struct frame fr = {.file = fn->file, .exit_h = SIZE_MAX, .depth = depth,
-                       .root = caller == NULL, .propagates = propagates, .parent = caller};
+                       .root = caller == NULL, .propagates = propagates, .parent = caller,
+                       .impl = fn->impl};
     for (size_t i = 0; i < fn->n_params && i < n_args; i++) {
         struct val v;
         if (!val_copy(&v, &args[i]) || !bind(&fr.b, &fr.nb, &fr.cap, cbc_strdup(fn->params[i]), &v))
@@ -768,6 +1111,7 @@ static void run_exit(struct unit *u, struct frame *fr, enum exit_kind k)
         return;
     if (k == EX_SCRIPT || (fr->root && k == EX_RETURN)) {
         script_exit(u);
+        u->root_exited = true;
         return;
     }
     if (fr->root || (k == EX_ERROR && fr->propagates))
@@ -919,6 +1263,17 @@ static void tool_site(struct unit *u, struct frame *fr, const struct rfile *f, s
             }
     } else if (rust_is(f, i, "cuda_builder") || rust_is(f, i, "CudaBuilder")) {
         hit = true;
+    }
+    if (hit && rust_is(f, i, "Command")) {
+        /* nvcc asked what it is (--version, --list-gpu-code) compiles nothing */
+        size_t c = rust_close_of(f, i + 3);
+        for (size_t k = c + 1; k + 3 < f->n && rust_is(f, k, ".") && rust_is_ident(f, k + 1) &&
+                               rust_is(f, k + 2, "(");
+             k = rust_close_of(f, k + 2) + 1) {
+            const char *a = rust_str_of(f, k + 3);
+            if (a && (!strcmp(a, "--version") || !strcmp(a, "-V") || !strncmp(a, "--list-gpu", 10)))
+                hit = false;
+        }
     }
     if (hit && !u->nvcc) {
         u->nvcc = true;
@@ -1086,12 +1441,21 @@ static void apply_fx(struct unit *u, struct frame *fr, const struct rfile *f,
             record_read(u, fx->reads.v[k], &s);
     if (fx->declares_sources || fx->declares_watch) {
         const struct lint_strset *sets[] = {&v->watch, &v->srcs, &v->incs};
+        char *sdir = cbc_path_dir(u->files[0].src.path);
         for (size_t m = 0; m < (fx->declares_sources ? 3u : 1u); m++)
             for (size_t k = 0; k < sets[m]->n; k++) {
                 u->has_rerun = true;
-                if (!lint_strset_add(&u->changed, sets[m]->v[k]))
+                /* a kernel directory: the helper declares the kernels it finds
+                 * in it, not the directory (nor the headers beside them) */
+                const char *e = sets[m]->v[k];
+                char *full = m == 1 && sdir && !has_glob(e) && e[0] != '/' ? cbc_path_join(sdir, e) : NULL;
+                char *as = full && cbc_is_dir(full) ? cbc_asprintf("%s/**/*.cu", e) : NULL;
+                if (!lint_strset_add(&u->changed, as ? as : e))
                     u->oom = true;
+                free(full);
+                free(as);
             }
+        free(sdir);
         if (fx->declares_sources)
             u->has_rerun = true;
     }
@@ -1100,18 +1464,19 @@ static void apply_fx(struct unit *u, struct frame *fr, const struct rfile *f,
         nvcc = false;
     if (nvcc) {
         u->modelled_nvcc = true;
-        if (!fx->declares_sources) {
-            if (cbc_grow(&u->nvruns, u->n_nvruns, &u->cap_nvruns, sizeof *u->nvruns, 4)) {
-                struct nvrun *nr = &u->nvruns[u->n_nvruns++];
-                memset(nr, 0, sizeof *nr);
-                nr->site = s;
-                nr->unknown = v->srcs_unknown;
-                nr->call = fx->call;
-                if (!set_copy(&nr->srcs, &v->srcs))
-                    u->oom = true;
-            } else {
+        for (size_t k = 0; k < fx->nvcc_declares.n; k++)
+            declare_name(u, fr, fx->nvcc_declares.v[k]);
+        if (cbc_grow(&u->nvruns, u->n_nvruns, &u->cap_nvruns, sizeof *u->nvruns, 4)) {
+            struct nvrun *nr = &u->nvruns[u->n_nvruns++];
+            memset(nr, 0, sizeof *nr);
+            nr->site = s;
+            nr->unknown = v->srcs_unknown;
+            nr->declares = fx->declares_sources;
+            nr->call = fx->call;
+            if (!set_copy(&nr->srcs, &v->srcs))
                 u->oom = true;
-            }
+        } else {
+            u->oom = true;
         }
     }
     if (fx->ends) {
@@ -1295,6 +1660,20 @@ static void eval_chain(struct unit *u, struct frame *fr, const struct rfile *f, 
                 lint_helpers_method(u->h, v.type, f->src.text + f->t[m].off, f->t[m].len);
             if (fx)
                 apply_fx(u, fr, f, fx, &v, m, open, stmt);
+        } else if (v.names.n > 0 && k == i + 1 && rust_is_ident(f, i) &&
+                   (rust_is(f, m, "push") || rust_is(f, m, "extend") || rust_is(f, m, "insert"))) {
+            /* names.push("x"): the binding may hold it from here on */
+            struct args a;
+            split_args(f, open, &a);
+            struct val more;
+            size_t ai = rust_is(f, m, "insert") ? 1 : 0;
+            struct val *x = lookup_mut(fr, f->src.text + f->t[i].off, f->t[i].len);
+            if (a.n > ai && x && resolve(u, fr, f, a.b[ai], a.e[ai], &more)) {
+                if (!set_copy(&x->names, &more.names))
+                    u->oom = true;
+                val_free(&more);
+            }
+            lint_strset_free(&v.names);
         } else if (v.names.n > 0) {
             static const char *const pass[] = {"iter", "into_iter", "copied", "cloned",
                                                "chain", "rev", "take", "skip"};
@@ -1473,9 +1852,40 @@ static void run_range_at(struct unit *u, struct frame *fr, size_t b, size_t clos
             continue;
         }
         if (rust_is(f, i, "#") && (rust_is(f, i + 1, "[") || (rust_is(f, i + 1, "!") && rust_is(f, i + 2, "[")))) {
-            i = rust_close_of(f, rust_is(f, i + 1, "[") ? i + 1 : i + 2); /* an attribute */
+            size_t ob = rust_is(f, i + 1, "[") ? i + 1 : i + 2;
+            bool cfg = rust_is(f, i + 1, "[") && rust_is(f, ob + 1, "cfg") && rust_is(f, ob + 2, "(");
+            i = rust_close_of(f, ob); /* an attribute */
             if (i >= close)
                 break;
+            /* #[cfg(...)] on a statement: it may not be compiled, so what it
+             * declares counts only on the path that has it (what it reads is
+             * read on that path too) */
+            if (cfg && depth == 0 && i + 1 < close && !rust_is(f, i + 1, "#") &&
+                !rust_is(f, i + 1, "fn") && !rust_is(f, i + 1, "use") && !rust_is(f, i + 1, "mod") &&
+                !rust_is(f, i + 1, "struct") && !rust_is(f, i + 1, "enum") && !rust_is(f, i + 1, "impl") &&
+                !rust_is(f, i + 1, "const") && !rust_is(f, i + 1, "static") &&
+                !rust_is(f, i + 1, "let") && !rust_is(f, i + 1, "pub")) {
+                size_t j = i + 1;
+                if (rust_is(f, j, "{")) {
+                    j = rust_close_of(f, j);
+                    if (j < close && rust_is(f, j + 1, ";"))
+                        j++;
+                } else {
+                    while (j < close && !rust_is(f, j, ";")) {
+                        if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
+                            j = rust_close_of(f, j);
+                        j++;
+                    }
+                }
+                if (j >= close)
+                    j = close - 1;
+                bool block = rust_is(f, i + 1, "{");
+                run_range(u, fr, block ? i + 2 : i + 1, block ? rust_close_of(f, i + 1) : j + 1,
+                          S_COND, anchor, 0, NULL, NULL);
+                i = j;
+                stmt = i + 1;
+                continue;
+            }
             continue; /* a fix goes before the attribute, which stays with its item */
         }
         if (depth == 0 && (rust_is(f, i, "fn") || rust_is(f, i, "impl") || rust_is(f, i, "mod") ||
@@ -1563,7 +1973,7 @@ static void run_range_at(struct unit *u, struct frame *fr, size_t b, size_t clos
             } else if (depth == 0 && pending == P_MATCH) {
                 sk = S_MATCH;
             } else if (depth == 0 && pending == P_FOR) {
-                sk = loop_known && loop_val.names.n > 0 ? S_UNCOND : S_COND;
+                sk = loop_known && !val_empty(&loop_val) ? S_UNCOND : S_COND;
                 fv = loop_var;
                 fval = &loop_val;
             } else if (depth == 0 && pending == P_IF) {
@@ -1613,7 +2023,7 @@ static void run_range_at(struct unit *u, struct frame *fr, size_t b, size_t clos
         if (chain_start(u, f, i))
             eval_chain(u, fr, f, i, close, anchor);
         if (rust_is(f, i + 1, "(") && !(i > 0 && (rust_is(f, i - 1, ".") || rust_is(f, i - 1, "fn")))) {
-            struct rfn *fn = find_fn(u, f->src.text + t->off, t->len);
+            struct rfn *fn = call_target(u, fr, f, i);
             if (fn)
                 call_fn(u, fr, f, fn, i + 1, anchor);
         }
@@ -1748,9 +2158,57 @@ static void scan_use(struct unit *u, const struct rfile *f, size_t i, size_t end
     }
 }
 
+static bool add_span(struct unit *u, int fi, size_t b, size_t e, char *name, bool module)
+{
+    if (!name || !cbc_grow(&u->spans, u->n_spans, &u->cap_spans, sizeof *u->spans, 8)) {
+        free(name);
+        return false;
+    }
+    u->spans[u->n_spans++] = (struct span){fi, b, e, name, module};
+    return true;
+}
+
+/* impl blocks (`impl<T> Trait for Type<T> {`: Type) and inline modules of
+ * file fi. */
+static bool scan_spans(struct unit *u, int fi)
+{
+    const struct rfile *f = &u->files[fi];
+    for (size_t i = 0; i < f->n; i++) {
+        if (rust_is(f, i, "mod") && rust_is_ident(f, i + 1) && rust_is(f, i + 2, "{")) {
+            if (!add_span(u, fi, i + 2, rust_close_of(f, i + 2), rust_ident_dup(f, i + 1), true))
+                return false;
+            continue;
+        }
+        if (!rust_is(f, i, "impl") || (i > 0 && (rust_is(f, i - 1, "->") || rust_is(f, i - 1, "(") ||
+                                                 rust_is(f, i - 1, ",") || rust_is(f, i - 1, "<") ||
+                                                 rust_is(f, i - 1, "&") || rust_is(f, i - 1, ":"))))
+            continue;
+        size_t k = i + 1, last = SIZE_MAX;
+        int ang = 0;
+        for (; k < f->n && !(ang == 0 && (rust_is(f, k, "{") || rust_is(f, k, ";"))); k++) {
+            if (rust_is(f, k, "<"))
+                ang++;
+            else if (rust_is(f, k, ">") && ang > 0)
+                ang--;
+            else if (ang == 0 && rust_is(f, k, "where"))
+                break;
+            else if (ang == 0 && rust_is_ident(f, k) && !rust_is(f, k, "for") && !rust_is(f, k, "dyn"))
+                last = k;
+        }
+        while (k < f->n && !rust_is(f, k, "{") && !rust_is(f, k, ";"))
+            k++;
+        if (k < f->n && rust_is(f, k, "{") && last != SIZE_MAX &&
+            !add_span(u, fi, k, rust_close_of(f, k), rust_ident_dup(f, last), false))
+            return false;
+    }
+    return true;
+}
+
 static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
 {
     struct rfile *f = &u->files[fi];
+    if (!scan_spans(u, fi))
+        return cbc_err_oom(err);
     for (size_t i = 0; i < f->n; i++) {
         if (rust_is(f, i, "macro_rules") && rust_is(f, i + 1, "!")) {
             i = skip_item(f, i, f->n) - 1;
@@ -1793,6 +2251,10 @@ static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
             fn->body = b;
             if (!fn->name)
                 return cbc_err_oom(err);
+            for (size_t q = 0; q < u->n_spans; q++) /* the innermost impl around it */
+                if (!u->spans[q].module && u->spans[q].file == fi && u->spans[q].b < i &&
+                    u->spans[q].e > i)
+                    fn->impl = u->spans[q].name;
             u->n_fns++;
             /* parameters: `name: T` at the top level of (...) */
             size_t k = po + 1;
@@ -2186,11 +2648,11 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The files of the package (beneath `root`) that glob `g` matches and
- * no rerun-if-changed= covers; links are not followed, the walk is
- * bounded. */
-static void glob_uncovered(struct unit *u, const char *root, const char *g, int fd_depth,
-                           const char *rel, struct lint_strset *out, size_t *budget)
+/* The files of the package (beneath `root`, from its directory `rel`)
+ * that glob `g` matches (and, with `uncovered`, no rerun-if-changed=
+ * covers); links are not followed, the walk is bounded. */
+static void glob_files(struct unit *u, const char *root, const char *g, int fd_depth,
+                       const char *rel, bool uncovered, struct lint_strset *out, size_t *budget)
 {
     if (fd_depth > 16 || *budget == 0)
         return;
@@ -2209,9 +2671,9 @@ static void glob_uncovered(struct unit *u, const char *root, const char *g, int 
         struct stat st;
         if (full && lstat(full, &st) == 0) {
             if (S_ISDIR(st.st_mode))
-                glob_uncovered(u, root, g, fd_depth + 1, r2, out, budget);
-            else if (S_ISREG(st.st_mode) && glob_match(g, r2) && !covered(&u->changed, r2) &&
-                     !lint_strset_add(out, r2))
+                glob_files(u, root, g, fd_depth + 1, r2, uncovered, out, budget);
+            else if (S_ISREG(st.st_mode) && glob_match(g, r2) &&
+                     !(uncovered && covered(&u->changed, r2)) && !lint_strset_add(out, r2))
                 u->oom = true;
         }
         free(r2);
@@ -2272,11 +2734,145 @@ static void source_finding(struct unit *u, const char *root, const struct site *
     lint_strset_free(&decl);
 }
 
+/* The package file a quoted #include names from `from` (a package
+ * path): the directory of `from` first, then the package's top; NULL when
+ * neither holds it, or it leaves the package. */
+static char *include_target(const char *root, const char *from, const char *name)
+{
+    if (name[0] == '/' || strstr(name, "..") || strlen(name) > 512)
+        return NULL;
+    char *dir = cbc_path_dir(from);
+    char *cands[2] = {dir && strcmp(dir, ".") ? cbc_asprintf("%s/%s", dir, name) : cbc_strdup(name),
+                      cbc_strdup(name)};
+    free(dir);
+    char *hit = NULL;
+    for (int k = 0; k < 2 && !hit; k++) {
+        char *full = cands[k] ? cbc_path_join(root, cands[k]) : NULL;
+        struct stat st;
+        if (full && lstat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+            hit = cands[k];
+            cands[k] = NULL;
+        }
+        free(full);
+    }
+    free(cands[0]), free(cands[1]);
+    return hit;
+}
+
+/* Adds the quoted includes of package file `rel` to `seen`, recursively
+ * (bounded). */
+static void scan_includes(struct unit *u, const char *root, const char *rel,
+                          struct lint_strset *seen, int depth)
+{
+    if (depth > 16 || seen->n > 2000)
+        return;
+    char *full = cbc_path_join(root, rel);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    struct cbc_err e = {0};
+    bool ok = full && cbc_file_read_max(full, 4u << 20, &data, &len, &e) == CBC_OK;
+    free(full);
+    if (!ok)
+        return;
+    const char *t = (const char *)data, *end = t + len;
+    for (const char *p = t; p < end;) {
+        const char *le = memchr(p, '\n', (size_t)(end - p));
+        if (!le)
+            le = end;
+        const char *q = p;
+        while (q < le && (*q == ' ' || *q == '\t'))
+            q++;
+        if (q < le && *q == '#') {
+            q++;
+            while (q < le && (*q == ' ' || *q == '\t'))
+                q++;
+            if ((size_t)(le - q) > 8 && !memcmp(q, "include", 7)) {
+                q += 7;
+                while (q < le && (*q == ' ' || *q == '\t'))
+                    q++;
+                const char *ce = q < le && *q == '"' ? memchr(q + 1, '"', (size_t)(le - q - 1)) : NULL;
+                if (ce) {
+                    char *name = cbc_strndup(q + 1, (size_t)(ce - q - 1));
+                    char *hit = name ? include_target(root, rel, name) : NULL;
+                    if (hit && !lint_strset_has(seen, hit)) {
+                        if (!lint_strset_add(seen, hit))
+                            u->oom = true;
+                        scan_includes(u, root, hit, seen, depth + 1);
+                    }
+                    free(name);
+                    free(hit);
+                }
+            }
+        }
+        p = le < end ? le + 1 : end;
+    }
+    free(data);
+}
+
+/* Each header a compiled kernel of the package includes and nothing
+ * declares: a finding at the call (or the nvcc command) that compiles it. */
+static void header_findings(struct unit *u, const char *root)
+{
+    size_t nsites = u->n_nvruns + (u->nvcc ? 1 : 0);
+    for (size_t i = 0; i < nsites; i++) {
+        const struct site *site = i < u->n_nvruns ? &u->nvruns[i].site : &u->nvcc_site;
+        const char *by = i < u->n_nvruns ? u->nvruns[i].call : NULL;
+        struct lint_strset kernels = {0}, seen = {0};
+        if (i < u->n_nvruns) {
+            const struct lint_strset *srcs = &u->nvruns[i].srcs;
+            for (size_t k = 0; k < srcs->n; k++) {
+                const char *src = srcs->v[k];
+                while (!strncmp(src, "./", 2))
+                    src += 2;
+                char *full = cbc_path_join(root, src);
+                bool dir = full && cbc_is_dir(full);
+                free(full);
+                char *g = dir ? cbc_asprintf("%s/**/*.cu", src) : NULL;
+                const char *pat = g ? g : src;
+                if (has_glob(pat)) {
+                    size_t budget = 20000;
+                    char *gd = glob_dir(pat);
+                    struct lint_strset all = {0}; /* every file it matches */
+                    if (gd)
+                        glob_files(u, root, pat, 0, gd, false, &all, &budget);
+                    free(gd);
+                    for (size_t m = 0; m < all.n; m++)
+                        if (!lint_strset_add(&kernels, all.v[m]))
+                            u->oom = true;
+                    lint_strset_free(&all);
+                } else if (!lint_strset_add(&kernels, pat)) {
+                    u->oom = true;
+                }
+                free(g);
+            }
+        } else {
+            for (int fi = 0; fi < u->n_files; fi++)
+                for (size_t k = 0; k < u->files[fi].n; k++) {
+                    const char *s = rust_str_of(&u->files[fi], k);
+                    if (s && is_cuda_source(s) && !strchr(s, '{') && !has_glob(s) &&
+                        package_path(root, s) && !lint_strset_add(&kernels, s))
+                        u->oom = true;
+                }
+        }
+        for (size_t k = 0; k < kernels.n; k++)
+            scan_includes(u, root, kernels.v[k], &seen, 0);
+        if (seen.n > 1)
+            qsort(seen.v, seen.n, sizeof *seen.v, cmp_str);
+        for (size_t k = 0; k < seen.n; k++)
+            if (!covered(&u->changed, seen.v[k]) && !lint_strset_has(&kernels, seen.v[k]))
+                source_finding(u, root, site, seen.v[k], by, NULL);
+        lint_strset_free(&kernels);
+        lint_strset_free(&seen);
+    }
+}
+
 static void after_run(struct unit *u, size_t first_finding)
 {
     struct cbc_lint_result *r = u->r;
     const char *script = u->files[0].src.path;
     char *root = package_root(script);
+    if (!root) /* a script given without its crate: paths are taken from its directory */
+        root = cbc_path_dir(script);
     /* cargo rescans the whole package while a script emits no rerun-if
      * directive; the fix's first one ends that, so it declares the files
      * the script names as well */
@@ -2344,7 +2940,7 @@ static void after_run(struct unit *u, size_t first_finding)
     /* kernels a modelled helper compiles without declaring them */
     for (size_t i = 0; declares && !u->cubincache_emits && i < u->n_nvruns; i++) {
         const struct nvrun *nr = &u->nvruns[i];
-        for (size_t k = 0; k < nr->srcs.n; k++) {
+        for (size_t k = 0; !nr->declares && k < nr->srcs.n; k++) {
             const char *src = nr->srcs.v[k];
             if (covered(&u->changed, src))
                 continue;
@@ -2357,7 +2953,7 @@ static void after_run(struct unit *u, size_t first_finding)
             size_t budget = 20000;
             char *gd = glob_dir(src);
             if (root && gd)
-                glob_uncovered(u, root, src, 0, gd, &left, &budget);
+                glob_files(u, root, src, 0, gd, true, &left, &budget);
             free(gd);
             if (left.n > 1)
                 qsort(left.v, left.n, sizeof *left.v, cmp_str);
@@ -2365,12 +2961,15 @@ static void after_run(struct unit *u, size_t first_finding)
                 source_finding(u, root, &nr->site, src, nr->call, &left);
             lint_strset_free(&left);
         }
-        if (nr->unknown && nr->srcs.n == 0 && u->changed.n == 0)
+        if (!nr->declares && nr->unknown && nr->srcs.n == 0 && u->changed.n == 0)
             lint_note(r, "%s: cannot tell which kernels %s compiles; once the script declares "
                          "anything cargo watches only what it declares: print "
                          "cargo:rerun-if-changed= for their directory",
                       script, nr->call);
     }
+    /* the headers the kernels include: inputs of nvcc as much as the kernels */
+    if (declares && !u->cubincache_emits && root && !u->changed_unknown)
+        header_findings(u, root);
     /* nvcc run by hand: the kernel sources its strings name */
     if (u->nvcc && !u->cubincache_emits && declares && !u->changed_unknown) {
         struct lint_strset srcs = {0};
@@ -2378,6 +2977,7 @@ static void after_run(struct unit *u, size_t first_finding)
             for (size_t i = 0; i < u->files[fi].n; i++) {
                 const char *s = rust_str_of(&u->files[fi], i);
                 if (s && is_cuda_source(s) && !strchr(s, '{') && !strchr(s, '\n') &&
+                    (has_glob(s) || package_path(root, s)) &&
                     !covered(&u->changed, s) && !lint_strset_add(&srcs, s))
                     u->oom = true;
             }
@@ -2405,10 +3005,55 @@ static void after_run(struct unit *u, size_t first_finding)
     free(root);
 }
 
+/* A script that prints rerun-if-changed= for a path that does not exist
+ * (a literal glob, a file of another directory) on every path is rerun by
+ * cargo at every build: nothing it reads or compiles goes stale, and its
+ * crate is never fresh. Its findings become one note. */
+static void always_rerun(struct unit *u, size_t first_finding)
+{
+    char *root = package_root(u->files[0].src.path);
+    if (!root)
+        root = cbc_path_dir(u->files[0].src.path);
+    const char *missing = NULL;
+    for (size_t i = 0; root && i < u->printed.n && !missing; i++) {
+        const char *p = u->printed.v[i];
+        char *full = p[0] == '/' ? cbc_strdup(p) : cbc_path_join(root, p);
+        struct stat st;
+        if (full && lstat(full, &st) != 0)
+            missing = p;
+        free(full);
+    }
+    if (missing) {
+        struct cbc_lint_result *r = u->r;
+        size_t w = first_finding, dropped = 0;
+        for (size_t i = first_finding; i < r->n; i++) {
+            struct cbc_lint_finding *g = &r->f[i];
+            bool ours = false;
+            for (int fi = 0; fi < u->n_files && !ours; fi++)
+                ours = !strcmp(g->file, u->files[fi].src.path);
+            if (ours && (g->rule == CBC_LINT_ENV_UNDECLARED || g->rule == CBC_LINT_NVCC_SOURCES)) {
+                free(g->file), free(g->var), free(g->why), free(g->fix), free(g->insert);
+                free(g->via);
+                dropped++;
+                continue;
+            }
+            r->f[w++] = *g;
+        }
+        r->n = w;
+        lint_note(r, "%s prints cargo:rerun-if-changed=%s, which does not exist: cargo reruns "
+                     "the script at every build, so what it reads cannot go stale (%zu "
+                     "finding(s) not reported) and the crate is never fresh; print paths that "
+                     "exist",
+                  u->files[0].src.path, missing, dropped);
+    }
+    free(root);
+}
+
 static void run_root(struct unit *u, struct rfn *fn)
 {
     truncate_to(u, &(struct frame){.exit_h = SIZE_MAX}, 0);
     u->n_cpath = 0;
+    u->root_exited = false;
     run_fn(u, fn, NULL, NULL, 0, false);
     report_reads(u);
 }
@@ -2438,6 +3083,7 @@ enum cbc_status lint_rust_script(const char *path, const char *via, const struct
             if (!u->fns[i].reached)
                 run_root(u, &u->fns[i]);
         after_run(u, first_finding);
+        always_rerun(u, first_finding);
         if (u->budget)
             lint_note(r, "%s: too complex to follow to the end; the lint stopped early", path);
         if (u->oom)
@@ -2460,7 +3106,12 @@ enum cbc_status lint_rust_script(const char *path, const char *via, const struct
         for (size_t k = 0; k < u->fns[i].n_params; k++)
             free(u->fns[i].params[k]);
     }
+    for (size_t i = 0; i < u->n_fns; i++)
+        lint_strset_free(&u->fns[i].ret_names);
     free(u->fns);
+    for (size_t i = 0; i < u->n_spans; i++)
+        free(u->spans[i].name);
+    free(u->spans);
     for (size_t i = 0; i < u->n_consts; i++) {
         free(u->consts[i].name);
         val_free(&u->consts[i].v);
@@ -2480,6 +3131,7 @@ enum cbc_status lint_rust_script(const char *path, const char *via, const struct
         lint_strset_free(&u->nvruns[i].srcs);
     free(u->nvruns);
     lint_strset_free(&u->changed);
+    lint_strset_free(&u->printed);
     free(u);
     return st;
 }

@@ -19,7 +19,8 @@
  * watch=arg, default-sources=P,Q (of a constructor), declares-sources (the
  * call prints rerun-if-changed= for the value's sources and watch paths),
  * declares-watch (for the watch paths only), nvcc (it compiles the sources
- * with nvcc), nvcc-if=F, prints-rerun (it prints some rerun-if line, which
+ * with nvcc), nvcc-if=F (only on a value with flag F), nvcc-declares=A,B
+ * (declared when it runs nvcc), prints-rerun (it prints some rerun-if line, which
  * ends cargo's scan of the package), sets=F, sets-if-true=F (the first
  * argument is `true`), unless=F (the reads do not happen on a value with
  * F set), cuda-project (the effects apply only when the argument's
@@ -90,8 +91,10 @@ static const char builtin[] =
     "cc::Build.cuda   sets-if-true=cuda\n"
     "cc::Build.file   sources+=arg\n"
     "cc::Build.files  sources+=arg\n"
-    "cc::Build.compile      prints-rerun declares=NVCC,CC,CXX,CFLAGS,CXXFLAGS nvcc-if=cuda ends\n"
-    "cc::Build.try_compile  prints-rerun declares=NVCC,CC,CXX,CFLAGS,CXXFLAGS nvcc-if=cuda ends\n"
+    "cc::Build.compile      prints-rerun declares=CC,CXX,CFLAGS,CXXFLAGS nvcc-declares=NVCC"
+    " nvcc-if=cuda ends\n"
+    "cc::Build.try_compile  prints-rerun declares=CC,CXX,CFLAGS,CXXFLAGS nvcc-declares=NVCC"
+    " nvcc-if=cuda ends\n"
     "# cmake 0.1.57 (rust-lang/cmake-rs 511160f, src/lib.rs). It configures the project at every\n"
     "# run of the script, asks cc for the compilers (which prints rerun-if-env-changed= lines)\n"
     "# and declares none of the project's files; CMake itself reads CUDAARCHS, CUDAFLAGS,\n"
@@ -167,6 +170,7 @@ static void fx_free(struct helper_fx *x)
     lint_strset_free(&x->declares);
     lint_strset_free(&x->default_sources);
     lint_strset_free(&x->default_includes);
+    lint_strset_free(&x->nvcc_declares);
     free(x->sets);
     free(x->sets_if_true);
     free(x->unless);
@@ -230,7 +234,8 @@ static enum cbc_status parse_error(struct cbc_err *err, const char *origin, unsi
     cbc_err_hint(err, "a line is `CALL EFFECT...`: CALL `crate::fn`, `crate::Type::new` or "
                       "`crate::Type.method`; EFFECT one of type=T reads=A,B declares=A,B "
                       "sources=arg sources+=arg includes=arg watch=arg default-sources=P "
-                      "declares-sources declares-watch nvcc nvcc-if=F prints-rerun sets=F "
+                      "declares-sources declares-watch nvcc nvcc-if=F nvcc-declares=A,B "
+                      "prints-rerun sets=F "
                       "sets-if-true=F unless=F cuda-project ends (README.md, `cubincache lint`)");
     return st;
 }
@@ -299,6 +304,8 @@ static enum cbc_status parse_text(struct lint_helpers *h, const char *text, size
                 ok = add_list(&x.reads, v, vn, var_name_ok, &bad);
             } else if (KEY("declares") && v && !plus) {
                 ok = add_list(&x.declares, v, vn, var_name_ok, &bad);
+            } else if (KEY("nvcc-declares") && v && !plus) {
+                ok = add_list(&x.nvcc_declares, v, vn, var_name_ok, &bad);
             } else if (KEY("sources") && v && vn == 3 && !memcmp(v, "arg", 3)) {
                 x.sources = plus ? FX_ADD : FX_SET;
             } else if (KEY("includes") && v && vn == 3 && !memcmp(v, "arg", 3)) {

@@ -55,6 +55,7 @@ struct helper_fx {
     char *name;   /* the function's or method's own name */
     char *type;   /* type=: the value the call returns */
     struct lint_strset reads, declares, default_sources, default_includes;
+    struct lint_strset nvcc_declares; /* declared when the call runs nvcc (nvcc-declares=) */
     enum fx_list sources, includes, watch; /* from the first argument */
     bool declares_sources, declares_watch, nvcc, prints_rerun, cuda_project, ends;
     char *sets, *sets_if_true, *unless, *nvcc_if; /* flags on the value */
