@@ -709,6 +709,8 @@ static void pass(struct mk *m)
 {
     const char *t = m->s->text, *end = t + m->s->len;
     const char *p = t;
+    if (m->s->len >= 3 && !memcmp(t, "\xef\xbb\xbf", 3))
+        p += 3; /* a byte order mark */
     end_rule(m);
     struct cbc_buf line = {0};
     while (p < end && !m->oom) {
