@@ -2683,7 +2683,8 @@ static void glob_files(struct unit *u, const char *root, const char *g, int fd_d
 }
 
 static void source_finding(struct unit *u, const char *root, const struct site *ns,
-                           const char *src, const char *by, const struct lint_strset *files)
+                           const char *src, const char *by, const struct lint_strset *files,
+                           bool header)
 {
     struct lint_strset decl = {0};
     declarable(u, root, src, &decl);
@@ -2714,7 +2715,11 @@ static void source_finding(struct unit *u, const char *root, const struct site *
         cbc_buf_printf(&which, "%s%s", k ? ", " : "", files->v[k]);
     if (files && files->n > 4)
         cbc_buf_printf(&which, " and %zu more", files->n - 4);
-    char *why = files ? cbc_asprintf("the build script compiles the kernels %s matches with "
+    char *why = header ? cbc_asprintf("the kernels the build script compiles with nvcc%s%s "
+                                      "include %s, and no rerun-if-changed= covers it: cargo "
+                                      "will not rebuild them when %s changes",
+                                      by ? " through " : "", by ? by : "", src, src)
+              : files ? cbc_asprintf("the build script compiles the kernels %s matches with "
                                      "nvcc%s%s but declares rerun-if directives without %s: "
                                      "cargo will not rebuild them when they change",
                                      src, by ? " through " : "", by ? by : "",
@@ -2860,7 +2865,7 @@ static void header_findings(struct unit *u, const char *root)
             qsort(seen.v, seen.n, sizeof *seen.v, cmp_str);
         for (size_t k = 0; k < seen.n; k++)
             if (!covered(&u->changed, seen.v[k]) && !lint_strset_has(&kernels, seen.v[k]))
-                source_finding(u, root, site, seen.v[k], by, NULL);
+                source_finding(u, root, site, seen.v[k], by, NULL, true);
         lint_strset_free(&kernels);
         lint_strset_free(&seen);
     }
@@ -2945,7 +2950,7 @@ static void after_run(struct unit *u, size_t first_finding)
             if (covered(&u->changed, src))
                 continue;
             if (!has_glob(src)) {
-                source_finding(u, root, &nr->site, src, nr->call, NULL);
+                source_finding(u, root, &nr->site, src, nr->call, NULL, false);
                 continue;
             }
             /* a glob: the files it matches now, each covered or not */
@@ -2958,7 +2963,7 @@ static void after_run(struct unit *u, size_t first_finding)
             if (left.n > 1)
                 qsort(left.v, left.n, sizeof *left.v, cmp_str);
             if (left.n)
-                source_finding(u, root, &nr->site, src, nr->call, &left);
+                source_finding(u, root, &nr->site, src, nr->call, &left, false);
             lint_strset_free(&left);
         }
         if (!nr->declares && nr->unknown && nr->srcs.n == 0 && u->changed.n == 0)
@@ -2987,7 +2992,7 @@ static void after_run(struct unit *u, size_t first_finding)
             while (!strncmp(p, "./", 2))
                 p += 2;
             if (!covered(&u->changed, p))
-                source_finding(u, root, ns, p, NULL, NULL);
+                source_finding(u, root, ns, p, NULL, NULL, false);
         }
         if (srcs.n == 0 && u->changed.n == 0) {
             const struct rfile *nf = &u->files[ns->file];

@@ -35,6 +35,12 @@ diff -u "$T/want.txt" "$T/got.txt" || fail "findings differ from tests/lint/patt
 grep -q "always_rerun/build.rs prints cargo:rerun-if-changed=.git/HEAD, which does not exist" "$T/notes.txt" ||
     fail "no note for the script cargo reruns at every build: $(cat "$T/notes.txt")"
 
+note "a header the kernels include is named as included, not as compiled"
+(cd "$T/p" && "$CUBINCACHE" lint flash_attn_headers > "$T/hdr.txt" 2> /dev/null)
+grep -q "the kernels the build script compiles with nvcc through bindgen_cuda::Builder.build_lib include kernels/mask.h, and no rerun-if-changed= covers it" "$T/hdr.txt" ||
+    fail "the header finding does not say the kernels include it: $(grep mask.h "$T/hdr.txt")"
+grep -q "compiles kernels/mask.h" "$T/hdr.txt" && fail "the header finding says the script compiles it"
+
 note "the issue's two false-positive patterns stay clean"
 grep -q '^candle_declared_after/' "$T/got.txt" && fail "a declaration after the read is a finding"
 grep -q '^bindgen_ptx_glob/.* nvcc-sources kernels/norm.cu' "$T/got.txt" &&
