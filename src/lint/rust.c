@@ -592,8 +592,9 @@ static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfil
 
 /* ---- the declared stack and the pending reads ---------------------------- */
 
-static bool declared(const struct unit *u, const char *name)
+static bool declared(struct unit *u, const char *name)
 {
+    u->steps += u->n_decl; /* the stack is scanned: a hostile script's thousands of names count */
     for (size_t i = 0; i < u->n_decl; i++)
         if (!strcmp(u->decl[i], name))
             return true;
@@ -658,6 +659,11 @@ static void declare_name(struct unit *u, const struct frame *fr, const char *nam
 {
     push_decl(u, name);
     size_t fl = frame_floor(fr);
+    u->steps += u->n_reads; /* the pending reads are looked at: that is work too */
+    if (u->steps > STEP_BUDGET) {
+        u->budget = true;
+        return;
+    }
     for (size_t i = 0; i < u->n_reads; i++) {
         struct pread *p = &u->reads[i];
         if (!p->resolved && p->seq >= fl && !strcmp(p->name, name) &&
@@ -690,6 +696,11 @@ static void record_read(struct unit *u, const char *name, const struct site *s)
         return;
     if (s->file == u->quiet_file && s->off >= u->quiet_b && s->off < u->quiet_e)
         return; /* it only decides whether a warning is printed */
+    u->steps += u->n_reads;
+    if (u->steps > STEP_BUDGET) {
+        u->budget = true;
+        return;
+    }
     for (size_t i = 0; i < u->n_reads; i++) {
         const struct pread *p = &u->reads[i];
         if (!p->resolved && !strcmp(p->name, name) &&
@@ -949,6 +960,7 @@ static void directives(struct unit *u, struct frame *fr, const struct rfile *f, 
                                         "path literally, finds no such file and reruns the "
                                         "script at every build; name the directory instead",
                                   f->src.path, path);
+                    u->steps += u->changed.n + u->printed.n; /* both are scanned */
                     if (!lint_strset_add(&u->changed, path))
                         u->oom = true;
                     bool every = u->n_cpath == 0 && !u->root_exited && u->closure == 0;
