@@ -2,7 +2,9 @@
 # lint_real.sh [CUBINCACHE]: `cubincache lint` on real build scripts nobody
 # here wrote (bench/lint_real/manifest.txt: candle at five points of its
 # history, cudarc, mistral.rs, Rust-CUDA, the cc crate, CMake of PyTorch,
-# vLLM and cuda-samples, the Makefiles of llm.c and cuda-samples), every
+# vLLM and cuda-samples, the Makefiles of llm.c and cuda-samples, and held
+# out, read only after the lint was finished: candle-vllm, learning-lm-rs,
+# fltr), every
 # finding compared with its judgement (bench/lint_real/judged.txt:
 # consequential, harmless or false) and the patterns found by reading that
 # the lint does not report (missed.txt). Prints the precision and recall
