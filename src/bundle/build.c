@@ -267,6 +267,10 @@ static const struct cbc_manifest_entry *prev_entry(const struct ctx *c, const st
 /* Why a target missed, by comparing with the previous manifest in DIR. */
 static void explain_miss(struct ctx *c, const struct tstate *t, char *buf, size_t len)
 {
+    if (c->cache.recache) {
+        cbc_fmt(buf, len, "recache is set: every target compiles again");
+        return;
+    }
     if (t->u.state == CBC_CACHE_DROPPED) {
         cbc_fmt(buf, len, "the cached entry was bad (%s) and was dropped", t->u.why);
         return;
@@ -602,10 +606,9 @@ static enum cbc_status compile_misses(struct ctx *c, struct tstate *ts, size_t n
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int jobs = c->o->jobs > 0 ? c->o->jobs : cpus > 0 ? (int)cpus : 1;
-    /* without -j, every build of this user shares one slot per CPU, so
-     * the builds ninja runs side by side stay near its -j in total */
-    struct cbc_jobslots *slots =
-        c->o->jobs > 0 ? NULL : cbc_jobslots_open(cpus > 0 ? (unsigned)cpus : 1);
+    /* a make or cargo jobserver's tokens for every compile beyond the
+     * first, when one is offered (jobslots.h) */
+    struct cbc_jobslots *slots = cbc_jobslots_open(c->o->jobs, c->store, c->o->msg, c->o->msg_ctx);
     size_t next = 0, running = 0;
     enum cbc_status st = CBC_OK;
     pid_t *pids = calloc(nt ? nt : 1, sizeof *pids);
@@ -652,7 +655,9 @@ static enum cbc_status compile_misses(struct ctx *c, struct tstate *ts, size_t n
             progress(c, who, running, done, total, *started_ns);
         /* only our own compiles: a host program's other children are not ours to reap */
         int code;
-        long i = cbc_proc_wait_any(pids, running, &code);
+        long i = cbc_proc_wait_any_fd(pids, running, cbc_jobslots_fd(slots), &code);
+        if (i < 0)
+            continue; /* a jobserver token may be there */
         done++;
         who[i]->exit_code = code;
         who[i]->pid = 0;
@@ -1648,10 +1653,11 @@ static enum cbc_status link_targets(struct ctx *c, struct cbc_build_result *res)
             say(c, CBC_MSG_EXPLAIN, "%s: link: miss", b->name);
             st = run_link(c, b, u);
             enum cbc_commit outcome;
-            b->u.path_dependent = cbc_base_names(c->base, c->cwd, b->data, b->len);
-            if (st == CBC_OK) /* keyed on the units' files, which their records vouch for */
+            if (st == CBC_OK) { /* keyed on the units' files, which their records vouch for */
+                b->u.path_dependent = cbc_base_names(c->base, c->cwd, b->data, b->len);
                 st = cbc_cache_commit(&c->cache, &b->u, NULL, &b->t, b->data, b->len, &outcome,
                                       NULL, 0, c->err);
+            }
         }
         if (b->state == T_HIT)
             res->hits++;

@@ -38,6 +38,11 @@ enum cbc_status cbc_cache_init(struct cbc_cache *c, struct cbc_store *store,
     c->msg = msg;
     c->msg_ctx = msg_ctx;
     c->direct = cbc_direct_new(store, memo, base);
+    struct cbc_setting_value v; /* a bad value is off; `cubincache config` says what is wrong */
+    c->read_only = store && cbc_store_setting(store, CBC_SET_READ_ONLY, &v, NULL) == CBC_OK &&
+                   cbc_setting_on(v.value);
+    c->recache = store && cbc_store_setting(store, CBC_SET_RECACHE, &v, NULL) == CBC_OK &&
+                 cbc_setting_on(v.value);
     return c->direct ? CBC_OK : cbc_err_oom(err);
 }
 
@@ -77,7 +82,7 @@ static struct cbc_hash index_key(const struct cbc_hash *result)
 
 void cbc_cache_release(struct cbc_cache *c)
 {
-    if (c->direct)
+    if (c->direct && !c->read_only)
         cbc_direct_refresh(c->direct);
     cbc_direct_free(c->direct);
     memset(c, 0, sizeof *c);
@@ -91,7 +96,7 @@ enum cbc_status cbc_cache_get(struct cbc_cache *c, struct cbc_cache_unit *u,
     u->state = CBC_CACHE_MISS;
     u->data = NULL;
     u->len = 0;
-    if (!c->store)
+    if (!c->store || c->recache)
         return CBC_OK;
     enum cbc_lookup r;
     struct cbc_err e = {0};
@@ -119,6 +124,8 @@ enum cbc_status cbc_cache_lookup(struct cbc_cache *c, struct cbc_cache_unit *u,
     u->data = NULL;
     u->len = 0;
     bool matched = false;
+    if (c->recache)
+        return CBC_OK;
     enum cbc_status st = cbc_direct_lookup(c->direct, &u->dt, &matched, &u->result, err);
     if (st != CBC_OK || !matched)
         return st;
@@ -158,6 +165,8 @@ enum cbc_status cbc_cache_lookup_preprocessed(struct cbc_cache *c, struct cbc_ca
     struct cbc_direct_target ix = {.direct_key = index_key(&u->result)};
     struct cbc_hash found;
     bool matched = false;
+    if (c->recache)
+        return CBC_OK;
     enum cbc_status st = cbc_direct_lookup(c->direct, &ix, &matched, &found, err);
     if (st != CBC_OK || !matched || !cbc_hash_eq(&found, &u->result))
         return st;
@@ -168,7 +177,7 @@ enum cbc_status cbc_cache_lookup_preprocessed(struct cbc_cache *c, struct cbc_ca
     /* this command's own record, so its next lookup preprocesses nothing */
     const struct cbc_dep_list *l = cbc_direct_list(c->direct, &ix);
     struct cbc_err e = {0};
-    if (l)
+    if (l && !c->read_only)
         cbc_direct_link(c->direct, &u->dt, &u->result, ix.flags, &l->id, &e);
     u->dt.list = ix.list;
     u->dt.flags = ix.flags;
@@ -195,10 +204,11 @@ enum cbc_status cbc_cache_commit(struct cbc_cache *c, struct cbc_cache_unit *u,
             cbc_fmt(why, why_len, "%s", co->why);
         return CBC_OK;
     }
-    if (!c->store) {
+    if (!c->store || c->read_only) {
         *outcome = CBC_COMMIT_NO_STORE;
         if (why)
-            cbc_fmt(why, why_len, "there is no cache");
+            cbc_fmt(why, why_len, c->store ? "read_only is set: nothing is stored"
+                                           : "there is no cache");
         return CBC_OK;
     }
     CBC_ASSERT(!co || (co->cacheable && co->recordable)); /* no record of an unsafe compile */

@@ -75,13 +75,17 @@ struct cbc_cache {
     cbc_msg_fn msg;
     void *msg_ctx;
     bool warned_write;         /* "cannot write to the cache" said once */
+    bool read_only;            /* the read_only setting: commits store nothing */
+    bool recache;              /* the recache setting: lookups find nothing */
 };
 
 /* The base directory for a compile of `source` under the store's base_dir
  * setting (cbc_base_detect), malloc'd; NULL for none (no store, "none", no
  * checkout found, or a bad value, which is warned about through msg). */
 char *cbc_cache_base(struct cbc_store *store, const char *source, cbc_msg_fn msg, void *msg_ctx);
-/* `store` may be NULL; `memo`, `base` and `cwd` are borrowed and must
+/* `store` may be NULL; its read_only and recache settings are read here
+ * (a commit then stores nothing, a lookup finds nothing and records
+ * nothing). `memo`, `base` and `cwd` are borrowed and must
  * outlive the cache. Records spell paths under `base` relative to it, so
  * another checkout of the tree finds them; an entry whose output names the
  * tree is filed under this tree (base and cwd) as well. */
@@ -149,7 +153,7 @@ enum cbc_commit {
     CBC_COMMIT_CHANGED = 1,      /* an input changed while the compile ran: use, do not store */
     CBC_COMMIT_UNRECORDABLE = 2, /* the record would not be safe (co->why) */
     CBC_COMMIT_UNWRITABLE = 3,   /* the store refused the write (said once) */
-    CBC_COMMIT_NO_STORE = 4      /* there is no cache */
+    CBC_COMMIT_NO_STORE = 4      /* there is no cache, or read_only is set */
 };
 
 /* Commits a compile collected into `co` (its list is taken): when `data`

@@ -34,7 +34,7 @@ char *cbc_which(const char *name)
 {
     if (strchr(name, '/'))
         return cbc_strdup(name);
-    const char *path = getenv("PATH");
+    const char *path = secure_getenv("PATH");
     if (!path)
         return NULL;
     for (const char *p = path;;) {
@@ -171,6 +171,11 @@ int cbc_proc_wait(pid_t pid)
 
 long cbc_proc_wait_any(const pid_t *pids, size_t n, int *code)
 {
+    return cbc_proc_wait_any_fd(pids, n, -1, code);
+}
+
+long cbc_proc_wait_any_fd(const pid_t *pids, size_t n, int fd, int *code)
+{
     if (n == 0)
         return -1;
     for (;;) {
@@ -186,33 +191,34 @@ long cbc_proc_wait_any(const pid_t *pids, size_t n, int *code)
                 return (long)i;
             }
         }
-        /* sleep until one of them ends: pidfds where the kernel has them
-         * (5.3+), else a short nap */
-        struct pollfd fds[64];
+        /* sleep until one of them ends (or fd is readable): pidfds where
+         * the kernel has them (5.3+), else a short nap */
+        struct pollfd fds[65];
         size_t nf = 0;
+        if (fd >= 0)
+            fds[nf++] = (struct pollfd){fd, POLLIN, 0};
+        size_t first = nf;
 #ifdef SYS_pidfd_open
         for (size_t i = 0; i < n && nf < CBC_ARRAY_LEN(fds); i++) {
-            long fd = syscall(SYS_pidfd_open, pids[i], 0);
-            if (fd < 0)
+            long pfd = syscall(SYS_pidfd_open, pids[i], 0);
+            if (pfd < 0)
                 break;
-            fds[nf++] = (struct pollfd){(int)fd, POLLIN, 0};
+            fds[nf++] = (struct pollfd){(int)pfd, POLLIN, 0};
         }
 #endif
-        if (nf == n) {
-            poll(fds, nf, 1000);
-        } else {
-            struct timespec ts = {0, 5000000};
-            nanosleep(&ts, NULL);
-        }
-        for (size_t i = 0; i < nf; i++)
+        bool all = nf - first == n;
+        int r = poll(fds, all ? nf : first, all ? 1000 : 5);
+        for (size_t i = first; i < nf; i++)
             close(fds[i].fd);
+        if (fd >= 0 && r > 0 && fds[0].revents)
+            return -1;
     }
 }
 
 enum cbc_status cbc_proc_run_capture(char *const argv[], char **output, int *exit_code,
                                      struct cbc_err *err)
 {
-    const char *td = getenv("TMPDIR");
+    const char *td = secure_getenv("TMPDIR");
     char *tmpl = cbc_asprintf("%s/cubincache-out.XXXXXX", td && *td == '/' ? td : "/tmp");
     if (!tmpl)
         return cbc_err_oom(err);

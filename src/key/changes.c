@@ -102,9 +102,16 @@ size_t cbc_key_changes(const struct cbc_manifest *m, const struct cbc_manifest_e
         if (!push_change(out, max, &n, cbc_asprintf("nvcc '%s' cannot be identified", m->nvcc)))
             return n;
     } else if (!cbc_hash_eq(&m->nvcc_id, now->nvcc_id)) {
-        if (!push_change(out, max, &n,
-                         cbc_asprintf("nvcc changed: %s %s -> %s %s", m->nvcc, m->nvcc_version,
-                                      now->nvcc, now->nvcc_version)))
+        /* the same path and version with other bytes: a toolkit patched or
+         * reinstalled in place, which the message must not hide */
+        bool alike = m->nvcc && now->nvcc && m->nvcc_version && now->nvcc_version &&
+                     !strcmp(m->nvcc, now->nvcc) && !strcmp(m->nvcc_version, now->nvcc_version);
+        char *msg = alike ? cbc_asprintf("nvcc changed: %s %s is another toolkit now (same path "
+                                         "and version, other binaries or headers)",
+                                         now->nvcc, now->nvcc_version)
+                          : cbc_asprintf("nvcc changed: %s %s -> %s %s", m->nvcc,
+                                         m->nvcc_version, now->nvcc, now->nvcc_version);
+        if (!push_change(out, max, &n, msg))
             return n;
     }
     if (now->host_id && !cbc_hash_eq(&m->host_id, now->host_id) &&

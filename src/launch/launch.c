@@ -33,6 +33,7 @@
 #include "nvargs.h"
 #include "split.h"
 #include "store.h"
+#include "why.h"
 
 #include <cubincache/binfmt.h>
 
@@ -498,16 +499,40 @@ static enum cbc_status lookup(struct ctx *c, bool *hit)
     char what[PATH_MAX + 4];
     snprintf(what, sizeof what, "'%s'", c->a.output);
     enum cbc_status st = cbc_cache_lookup(&c->cache, &c->u, &rt, what, c->err);
+    bool pp = false;
     if (st == CBC_OK && c->u.state == CBC_CACHE_MISS && c->u.has_sibling &&
         cbc_cache_sibling_seen(&c->cache, &c->u)) {
         st = preprocessed(c);
-        if (st == CBC_OK && c->u.state == CBC_CACHE_HIT)
+        pp = st == CBC_OK && c->u.state == CBC_CACHE_HIT;
+        if (pp)
             say(c, CBC_MSG_NOTE, "'%s': compiled in another directory; found through nvcc -M",
                 c->a.output);
     }
-    if (st != CBC_OK || c->u.state != CBC_CACHE_HIT)
+    if (st == CBC_OK && c->u.state == CBC_CACHE_HIT)
+        st = serve_unit(c, hit);
+    if (st != CBC_OK || !c->o->explain)
         return st;
-    return serve_unit(c, hit);
+    char ex[600];
+    size_t exl = sizeof ex;
+    if (*hit && c->u.remote)
+        cbc_fmt(ex, exl, "remote hit (%s)", cbc_store_remote_name(c->store));
+    else if (*hit)
+        cbc_fmt(ex, exl, "hit%s", pp ? " (compiled in another directory; found through nvcc -M)"
+                                     : "");
+    else if (c->cache.recache)
+        cbc_fmt(ex, exl, "miss: recache is set");
+    else if (c->u.state == CBC_CACHE_DROPPED)
+        cbc_fmt(ex, exl, "miss: the cached entry was bad (%s) and was dropped", c->u.why);
+    else if (c->u.state == CBC_CACHE_HIT)
+        cbc_fmt(ex, exl, "miss: the cached result failed verification");
+    else {
+        struct cbc_key_now now = key_now(c);
+        char why[560];
+        cbc_why_missed(c->store, c->cwd, c->a.output, &now, c->memo, why, sizeof why);
+        cbc_fmt(ex, exl, "miss: %s", why);
+    }
+    cbc_fmt(c->r->explain, sizeof c->r->explain, "'%s': %s", c->a.output, ex);
+    return st;
 }
 
 static enum cbc_status read_small(const char *path, char **out, size_t *len, struct cbc_err *err)
@@ -768,6 +793,10 @@ static enum cbc_status compile(struct ctx *c)
         goto out;
     }
     keys(c, co.deps, co.n_deps, NULL, &c->u.result);
+    if (!c->cache.read_only) { /* what the next miss of this output is compared with */
+        struct cbc_key_now now = key_now(c);
+        cbc_why_remember(c->store, c->cwd, c->a.output, &now, co.deps, co.n_deps, &co.list);
+    }
     struct cbc_target rt = cbc_store_result_target();
     enum cbc_commit outcome;
     char cwhy[CBC_ERR_MSG_MAX];

@@ -45,6 +45,7 @@ struct cbc_launch_opts {
     size_t argc;
     const char *cache_dir; /* NULL: cbc_store_default_root */
     bool no_cache;         /* CUBINCACHE_DISABLE: everything is uncacheable */
+    bool explain;          /* fill the result's `explain`: hit, or the input that made it miss */
     cbc_msg_fn msg;
     void *msg_ctx;
 };
@@ -56,6 +57,8 @@ struct cbc_launch_result {
     size_t out_len, errs_len;
     char why[320];    /* UNCACHEABLE and NOT_STORED: the reason */
     size_t archs, archs_cached; /* a split compile: virtual archs, and those served */
+    char explain[640]; /* with opts.explain, HIT and the compiles: "hit", "remote hit (...)",
+                          or why it missed ("dependency '/w/h.cuh' changed") */
 };
 
 /* Runs or serves the command. CBC_OK whatever nvcc did (its exit code is

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *check_size(const char *v)
 {
@@ -34,9 +35,36 @@ static const char *check_remote(const char *v)
 static const char *check_bool(const char *v)
 {
     return !strcmp(v, "") || !strcmp(v, "0") || !strcmp(v, "1") || !strcmp(v, "true") ||
-                   !strcmp(v, "false")
+                   !strcmp(v, "false") || !strcmp(v, "yes") || !strcmp(v, "no")
                ? NULL
                : "expected 1 or 0 (true or false)";
+}
+
+bool cbc_setting_on(const char *v)
+{
+    return v && (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
+}
+
+int cbc_setting_shared_jobs(const char *v)
+{
+    if (!v || !*v || !strcmp(v, "0"))
+        return 0;
+    if (!strcmp(v, "cpus")) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        return n > 0 ? (int)n : 1;
+    }
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *end || n < 1 || n > 1024 ? -1 : (int)n;
+}
+
+static const char *check_jobs(const char *v)
+{
+    return cbc_setting_shared_jobs(v) >= 0 ? NULL : "expected a number from 1 to 1024, cpus, or 0";
+}
+static const char *check_log(const char *v)
+{
+    return !*v || v[0] == '/' ? NULL : "expected an absolute path";
 }
 
 static const char *check_base(const char *v)
@@ -75,6 +103,23 @@ const struct cbc_setting_def cbc_settings[CBC_SET_COUNT] = {
                           "shares entries: an absolute directory, none, or auto (the "
                           "version-control checkout holding the source)",
                           false, false, check_base},
+    [CBC_SET_READ_ONLY] = {"read_only", "CUBINCACHE_READONLY", "read_only", "0",
+                           "1: use what the cache holds; store no compile in it (nor in the remote)",
+                           false, false, check_bool},
+    [CBC_SET_RECACHE] = {"recache", "CUBINCACHE_RECACHE", "recache", "0",
+                         "1: serve no hits: compile everything again and store the results",
+                         false, false, check_bool},
+    [CBC_SET_LOG_FILE] = {"log_file", "CUBINCACHE_LOGFILE", "log_file", "",
+                          "a file (absolute path) that gets one line per launcher call and per "
+                          "build target: hit or miss, and why",
+                          false, false, check_log},
+    [CBC_SET_DEBUG] = {"debug", "CUBINCACHE_DEBUG", "debug", "0",
+                       "1: the log_file lines on stderr too, and the launcher's notes",
+                       false, false, check_bool},
+    [CBC_SET_SHARED_JOBS] = {"shared_jobs", "CUBINCACHE_SHARED_JOBS", "shared_jobs", "0",
+                             "opt-in: at most this many compiles at once across every build of "
+                             "this user without a jobserver (a number, or cpus); 0: none",
+                             false, false, check_jobs},
     [CBC_SET_BUNDLE_PATH] = {"bundle_path", "CUBINCACHE_BUNDLE_PATH", NULL, "",
                              "directories (':'-separated) where programs look for installed "
                              "bundles before the installed ones",

@@ -22,6 +22,11 @@ enum cbc_setting {
     CBC_SET_REMOTE,     /* the second-level cache */
     CBC_SET_DISABLE,    /* compile without the cache */
     CBC_SET_BASE_DIR,   /* paths keyed relative to it, so checkouts share entries */
+    CBC_SET_READ_ONLY,  /* use the cache, store nothing in it */
+    CBC_SET_RECACHE,    /* compile everything again and store it (no hits) */
+    CBC_SET_LOG_FILE,   /* a line per launcher call and build target: hit or miss, and why */
+    CBC_SET_DEBUG,      /* the same lines on stderr */
+    CBC_SET_SHARED_JOBS, /* opt-in: a limit on compiles across every build of this user */
     CBC_SET_BUNDLE_PATH, /* (libcubincache) where programs look for installed bundles */
     CBC_SET_LIBCUDA,    /* (libcubincache, test builds) the driver library to open */
     CBC_SET_PUBLISH_DELAY, /* (tests) stall between writing and publishing a file */
@@ -55,6 +60,12 @@ struct cbc_setting_value {
     enum cbc_setting_from from;
     char bad[256]; /* "": the value passes its check; else what is wrong with it */
 };
+
+/* Whether a boolean setting's value is on ("1", "true", "yes"). */
+bool cbc_setting_on(const char *value);
+/* shared_jobs as a number of slots: 0 (off) for "0" or "", the CPUs for
+ * "cpus", else the number; -1 when the value is none of these. */
+int cbc_setting_shared_jobs(const char *value);
 
 /* The setting's name as the table spells it, or its id; -1 when unknown. */
 int cbc_setting_find(const char *name);

@@ -212,3 +212,18 @@ enum cbc_status cbc_store_stats(struct cbc_store *s, struct cbc_store_stats *out
     return st;
 }
 
+
+static void zero_counts(uint64_t v[C_COUNT], void *ctx)
+{
+    (void)ctx;
+    uint64_t bytes = v[C_BYTES];
+    memset(v, 0, sizeof(uint64_t) * C_COUNT);
+    v[C_BYTES] = bytes;
+}
+
+enum cbc_status cbc_store_zero_stats(struct cbc_store *s, struct cbc_err *err)
+{
+    s->hits = s->misses = s->stores = s->dropped = s->store_errors = s->uncacheable = 0;
+    s->remote_hits = s->remote_misses = 0;
+    return cbc_st_with_counters(s, zero_counts, NULL, true, err);
+}

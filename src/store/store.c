@@ -445,6 +445,7 @@ static const char *ns_dir(enum cbc_store_ns ns)
     case CBC_STORE_DIRECT: return "direct";
     case CBC_STORE_DEPS: return "deps";
     case CBC_STORE_TOOLS: return "tools";
+    case CBC_STORE_LAST: return "last";
     }
     return NULL;
 }
@@ -461,7 +462,8 @@ enum cbc_status cbc_store_blob_get(struct cbc_store *s, enum cbc_store_ns which,
     uint8_t *raw = NULL;
     size_t n = 0;
     enum cbc_status st = cbc_read_at(s->fd, s->root, rel, BLOB_MAX, &raw, &n, err);
-    if (st == CBC_E_NOT_FOUND && which != CBC_STORE_TOOLS && /* a machine's own identities */
+    if (st == CBC_E_NOT_FOUND && which != CBC_STORE_TOOLS && which != CBC_STORE_LAST &&
+        /* a machine's own identities and paths */
         cbc_st_remote_get_blob(s, ns, rel, key, &raw, &n))
         st = CBC_OK;
     if (st != CBC_OK)
@@ -495,7 +497,7 @@ enum cbc_status cbc_store_blob_put(struct cbc_store *s, enum cbc_store_ns which,
     char rel[80];
     cbc_st_rel_path(ns, key, ".dep", rel, sizeof rel);
     enum cbc_status st = cbc_st_put_file(s, rel, buf, BLOB_HEADER + len, NULL, err);
-    if (which != CBC_STORE_TOOLS)
+    if (which != CBC_STORE_TOOLS && which != CBC_STORE_LAST)
         cbc_st_remote_put(s, ns, key, buf, BLOB_HEADER + len);
     free(buf);
     return st;

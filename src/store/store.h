@@ -6,6 +6,8 @@
  *   v1/direct/ab/<30 hex>.dep    dependency records      } blobs: a 24-byte
  *   v1/deps/ab/<30 hex>.dep      dependency lists        } header (magic
  *   v1/tools/ab/<30 hex>.dep     toolchain identities    } "CBCBLOB\n", key),
+ *   v1/last/ab/<30 hex>.dep      a launcher output's last } then opaque bytes
+ *                                compile's inputs         }
  *                                                          then opaque bytes
  *   v1/stats                     counters, "name value" lines
  *   v1/config                    "max_size = 5G", "umask = 002", "remote = redis://..."
@@ -112,7 +114,9 @@ enum cbc_status cbc_store_put(struct cbc_store *s, const struct cbc_hash *key,
 enum cbc_store_ns {
     CBC_STORE_DIRECT, /* direct-mode records (src/direct) */
     CBC_STORE_DEPS,   /* dependency lists (src/direct) */
-    CBC_STORE_TOOLS   /* toolchain identities (key/toolid.c, via cbc_store_tools_cache) */
+    CBC_STORE_TOOLS,  /* toolchain identities (key/toolid.c, via cbc_store_tools_cache) */
+    CBC_STORE_LAST    /* what a launcher output was last compiled from, to say why it
+                         missed (src/launch/why.c); this machine's, never the remote's */
 };
 
 /* Opaque records by key in a namespace: whole-file get/put with atomic
@@ -182,6 +186,10 @@ void cbc_store_count_uncacheable(struct cbc_store *s);
 
 enum cbc_status cbc_store_stats(struct cbc_store *s, struct cbc_store_stats *out,
                                 struct cbc_err *err);
+/* Sets every counter to 0 (`ccache -z`); the size the cache takes is
+ * kept, as it is not a count of events. CBC_E_CACHE when v1/stats cannot
+ * be locked or written. */
+enum cbc_status cbc_store_zero_stats(struct cbc_store *s, struct cbc_err *err);
 /* The size limit: $CUBINCACHE_MAXSIZE, else v1/config, else 5 GB. */
 uint64_t cbc_store_max_size(struct cbc_store *s);
 enum cbc_status cbc_store_set_max_size(struct cbc_store *s, uint64_t max_size, struct cbc_err *err);

@@ -27,7 +27,7 @@
 #define LOCK_WAIT_MS 2000
 
 /* Every namespace the store owns; nothing else under v1 is touched. */
-static const char *const namespaces[] = {"objects", "direct", "deps", "tools"};
+static const char *const namespaces[] = {"objects", "direct", "deps", "tools", "last"};
 
 struct cbc_store {
     char *root;  /* <cache>/v1, for messages */

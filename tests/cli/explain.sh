@@ -31,6 +31,11 @@ expect_out 0 "flags changed: '-O3' -> '-O3 -lineinfo'" b -lineinfo
 expect_out 0 "NVCC_APPEND_FLAGS changed: unset -> '-DX=1'" env NVCC_APPEND_FLAGS=-DX=1 "$CUBINCACHE" build --explain -o "$T/out" k.cu -- -O3 -lineinfo
 expect_out 0 "NVCC_PREPEND_FLAGS changed" env NVCC_APPEND_FLAGS=-DX=1 NVCC_PREPEND_FLAGS=-DY=2 "$CUBINCACHE" build --explain -o "$T/out" k.cu -- -O3 -lineinfo
 
+note "an nvcc replaced in place (same path, same version): said so, not 'X -> X'"
+echo '# reinstalled' >> "$T/nvcc-count"
+touch -d '1 hour ago' "$T/nvcc-count"
+expect_out 0 "is another toolkit now (same path and version" env NVCC_APPEND_FLAGS=-DX=1 NVCC_PREPEND_FLAGS=-DY=2 "$CUBINCACHE" build --explain -o "$T/out" k.cu -- -O3 -lineinfo
+
 note "cleared cache: inputs unchanged, entry gone"
 "$CUBINCACHE" cache clean > /dev/null
 expect_out 0 "not in this cache" env NVCC_APPEND_FLAGS=-DX=1 NVCC_PREPEND_FLAGS=-DY=2 "$CUBINCACHE" build --explain -o "$T/out" k.cu -- -O3 -lineinfo

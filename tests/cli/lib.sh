@@ -6,11 +6,13 @@ set -u
 T=$(mktemp -d /tmp/cbc-cli.XXXXXX)
 trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
 export CUBINCACHE_DIR="$T/cache" NO_COLOR=1
-# each test its own compile slots (build's one-nvcc-per-CPU limit), so tests
+# each test its own shared compile slots (the opt-in shared_jobs), so tests
 # running side by side do not throttle each other
 mkdir -m 700 "$T/xdg"
 export XDG_RUNTIME_DIR="$T/xdg"
 unset CUDA_COMPUTE_CAP NVCC NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS CUBINCACHE_DISABLE CUBINCACHE_BASEDIR
+# a make or cargo running the suite offers its jobserver: each test says what it runs under
+unset MAKEFLAGS MFLAGS CARGO_MAKEFLAGS CUBINCACHE_SHARED_JOBS
 NVCC_REAL=${NVCC_REAL:-/usr/local/cuda/bin/nvcc}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }

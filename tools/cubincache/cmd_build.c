@@ -6,6 +6,7 @@
  */
 #include "build.h"
 #include "cmds.h"
+#include "log.h"
 #include "manifest.h"
 
 #include <getopt.h>
@@ -32,8 +33,9 @@ static const char usage[] =
     "      --remote SPEC     a shared cache behind the local one: redis://HOST[:PORT][/DB]\n"
     "                        [|read-only] ... (default $CUBINCACHE_REMOTE, else 'remote' in\n"
     "                        the cache's config; 'none' for none)\n"
-    "  -j, --jobs N          parallel nvcc processes on a miss (default: one per CPU,\n"
-    "                        shared by every build of this user running at once)\n"
+    "  -j, --jobs N          parallel nvcc processes on a miss at most (default: one per\n"
+    "                        CPU); under a make or cargo jobserver, each beyond the\n"
+    "                        first takes one of its tokens\n"
     "      --explain         say per target hit or miss, and which input changed\n"
     "      --emit cargo      after the build (hit or miss), print for a cargo build.rs\n"
     "                        rerun-if-changed of every source, dependency and the\n"
@@ -43,6 +45,7 @@ static const char usage[] =
 
 struct printer {
     struct tool *t;
+    struct tool_log log; /* log_file and debug: the --explain lines, hit or miss and why */
     bool explain;
     bool status;     /* a status line is on the terminal now */
     bool erase;      /* the terminal takes ESC [ K (not NO_COLOR, not TERM=dumb) */
@@ -62,9 +65,10 @@ static void clear_status(struct printer *p)
 }
 
 /* The variables outside the key's own list that change what build makes:
- * the targets (CUDA_COMPUTE_CAP; the driver 'auto' asks), which nvcc and
- * host compiler run. */
-static const char *const cargo_env[] = {"CUDA_COMPUTE_CAP", "NVCC", "PATH", "CUBINCACHE_LIBCUDA"};
+ * the targets (CUDA_COMPUTE_CAP), which nvcc and host compiler run. (No
+ * variable names the driver 'auto' asks: the installed cudadrv opens
+ * libcuda.so.1 only.) */
+static const char *const cargo_env[] = {"CUDA_COMPUTE_CAP", "NVCC", "PATH"};
 
 static bool system_dir(const char *d)
 {
@@ -149,10 +153,12 @@ static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
     struct printer *p = ctx;
     if (kind == CBC_MSG_PROGRESS) {
         size_t len = strlen(text);
+        fputc('\r', stderr);
+        tool_fputs_escaped(text, stderr);
         if (p->erase)
-            fprintf(stderr, "\r%s\033[K", text);
+            fputs("\033[K", stderr);
         else
-            fprintf(stderr, "\r%s%*s", text, len < p->last_len ? (int)(p->last_len - len) : 0, "");
+            fprintf(stderr, "%*s", len < p->last_len ? (int)(p->last_len - len) : 0, "");
         fflush(stderr);
         p->last_len = len;
         p->status = true;
@@ -163,10 +169,14 @@ static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
     case CBC_MSG_WARNING: tool_warn(p->t, "%s", text); break;
     case CBC_MSG_NOTE: tool_note(p->t, "%s", text); break;
     case CBC_MSG_EXPLAIN:
-        if (p->explain)
-            fprintf(stderr, "%s: explain: %s\n", p->t->prog, text);
+        if (p->explain) {
+            fprintf(stderr, "%s: explain: ", p->t->prog);
+            tool_fputs_escaped(text, stderr);
+            fputc('\n', stderr);
+        }
+        tool_log_line(&p->log, "%s", text);
         break;
-    case CBC_MSG_DIAG: fprintf(stderr, "%s\n", text); break;
+    case CBC_MSG_DIAG: fprintf(stderr, "%s\n", text); break; /* nvcc's own words, as it prints them */
     case CBC_MSG_PROGRESS: break;
     }
 }
@@ -242,6 +252,10 @@ int cmd_build(int argc, char **argv)
     o.n_flags = split < argc ? (size_t)(argc - split - 1) : 0;
     const char *dis = getenv("CUBINCACHE_DISABLE");
     o.no_cache = dis && *dis && strcmp(dis, "0") != 0;
+    char what[200];
+    snprintf(what, sizeof what, "build %s -> %s", o.source, o.out_dir ? o.out_dir : ".");
+    tool_log_open(&pr.log, &t, o.cache_dir, what);
+    o.explain = o.explain || tool_log_on(&pr.log);
 
     /* a status line only for a person at a terminal: not under ninja or
      * make (their pipes), not with -q, and plain with NO_COLOR or TERM=dumb */
@@ -252,6 +266,9 @@ int cmd_build(int argc, char **argv)
     struct cbc_err err = {0};
     enum cbc_status st = cbc_build_run(&o, &res, &err);
     clear_status(&pr);
+    if (st != CBC_OK)
+        tool_log_line(&pr.log, "failed: %s", err.msg);
+    tool_log_close(&pr.log);
     if (st != CBC_OK) {
         tool_error(&t, &err);
         cbc_build_result_release(&res);

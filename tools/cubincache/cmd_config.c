@@ -85,6 +85,8 @@ int cmd_config(int argc, char **argv)
                                                : v.from == CBC_FROM_ENV    ? "environment"
                                                                            : "option");
             cJSON_AddStringToObject(o, "origin", origin);
+            cJSON_AddStringToObject(o, "default", d->def);
+            cJSON_AddStringToObject(o, "help", d->help);
             if (d->env)
                 cJSON_AddStringToObject(o, "env", d->env);
             if (d->config_key)

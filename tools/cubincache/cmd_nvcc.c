@@ -4,9 +4,12 @@
  * $CUBINCACHE_DIR (CUBINCACHE_DISABLE=1 turns it off) and warnings go to
  * stderr as "cubincache: warning: ...". A command the launcher does not
  * cache is replaced by nvcc itself (exec), so it behaves exactly as nvcc.
+ * With log_file or debug (log.h) each call says hit or miss and why
+ * (CUBINCACHE_LAUNCH_DEBUG=1 is debug's older name).
  */
 #include "cmds.h"
 #include "launch.h"
+#include "log.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,10 +19,14 @@
 
 static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
 {
+    const struct tool_log *l = ctx;
     if (kind == CBC_MSG_WARNING)
-        tool_warn(ctx, "%s", text);
-    else if (kind == CBC_MSG_NOTE && getenv("CUBINCACHE_LAUNCH_DEBUG"))
-        fprintf(stderr, "cubincache: note: %s\n", text);
+        tool_warn(l->t, "%s", text);
+    else if (kind == CBC_MSG_NOTE && l->debug) {
+        fputs("cubincache: note: ", stderr);
+        tool_fputs_escaped(text, stderr);
+        fputc('\n', stderr);
+    }
 }
 
 /* Runs the command as nvcc would, in place of this process. */
@@ -50,29 +57,43 @@ int cmd_nvcc(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache");
+    struct tool_log log;
+    tool_log_open(&log, &t, NULL, "nvcc");
+    const char *old = getenv("CUBINCACHE_LAUNCH_DEBUG");
+    log.debug = log.debug || (old && *old && strcmp(old, "0") != 0);
     const char *dis = getenv("CUBINCACHE_DISABLE");
     struct cbc_launch_opts o = {
         .nvcc = argv[0],
         .argv = argv + 1,
         .argc = (size_t)(argc - 1),
         .no_cache = dis && *dis && strcmp(dis, "0") != 0,
+        .explain = tool_log_on(&log),
         .msg = on_msg,
-        .msg_ctx = &t,
+        .msg_ctx = &log,
     };
     struct cbc_launch_result r;
     struct cbc_err err = {0};
     enum cbc_status st = cbc_launch_run(&o, &r, &err);
     if (st != CBC_OK) {
+        tool_log_line(&log, "error: %s", err.msg);
+        tool_log_close(&log);
         cbc_launch_result_release(&r);
         tool_error(&t, &err);
         return tool_exit_code(st);
     }
     if (r.outcome == CBC_LAUNCH_UNCACHEABLE) {
-        if (getenv("CUBINCACHE_LAUNCH_DEBUG"))
-            tool_note(&t, "running nvcc as it is: %s", r.why);
+        tool_log_line(&log, "running nvcc as it is: %s", r.why);
+        tool_log_close(&log);
         cbc_launch_result_release(&r);
         return exec_nvcc(&t, o.nvcc, argc, argv);
     }
+    if (r.outcome == CBC_LAUNCH_FAILED)
+        tool_log_line(&log, "%s; nvcc failed (exit %d), nothing stored", r.explain, r.exit_code);
+    else if (r.outcome == CBC_LAUNCH_NOT_STORED)
+        tool_log_line(&log, "%s; not stored: %s", r.explain, r.why);
+    else
+        tool_log_line(&log, "%s", r.explain);
+    tool_log_close(&log);
     replay(r.out, r.out_len, stdout);
     replay(r.errs, r.errs_len, stderr);
     int code = r.exit_code;

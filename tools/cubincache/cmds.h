@@ -24,6 +24,9 @@ int cmd_embed(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_stamp(int argc, char **argv);
 int cmd_lint(int argc, char **argv);
+/* -s/--show-stats, -z/--zero-stats, -p/--show-config, -V/--version as
+ * argv[0] (ccache's spellings); -1 when argv[0] is none of them. */
+int cmd_ccache_option(int argc, char **argv);
 /* argv[0] is nvcc itself: "nvcc" or a path (the compiler launcher) */
 int cmd_nvcc(int argc, char **argv);
 

@@ -2,8 +2,7 @@
  * cmd_<name>.c (git's builtin layout). Usage strings live with the commands.
  */
 #include "cmds.h"
-
-#include <cubincache/version.h>
+#include "jobserver.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -36,12 +35,18 @@ static void help(FILE *f)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "  nvcc ARGS  (or /path/to/nvcc ARGS) the compiler launcher: nvcc through the "
                "cache\n");
+    fprintf(f, "\noptions, as ccache spells them:\n"
+               "  -s, --show-stats    the cache's statistics (cache stats)\n"
+               "  -z, --zero-stats    set the statistics to 0\n"
+               "  -p, --show-config   every setting, its value and where it came from (config)\n"
+               "  -V, --version       the version\n");
     fprintf(f, "\n'cubincache COMMAND --help' describes a command; exit codes are in "
                "docs/exit-codes.md\n");
 }
 
 int main(int argc, char **argv)
 {
+    cbc_jobserver_early(); /* before anything is opened: make's descriptors, if any */
     if (argc < 2) {
         help(stderr);
         return EXIT_USAGE;
@@ -50,11 +55,13 @@ int main(int argc, char **argv)
         help(stdout);
         return EXIT_OK;
     }
-    if (!strcmp(argv[1], "--show-config")) /* as ccache spells it */
-        return cmd_config(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "--version")) {
-        printf("cubincache %s\n", CUBINCACHE_VERSION_STRING);
-        return EXIT_OK;
+    if (argv[1][0] == '-') { /* as ccache spells them: -s, -z, -p, -V */
+        int rc = cmd_ccache_option(argc - 1, argv + 1);
+        if (rc >= 0)
+            return rc;
+        fprintf(stderr, "cubincache: error: unknown option '%s'\n", argv[1]);
+        help(stderr);
+        return EXIT_USAGE;
     }
     for (size_t i = 0; i < CBC_ARRAY_LEN(commands); i++)
         if (!strcmp(argv[1], commands[i].name))
