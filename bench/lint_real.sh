@@ -15,7 +15,7 @@
 #   recall    = consequential findings / (consequential findings + missed)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cb=${1:-${CUBINCACHE:-$here/../build/tools/cubincache/cubincache}}
+cb=${1:-${CUBINCACHE:-$here/../build/tools/cubincache}}
 case "$cb" in /*) ;; *) cb="$PWD/$cb" ;; esac
 mirrors=${CBC_MIRRORS:-/work/.mirror}
 files=${CBC_REAL_FILES:-$HOME/.cache/cbc-real}
