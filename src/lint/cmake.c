@@ -7,10 +7,16 @@
  * How: CMake's command syntax (quoted, bracket and unquoted arguments,
  * line and bracket comments), then a run over the commands that carries
  * taint: a variable set from $ENV{X} (or inside an if() on X) is tainted
- * by X, through set, string, list and cuda_select_nvcc_arch_flags; a sink
+ * by X, through set, string, list, separate_arguments and foreach; a sink
  * (CMAKE_CUDA_ARCHITECTURES, CMAKE_CUDA_FLAGS*, CUDA_NVCC_FLAGS*, the
  * CUDA_ARCHITECTURES and COMPILE_OPTIONS properties, target_compile_options,
- * add_compile_options) reached by a tainted value is a finding.
+ * add_compile_options, cuda_select_nvcc_arch_flags) reached by a tainted
+ * value is a finding. A variable also carries its arch taint: the part of
+ * its taint that sits in an element naming CUDA architectures or flags
+ * (-DCMAKE_CUDA_ARCHITECTURES=${X}, -gencode ...); the CMAKE_ARGS of
+ * ExternalProject_Add (and CMAKE_CACHE_ARGS, FetchContent_Declare's) are a
+ * sink for that part only, so -DENABLE_UCX=$ENV{Y} next to it is no
+ * finding.
  *
  * Invariants: the scanner never reads past the file; an unterminated
  * argument or comment ends at the end of the file; nothing inside a
@@ -39,6 +45,7 @@ struct cmd {
 struct taint {
     char *var;
     struct lint_strset env;
+    struct lint_strset at; /* the env vars that reach a CUDA arch or flag element */
 };
 
 struct cm {
@@ -177,9 +184,35 @@ static struct taint *find_taint(struct cm *m, const char *v, size_t n)
     return NULL;
 }
 
+/* Whether an argument names CUDA architectures or nvcc flags. */
+static bool cuda_marker(const struct carg *a)
+{
+    static const char *const marks[] = {"CMAKE_CUDA_ARCHITECTURES", "CMAKE_CUDA_FLAGS",
+                                        "CUDA_NVCC_FLAGS", "CUDA_ARCHITECTURES", "CUDA_ARCHS",
+                                        "TORCH_CUDA_ARCH_LIST", "-gencode", "--generate-code",
+                                        "-arch=", "--gpu-architecture"};
+    for (size_t k = 0; k < CBC_ARRAY_LEN(marks); k++) {
+        size_t ml = strlen(marks[k]);
+        for (size_t i = 0; i + ml <= a->n; i++)
+            if (!memcmp(a->p + i, marks[k], ml))
+                return true;
+    }
+    return false;
+}
+
+static void arg_env_at(struct cm *m, const struct carg *a, bool cond, struct lint_strset *out,
+                       struct lint_strset *at);
+
 /* The env vars an argument reads: $ENV{X} (and ENV{X} when `cond`),
  * and the taint of each ${V} in it. */
 static void arg_env(struct cm *m, const struct carg *a, bool cond, struct lint_strset *out)
+{
+    arg_env_at(m, a, cond, out, NULL);
+}
+
+/* arg_env, and the arch taint of the ${V} in it into `at` (may be NULL). */
+static void arg_env_at(struct cm *m, const struct carg *a, bool cond, struct lint_strset *out,
+                       struct lint_strset *at)
 {
     const char *p = a->p, *end = a->p + a->n;
     for (; p < end; p++) {
@@ -214,16 +247,19 @@ static void arg_env(struct cm *m, const struct carg *a, bool cond, struct lint_s
             for (size_t k = 0; t && k < t->env.n; k++)
                 if (!lint_strset_add(out, t->env.v[k]))
                     m->oom = true;
+            for (size_t k = 0; t && at && k < t->at.n; k++)
+                if (!lint_strset_add(at, t->at.v[k]))
+                    m->oom = true;
         }
         p = e - 1;
     }
 }
 
 static void set_taint(struct cm *m, const struct carg *var, const struct lint_strset *env,
-                      bool append)
+                      const struct lint_strset *at, bool append)
 {
     struct taint *t = find_taint(m, var->p, var->n);
-    if (!t && env->n == 0)
+    if (!t && env->n == 0 && (!at || at->n == 0))
         return;
     if (!t) {
         if (!cbc_grow(&m->t, m->nt, &m->cap, sizeof *m->t, 8)) {
@@ -238,10 +274,28 @@ static void set_taint(struct cm *m, const struct carg *var, const struct lint_st
         }
         m->nt++;
     }
-    if (!append)
+    if (!append) {
         lint_strset_free(&t->env);
+        lint_strset_free(&t->at);
+    }
     for (size_t k = 0; k < env->n; k++)
         if (!lint_strset_add(&t->env, env->v[k]))
+            m->oom = true;
+    for (size_t k = 0; at && k < at->n; k++)
+        if (!lint_strset_add(&t->at, at->v[k]))
+            m->oom = true;
+}
+
+/* The taint of the variable an argument names (a list's name, not ${it}). */
+static void named_env(struct cm *m, const struct carg *a, struct lint_strset *env,
+                      struct lint_strset *at)
+{
+    struct taint *t = find_taint(m, a->p, a->n);
+    for (size_t k = 0; t && k < t->env.n; k++)
+        if (!lint_strset_add(env, t->env.v[k]))
+            m->oom = true;
+    for (size_t k = 0; t && k < t->at.n; k++)
+        if (!lint_strset_add(at, t->at.v[k]))
             m->oom = true;
 }
 
@@ -312,44 +366,123 @@ static void run_cmd(struct cm *m, const struct cmd *c)
         return;
     }
     ctl_env(m, &env);
+    struct lint_strset at = {0};
     size_t first = 0; /* the first value argument */
     const struct carg *out = NULL;
-    bool append = false;
+    const struct carg *from = NULL; /* a list read by its name */
+    bool append = false, sink_fn = false;
     if (name_is(c, "set") && c->n >= 1) {
         out = &c->a[0];
         first = 1;
     } else if ((name_is(c, "string") || name_is(c, "list")) && c->n >= 2) {
         const struct carg *sub = &c->a[0];
+        bool list = name_is(c, "list");
         if (arg_is(sub, "APPEND") || arg_is(sub, "PREPEND") || arg_is(sub, "INSERT")) {
             out = &c->a[1], first = 2, append = true;
         } else if (arg_is(sub, "CONCAT")) {
             out = &c->a[1], first = 2;
+        } else if (arg_is(sub, "JOIN") && c->n >= 4 && list) {
+            out = &c->a[3], first = 2, from = &c->a[1];
         } else if (arg_is(sub, "JOIN") && c->n >= 3) {
             out = &c->a[2], first = 3;
-        } else if (arg_is(sub, "REPLACE") && c->n >= 4) {
+        } else if (arg_is(sub, "REPLACE") && c->n >= 4 && !list) {
             out = &c->a[3], first = 1;
         } else if (arg_is(sub, "REGEX") && c->n >= 5) {
             out = &c->a[4], first = 2;
         } else if ((arg_is(sub, "TOLOWER") || arg_is(sub, "TOUPPER") || arg_is(sub, "STRIP")) &&
                    c->n >= 3) {
             out = &c->a[2], first = 1;
+        } else if (list && (arg_is(sub, "GET") || arg_is(sub, "SUBLIST")) && c->n >= 4) {
+            out = &c->a[c->n - 1], first = c->n, from = &c->a[1];
+        } else if (list && (arg_is(sub, "TRANSFORM") || arg_is(sub, "FILTER") ||
+                            arg_is(sub, "REMOVE_DUPLICATES") || arg_is(sub, "REMOVE_ITEM") ||
+                            arg_is(sub, "SORT") || arg_is(sub, "REVERSE"))) {
+            out = &c->a[1], first = c->n, append = true; /* in place: what guards it joins */
         }
+    } else if (name_is(c, "separate_arguments") && c->n >= 2) {
+        out = &c->a[0];
+        first = 1;
     } else if (name_is(c, "cuda_select_nvcc_arch_flags") && c->n >= 1) {
         out = &c->a[0];
         first = 1;
+        sink_fn = true; /* it makes nvcc -gencode flags of what it is given */
+    } else if (name_is(c, "foreach") && c->n >= 2) {
+        /* foreach(V IN LISTS L...) / foreach(V IN ITEMS ...) / foreach(V ${L}) */
+        out = &c->a[0];
+        first = 1;
+        bool lists = false;
+        for (size_t i = 1; i < c->n; i++) {
+            if (arg_is(&c->a[i], "IN") || arg_is(&c->a[i], "ITEMS") || arg_is(&c->a[i], "RANGE") ||
+                arg_is(&c->a[i], "ZIP_LISTS"))
+                continue;
+            if (arg_is(&c->a[i], "LISTS")) {
+                lists = true;
+                continue;
+            }
+            if (lists)
+                named_env(m, &c->a[i], &env, &at);
+        }
     }
+    if (from)
+        named_env(m, from, &env, &at);
     if (out) {
-        for (size_t i = first; i < c->n; i++)
-            if (&c->a[i] != out)
-                arg_env(m, &c->a[i], false, &env);
+        for (size_t i = first; i < c->n; i++) {
+            if (&c->a[i] == out)
+                continue;
+            struct lint_strset one = {0};
+            arg_env_at(m, &c->a[i], false, &one, &at);
+            if (cuda_marker(&c->a[i])) {
+                ctl_env(m, &one); /* what the guarding if()s test picks this flag */
+                for (size_t k = 0; k < one.n; k++)
+                    if (!lint_strset_add(&at, one.v[k]))
+                        m->oom = true;
+            }
+            for (size_t k = 0; k < one.n; k++)
+                if (!lint_strset_add(&env, one.v[k]))
+                    m->oom = true;
+            lint_strset_free(&one);
+        }
         if (out->n && out->n < 256) {
-            set_taint(m, out, &env, append);
-            if (sink_var(out) && env.n) {
+            set_taint(m, out, &env, &at, append);
+            if ((sink_var(out) || sink_fn) && env.n) {
                 char what[300];
                 cbc_fmt(what, sizeof what, "%.*s", (int)out->n, out->p);
-                finding(m, c, &env, what);
+                finding(m, c, &env, sink_fn ? "nvcc -gencode flags (cuda_select_nvcc_arch_flags)"
+                                            : what);
             }
         }
+    } else if (name_is(c, "ExternalProject_Add") || name_is(c, "FetchContent_Declare")) {
+        /* the arguments after CMAKE_ARGS / CMAKE_CACHE_ARGS, up to the next keyword */
+        bool in = false;
+        struct lint_strset src = {0};
+        for (size_t i = 1; i < c->n; i++) {
+            const struct carg *a = &c->a[i];
+            bool kw = a->n > 1 && a->p[0] != '-' && a->p[0] != '$';
+            for (size_t k = 0; kw && k < a->n; k++)
+                kw = (a->p[k] >= 'A' && a->p[k] <= 'Z') || a->p[k] == '_';
+            if (kw) {
+                in = arg_is(a, "CMAKE_ARGS") || arg_is(a, "CMAKE_CACHE_ARGS") ||
+                     arg_is(a, "CMAKE_CACHE_DEFAULT_ARGS");
+                continue;
+            }
+            if (!in)
+                continue;
+            struct lint_strset one = {0};
+            arg_env_at(m, a, false, &one, &src);
+            if (cuda_marker(a))
+                for (size_t k = 0; k < one.n; k++)
+                    if (!lint_strset_add(&src, one.v[k]))
+                        m->oom = true;
+            lint_strset_free(&one);
+        }
+        if (src.n) {
+            char what[300];
+            cbc_fmt(what, sizeof what, "the CUDA architectures or flags %.*s passes to a "
+                                       "project it builds (CMAKE_ARGS)",
+                    c->n ? (int)(c->a[0].n > 64 ? 64 : c->a[0].n) : 0, c->n ? c->a[0].p : "");
+            finding(m, c, &src, what);
+        }
+        lint_strset_free(&src);
     } else if (name_is(c, "target_compile_options") || name_is(c, "add_compile_options")) {
         for (size_t i = 0; i < c->n; i++)
             arg_env(m, &c->a[i], false, &env);
@@ -380,6 +513,7 @@ static void run_cmd(struct cm *m, const struct cmd *c)
             finding(m, c, &env, "a target's CUDA_ARCHITECTURES or compile options");
     }
     lint_strset_free(&env);
+    lint_strset_free(&at);
 }
 
 enum cbc_status lint_cmake_file(const char *path, struct cbc_lint_result *r, struct cbc_err *err)
@@ -405,6 +539,7 @@ enum cbc_status lint_cmake_file(const char *path, struct cbc_lint_result *r, str
     for (size_t i = 0; i < m.nt; i++) {
         free(m.t[i].var);
         lint_strset_free(&m.t[i].env);
+        lint_strset_free(&m.t[i].at);
     }
     free(m.t);
     for (size_t d = 0; d < 32; d++)

@@ -8,7 +8,12 @@
  * (".NAME.cbc-lint.XXXXXX", O_EXCL, the original's mode and owner, fsync'ed)
  * and only when all are staged are they renamed over the originals; a
  * failure before that removes every staged file and leaves the tree as it
- * was. Running the fix twice changes nothing the second time.
+ * was. A file outside every root (the PATHs given, links resolved: a
+ * crate's `build = "../x/build.rs"`, a #[path] module, an include!) stops
+ * the fix, naming the file and how the lint reached it. Every inserted line
+ * ends as the line it goes before ends (CRLF in a CRLF file), nothing goes
+ * before a byte order mark, and an insertion that would print a glob to
+ * cargo is refused. Running the fix twice changes nothing the second time.
  */
 #include "lint_int.h"
 
@@ -22,7 +27,8 @@
 
 struct edit {
     size_t at;
-    const char *text;
+    const char *text; /* the finding's, or `own` once prepare() adapted it */
+    char *own;
     size_t order;
 };
 
@@ -53,6 +59,44 @@ static bool same_as_linted(const struct stat *st, const struct cbc_lint_finding 
            (uint64_t)st->st_ino == f->file_ino && mt == f->file_mtime_ns;
 }
 
+/* Whether `text` prints a rerun-if-changed= path holding a wildcard:
+ * cargo would take it literally and rerun the script at every build. */
+static bool prints_glob(const char *text)
+{
+    for (const char *p = text; (p = strstr(p, "rerun-if-changed=")) != NULL; p++) {
+        const char *v = p + strlen("rerun-if-changed=");
+        size_t n = strcspn(v, "\"\r\n");
+        if (memchr(v, '*', n) || memchr(v, '?', n) || memchr(v, '[', n))
+            return true;
+    }
+    return false;
+}
+
+/* The edit's text with the line ending of the line it goes into, and its
+ * place after a byte order mark. */
+static bool adapt(struct edit *e, const struct lint_src *s)
+{
+    if (e->at < 3 && s->len >= 3 && !memcmp(s->text, "\xef\xbb\xbf", 3))
+        e->at = 3;
+    const char *eol = lint_src_eol(s, e->at);
+    if (!strcmp(eol, "\n"))
+        return true;
+    struct cbc_buf b = {0};
+    for (const char *p = e->text; *p; p++) {
+        if (*p == '\n' && (p == e->text || p[-1] != '\r'))
+            cbc_buf_puts(&b, "\r\n");
+        else
+            cbc_buf_append(&b, p, 1);
+    }
+    if (b.oom)
+        return false;
+    e->own = cbc_buf_detach(&b);
+    if (!e->own)
+        e->own = cbc_strdup("");
+    e->text = e->own;
+    return e->own != NULL;
+}
+
 /* Reads the file again and builds its new text. */
 static enum cbc_status prepare(struct ffile *ff, struct cbc_err *err)
 {
@@ -60,6 +104,20 @@ static enum cbc_status prepare(struct ffile *ff, struct cbc_err *err)
     enum cbc_status st = lint_src_read(ff->path, &s, err);
     if (st != CBC_OK)
         return st;
+    for (size_t i = 0; i < ff->n; i++) {
+        if (prints_glob(ff->e[i].text)) {
+            lint_src_free(&s);
+            st = cbc_err_set(err, CBC_E_UNSUPPORTED, "the fix of '%s' would print a glob to "
+                                                  "cargo; nothing was fixed", ff->path);
+            cbc_err_hint(err, "report this: a rerun-if-changed= path must name a file or a "
+                              "directory");
+            return st;
+        }
+        if (!adapt(&ff->e[i], &s)) {
+            lint_src_free(&s);
+            return cbc_err_oom(err);
+        }
+    }
     if (!same_as_linted(&s.st, ff->first)) {
         lint_src_free(&s);
         st = cbc_err_set(err, CBC_E_IO, "'%s' changed while it was linted; nothing was fixed",
@@ -301,6 +359,31 @@ static enum cbc_status stage(struct ffile *ff, struct cbc_err *err)
     return CBC_OK;
 }
 
+/* Whether `path` lies beneath a root of r (or is a root given as a file),
+ * its directory's links resolved. */
+static bool under_roots(const struct cbc_lint_result *r, const char *path)
+{
+    char *dir = cbc_path_dir(path);
+    char *rd = dir ? realpath(dir, NULL) : NULL;
+    free(dir);
+    if (!rd)
+        return false;
+    char *full = cbc_path_join(rd, cbc_path_base(path));
+    free(rd);
+    bool in = false;
+    for (size_t i = 0; full && i < r->n_roots && !in; i++) {
+        size_t n = strlen(r->roots[i]);
+        struct stat st;
+        bool is_dir = stat(r->roots[i], &st) == 0 && S_ISDIR(st.st_mode);
+        if (is_dir)
+            in = !strncmp(full, r->roots[i], n) && (full[n] == '/' || (n == 1 && full[0] == '/'));
+        else
+            in = !strcmp(full, r->roots[i]);
+    }
+    free(full);
+    return in;
+}
+
 enum cbc_status cbc_lint_fix(const struct cbc_lint_result *r, struct cbc_buf *diff,
                              size_t *n_files, struct cbc_err *err)
 {
@@ -331,8 +414,25 @@ enum cbc_status cbc_lint_fix(const struct cbc_lint_result *r, struct cbc_buf *di
             st = cbc_err_oom(err);
             break;
         }
-        ff->e[ff->n] = (struct edit){f->insert_at, f->insert, i};
+        ff->e[ff->n] = (struct edit){f->insert_at, f->insert, NULL, i};
         ff->n++;
+    }
+    for (size_t k = 0; k < nf && st == CBC_OK; k++) {
+        if (!under_roots(r, files[k].path)) {
+            const char *via = files[k].first->via;
+            if (via)
+                st = cbc_err_set(err, CBC_E_USAGE, "'%s' is outside the paths given (the lint "
+                                                   "reached it through %s): nothing was fixed",
+                                 files[k].path, via);
+            else
+                st = cbc_err_set(err, CBC_E_USAGE,
+                                 "'%s' is outside the paths given: nothing was fixed",
+                                 files[k].path);
+            cbc_err_hint(err, "--fix writes only beneath the PATHs it is given: add the "
+                              "file's directory to them, or declare the variables there by "
+                              "hand");
+            break;
+        }
     }
     for (size_t k = 0; k < nf && st == CBC_OK; k++) {
         struct stat lst;
@@ -383,6 +483,8 @@ enum cbc_status cbc_lint_fix(const struct cbc_lint_result *r, struct cbc_buf *di
         if (files[k].dirfd >= 0)
             close(files[k].dirfd);
         free(files[k].tmp);
+        for (size_t j = 0; j < files[k].n; j++)
+            free(files[k].e[j].own);
         free(files[k].e);
         free(files[k].old);
         free(files[k].neu);

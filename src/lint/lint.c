@@ -23,6 +23,7 @@ const char *cbc_lint_rule_name(enum cbc_lint_rule r)
     case CBC_LINT_NVCC_SOURCES: return "nvcc-sources";
     case CBC_LINT_CMAKE_ENV: return "cmake-env";
     case CBC_LINT_MESON_ENV: return "meson-env";
+    case CBC_LINT_MAKE_ENV: return "make-env";
     }
     return "unknown";
 }
@@ -69,8 +70,10 @@ void lint_src_free(struct lint_src *s)
     free(s->path);
     free(s->text);
     free(s->lines);
+    free(s->via);
     memset(s, 0, sizeof *s);
 }
+
 
 static size_t line_index(const struct lint_src *s, size_t off)
 {
@@ -85,6 +88,17 @@ static size_t line_index(const struct lint_src *s, size_t off)
     return lo;
 }
 
+const char *lint_src_eol(const struct lint_src *s, size_t off)
+{
+    if (s->len == 0)
+        return "\n";
+    size_t i = s->n_lines > 1 ? line_index(s, off < s->len ? off : s->len - 1) : 0;
+    size_t end = i + 1 < s->n_lines ? s->lines[i + 1] : 0;
+    if (end == 0) /* the last line has no end: the first line's */
+        end = s->n_lines > 1 ? s->lines[1] : 0;
+    return end >= 2 && s->text[end - 1] == '\n' && s->text[end - 2] == '\r' ? "\r\n" : "\n";
+}
+
 void lint_src_pos(const struct lint_src *s, size_t off, unsigned *line, unsigned *col)
 {
     size_t i = line_index(s, off);
@@ -94,7 +108,10 @@ void lint_src_pos(const struct lint_src *s, size_t off, unsigned *line, unsigned
 
 size_t lint_src_line_start(const struct lint_src *s, size_t off)
 {
-    return s->lines[line_index(s, off)];
+    size_t ls = s->lines[line_index(s, off)];
+    if (ls == 0 && s->len >= 3 && !memcmp(s->text, "\xef\xbb\xbf", 3) && off >= 3)
+        ls = 3; /* the first line starts after a byte order mark */
+    return ls;
 }
 
 bool lint_add(struct cbc_lint_result *r, enum cbc_lint_rule rule, const struct lint_src *s,
@@ -125,7 +142,10 @@ bool lint_add(struct cbc_lint_result *r, enum cbc_lint_rule rule, const struct l
     f->file_size = (uint64_t)s->st.st_size;
     f->file_ino = (uint64_t)s->st.st_ino;
     f->file_mtime_ns = (int64_t)s->st.st_mtim.tv_sec * 1000000000 + s->st.st_mtim.tv_nsec;
-    if (!f->file || (var && !f->var) || !f->why || !f->fix || (insert && !f->insert)) {
+    f->via = s->via ? cbc_strdup(s->via) : NULL;
+    if (!f->file || (var && !f->var) || !f->why || !f->fix || (insert && !f->insert) ||
+        (s->via && !f->via)) {
+        free(f->via);
         free(f->file);
         free(f->var);
         free(f->why);
@@ -167,8 +187,12 @@ void cbc_lint_result_free(struct cbc_lint_result *r)
         free(r->f[i].why);
         free(r->f[i].fix);
         free(r->f[i].insert);
+        free(r->f[i].via);
     }
     free(r->f);
+    for (size_t i = 0; i < r->n_roots; i++)
+        free(r->roots[i]);
+    free(r->roots);
     for (size_t i = 0; i < r->n_notes; i++)
         free(r->notes[i]);
     free(r->notes);

@@ -24,6 +24,8 @@ struct lint_src {
     size_t *lines; /* byte offset of each line's start */
     size_t n_lines;
     struct stat st; /* at read time: a fix refuses a file changed since */
+    char *via;      /* how the lint reached it when not by a PATH given ("`mod x;` in ..."),
+                       or NULL */
 };
 
 /* Reads `path` (a regular file, never through a symlink at its last
@@ -42,10 +44,24 @@ bool lint_add(struct cbc_lint_result *r, enum cbc_lint_rule rule, const struct l
               size_t off, const char *var, const char *why, const char *fix, const char *insert,
               size_t insert_at);
 bool lint_note(struct cbc_lint_result *r, const char *fmt, ...) CBC_PRINTF(2, 3);
+/* The line ending of the line holding `off` ("\r\n" or "\n"; the file's
+ * first line's when that line has none). */
+const char *lint_src_eol(const struct lint_src *s, size_t off);
 
-/* Language modules. `extra` (rust): the module files the script includes
- * are found and read by the module itself, relative to the script. */
-enum cbc_status lint_rust_script(const char *path, struct cbc_lint_result *r, struct cbc_err *err);
+/* The models of build helpers: the built-in ones, then those of `files`
+ * (rust_helpers.c documents the line format). CBC_E_USAGE naming the file,
+ * line and word of a bad line. */
+struct lint_helpers;
+enum cbc_status lint_helpers_load(struct lint_helpers **h, const char *const *files, size_t n,
+                                  struct cbc_err *err);
+void lint_helpers_free(struct lint_helpers *h);
+
+/* Language modules. rust: the module files the script includes are found
+ * and read by the module itself, relative to the script; `via` (may be
+ * NULL) says how the walk reached the script (a Cargo.toml build key). */
+enum cbc_status lint_rust_script(const char *path, const char *via, const struct lint_helpers *h,
+                                 struct cbc_lint_result *r, struct cbc_err *err);
+enum cbc_status lint_make_file(const char *path, struct cbc_lint_result *r, struct cbc_err *err);
 enum cbc_status lint_cmake_file(const char *path, struct cbc_lint_result *r, struct cbc_err *err);
 enum cbc_status lint_meson_file(const char *path, struct cbc_lint_result *r, struct cbc_err *err);
 

@@ -63,6 +63,8 @@ static bool mpush(struct ms *m, uint8_t k, size_t off, size_t len, size_t sb, si
 static bool mlex(struct ms *m)
 {
     const char *s = m->s->text, *end = s + m->s->len, *p = s;
+    if (m->s->len >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
+        p += 3; /* a byte order mark */
     int depth = 0;
     while (p < end) {
         char c = *p;

@@ -43,4 +43,36 @@ char *rust_ident_dup(const struct rfile *f, size_t i);
 /* The index of the token closing bracket i (n when unbalanced). */
 size_t rust_close_of(const struct rfile *f, size_t i);
 
+/* ---- models of build helpers (rust_helpers.c) --------------------------- */
+
+enum fx_list { FX_NONE, FX_SET, FX_ADD };
+
+/* One line of a helper model: what a call does to cargo. */
+struct helper_fx {
+    char *call;   /* "cudaforge::detect_compute_cap", "cudaforge::KernelBuilder.build_ptx" */
+    bool method;  /* `Type.method` */
+    char *recv;   /* a method's type */
+    char *name;   /* the function's or method's own name */
+    char *type;   /* type=: the value the call returns */
+    struct lint_strset reads, declares, default_sources, default_includes;
+    struct lint_strset nvcc_declares; /* declared when the call runs nvcc (nvcc-declares=) */
+    enum fx_list sources, includes, watch; /* from the first argument */
+    bool declares_sources, declares_watch, nvcc, prints_rerun, cuda_project, ends;
+    char *sets, *sets_if_true, *unless, *nvcc_if; /* flags on the value */
+    char *origin; /* "FILE:LINE" of the model */
+};
+
+struct lint_helpers {
+    struct helper_fx *v;
+    size_t n, cap;
+};
+
+/* The model of the function or constructor `call` (a full path), or of
+ * `method` on a value of `type`; NULL when none. */
+const struct helper_fx *lint_helpers_call(const struct lint_helpers *h, const char *call);
+const struct helper_fx *lint_helpers_method(const struct lint_helpers *h, const char *type,
+                                            const char *method, size_t mlen);
+/* Whether a model names crate `name` (len bytes) first. */
+bool lint_helpers_crate(const struct lint_helpers *h, const char *name, size_t len);
+
 #endif

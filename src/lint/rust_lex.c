@@ -76,6 +76,8 @@ bool rust_lex(struct rfile *f)
 {
     const char *s = f->src.text, *end = s + f->src.len;
     const char *p = s;
+    if (f->src.len >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
+        p += 3; /* a byte order mark is no identifier */
     while (p < end) {
         unsigned char c = (unsigned char)*p;
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {

@@ -1,8 +1,9 @@
 /* walk.c: which files `cubincache lint` reads: for each PATH, a file by its
- * name (build.rs or any .rs given, CMakeLists.txt or *.cmake, meson.build),
- * a directory recursively. In a directory tree: a crate's build script
- * (the `build` key of its Cargo.toml, else build.rs beside it), every
- * build.rs, CMake and Meson files. Skipped: hidden directories (.git),
+ * name (build.rs or any .rs given, CMakeLists.txt or *.cmake, meson.build,
+ * Makefile, GNUmakefile, makefile or *.mk), a directory recursively. In a
+ * directory tree: a crate's build script (the `build` key of its
+ * Cargo.toml, else build.rs beside it), every build.rs, CMake, Meson and
+ * make files. Skipped: hidden directories (.git),
  * target/, vendored trees (vendor/, third_party/, node_modules/, a crate
  * with .cargo-checksum.json) and build directories (CMakeCache.txt,
  * build.ninja, meson-private/, CACHEDIR.TAG inside).
@@ -11,7 +12,8 @@
  * O_NOFOLLOW, so a symbolic link is never followed into another tree (a
  * link to a file is not linted either: the fix would replace the link);
  * a script is linted once however it is reached; findings are sorted by
- * file, line, column.
+ * file, line, column; the roots (the PATHs given, resolved) are recorded
+ * for the fix, which writes nothing outside them.
  */
 #include "lint_int.h"
 
@@ -22,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum kind { K_NONE, K_RUST, K_CMAKE, K_MESON };
+enum kind { K_NONE, K_RUST, K_CMAKE, K_MESON, K_MAKE };
 
 static enum kind kind_of(const char *name, bool given)
 {
@@ -33,24 +35,30 @@ static enum kind kind_of(const char *name, bool given)
         return K_CMAKE;
     if (!strcmp(name, "meson.build"))
         return K_MESON;
+    if (!strcmp(name, "Makefile") || !strcmp(name, "GNUmakefile") || !strcmp(name, "makefile") ||
+        (n > 3 && !strcmp(name + n - 3, ".mk")))
+        return K_MAKE;
     return K_NONE;
 }
 
 struct walk {
     struct cbc_lint_result *r;
     struct lint_strset scripts; /* linted already */
+    const struct lint_helpers *h;
     struct cbc_err *err;
 };
 
-static enum cbc_status lint_one(struct walk *w, const char *path, enum kind k)
+static enum cbc_status lint_one(struct walk *w, const char *path, enum kind k, const char *via)
 {
     if (k == K_RUST) {
         if (lint_strset_has(&w->scripts, path))
             return CBC_OK;
         if (!lint_strset_add(&w->scripts, path))
             return cbc_err_oom(w->err);
-        return lint_rust_script(path, w->r, w->err);
+        return lint_rust_script(path, via, w->h, w->r, w->err);
     }
+    if (k == K_MAKE)
+        return lint_make_file(path, w->r, w->err);
     if (k == K_CMAKE)
         return lint_cmake_file(path, w->r, w->err);
     if (k == K_MESON)
@@ -170,8 +178,11 @@ static enum cbc_status walk_dir(struct walk *w, int dirfd, const char *path, int
             struct stat sst;
             if (!p)
                 st = cbc_err_oom(w->err);
-            else if (lstat(p, &sst) == 0 && S_ISREG(sst.st_mode))
-                st = lint_one(w, p, K_RUST);
+            else if (lstat(p, &sst) == 0 && S_ISREG(sst.st_mode)) {
+                char *via = cbc_asprintf("the `build` key of %s/Cargo.toml", path);
+                st = via ? lint_one(w, p, K_RUST, via) : cbc_err_oom(w->err);
+                free(via);
+            }
             free(p);
         }
         free(key);
@@ -192,7 +203,7 @@ static enum cbc_status walk_dir(struct walk *w, int dirfd, const char *path, int
                 close(sub);
             }
         } else if (S_ISREG(sst.st_mode)) {
-            st = lint_one(w, p, kind_of(names[i], false));
+            st = lint_one(w, p, kind_of(names[i], false), NULL);
         }
         free(p);
     }
@@ -222,7 +233,21 @@ enum cbc_status cbc_lint_run(const struct cbc_lint_opts *o, struct cbc_lint_resu
     const char *const *paths = o->n_paths ? o->paths : dot;
     size_t n_paths = o->n_paths ? o->n_paths : 1;
     struct walk w = {.r = r, .err = err};
-    enum cbc_status st = CBC_OK;
+    struct lint_helpers *h = NULL;
+    enum cbc_status st = lint_helpers_load(&h, o->helper_files, o->n_helper_files, err);
+    if (st != CBC_OK)
+        return st;
+    w.h = h;
+    r->roots = calloc(n_paths, sizeof *r->roots);
+    if (!r->roots) {
+        lint_helpers_free(h);
+        return cbc_err_oom(err);
+    }
+    for (size_t i = 0; i < n_paths; i++) {
+        char *real = realpath(paths[i], NULL); /* a missing path fails below, by its name */
+        if (real)
+            r->roots[r->n_roots++] = real;
+    }
     for (size_t i = 0; i < n_paths && st == CBC_OK; i++) {
         struct stat sst;
         if (lstat(paths[i], &sst) != 0) {
@@ -249,15 +274,17 @@ enum cbc_status cbc_lint_run(const struct cbc_lint_opts *o, struct cbc_lint_resu
             enum kind k = kind_of(cbc_path_base(paths[i]), true);
             if (k == K_NONE) {
                 st = cbc_err_set(err, CBC_E_USAGE,
-                                 "'%s' is not a build script, CMake or Meson file", paths[i]);
+                                 "'%s' is not a build script, CMake, Meson or make file", paths[i]);
                 cbc_err_hint(err, "give a .rs build script, CMakeLists.txt, a .cmake file, "
-                                  "meson.build or a directory");
+                                  "meson.build, a Makefile (GNUmakefile, makefile, *.mk) or a "
+                                  "directory");
                 break;
             }
-            st = lint_one(&w, paths[i], k);
+            st = lint_one(&w, paths[i], k, NULL);
         }
     }
     lint_strset_free(&w.scripts);
+    lint_helpers_free(h);
     if (r->n > 1)
         qsort(r->f, r->n, sizeof *r->f, cmp_finding);
     return st;

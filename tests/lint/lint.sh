@@ -121,13 +121,14 @@ touch "$T/s/build/build.ninja"
 expect_exit 0 "$CUBINCACHE" lint "$T/s"
 expect_exit 1 "$CUBINCACHE" lint -q "$T/s/build"   # named, it is linted
 
-note "hostile input: every corpus file cut short and bytes flipped lints without a crash (ASan in CI)"
-python3 - "$HERE/corpus" "$T/m" <<'PY'
+note "hostile input: every corpus and pattern file cut short and bytes flipped lints without a crash (ASan in CI)"
+python3 - "$HERE/corpus" "$T/m" "$HERE/patterns" <<'PY'
 import os, random, sys
-src, dst = sys.argv[1], sys.argv[2]
+src, dst, more = sys.argv[1], sys.argv[2], sys.argv[3]
 rnd = random.Random(15)
-files = [os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs
-         if f in ("build.rs", "CMakeLists.txt", "meson.build") or f.endswith((".rs", ".cmake"))]
+files = [os.path.join(d, f) for root in (src, more) for d, _, fs in os.walk(root) for f in fs
+         if f in ("build.rs", "CMakeLists.txt", "meson.build", "Makefile") or
+         f.endswith((".rs", ".cmake"))]
 n = 0
 for path in sorted(files):
     data = open(path, "rb").read()
@@ -138,7 +139,7 @@ for path in sorted(files):
         else:
             b = bytearray(data)
             for _ in range(rnd.randrange(1, 8)):
-                b[rnd.randrange(len(b))] = rnd.choice(b'"\'#{}()[]/*!r\n\\$|=,;:<>')
+                b[rnd.randrange(len(b))] = rnd.choice(b'"\'#{}()[]/*!r\n\\$|=,;:<>\t')
             cut = bytes(b)
         d = os.path.join(dst, "m%04d" % n)
         os.makedirs(d)
@@ -164,10 +165,31 @@ timeout 30 "$CUBINCACHE" lint -v "$T/deep" > "$T/deep.out" 2>&1 || rc=$?
 [ $rc -le 1 ] || fail "lint of a deeply nested build.rs exited $rc: $(tail -3 "$T/deep.out")"
 grep -q "too complex to follow" "$T/deep.out" || fail "no note that the lint stopped early: $(tail -3 "$T/deep.out")"
 
+note "hostile breadth: 60,000 distinct names read, declared or printed: bounded work, and said so"
+# each list is scanned for every name added to it: without the budget
+# counting those scans the work grows with the square of the names
+for shape in reads-first declared-first changed; do
+    mkdir -p "$T/wide-$shape"
+    python3 - "$shape" > "$T/wide-$shape/build.rs" <<'PY2'
+import sys
+n, shape = 60000, sys.argv[1]
+read = ['    let _ = std::env::var("V%d");' % i for i in range(n)]
+decl = ['    println!("cargo:rerun-if-env-changed=V%d");' % i for i in range(n)]
+body = {"reads-first": read + decl[::2], "declared-first": decl + read,
+        "changed": ['    println!("cargo:rerun-if-changed=f%d");' % i for i in range(n)]}[shape]
+print("\n".join(["fn main() {"] + body + ["}"]))
+PY2
+    rc=0
+    timeout 10 "$CUBINCACHE" lint -v "$T/wide-$shape" > "$T/wide.out" 2>&1 || rc=$?
+    [ $rc -le 1 ] || fail "$shape: lint of 60,000 names exited $rc (a timeout is 124)"
+    grep -q "too complex to follow" "$T/wide.out" ||
+        fail "$shape: no note that the lint stopped early: $(grep -v '^ ' "$T/wide.out" | tail -2)"
+done
+
 note "usage and unreadable input: exit 2, naming the problem"
 expect_out 2 "cannot read '$T/nope'" "$CUBINCACHE" lint "$T/nope"
 echo x > "$T/notes.txt"
-expect_out 2 "is not a build script, CMake or Meson file" "$CUBINCACHE" lint "$T/notes.txt"
+expect_out 2 "is not a build script, CMake, Meson or make file" "$CUBINCACHE" lint "$T/notes.txt"
 expect_out 2 "--dry-run shows what --fix would change" "$CUBINCACHE" lint --dry-run "$T/c"
 mkfifo "$T/fifo.rs"
 expect_out 2 "not a regular file" timeout 10 "$CUBINCACHE" lint "$T/fifo.rs"

@@ -1,8 +1,9 @@
-/* cmd_lint.c: `cubincache lint [--fix [--dry-run]] [--json] [PATH...]`:
- * build scripts that read an environment variable changing their output
- * without declaring it to their build system (cargo build.rs, CMake,
- * Meson). Exit 0 clean, 1 findings (after --fix: findings it could not
- * fix), 2 usage or an unreadable input, 4 when a fix could not be written.
+/* cmd_lint.c: `cubincache lint [--fix [--dry-run]] [--json] [--helpers FILE]
+ * [PATH...]`: build scripts that read an environment variable changing
+ * their output without declaring it to their build system (cargo build.rs,
+ * CMake, Meson, GNU make). Exit 0 clean, 1 findings (after --fix: findings
+ * it could not fix), 2 usage, an unreadable input or a fix refused (a file
+ * outside the PATHs), 4 when a fix could not be written.
  * Findings go to stdout ("FILE:LINE:COL: [rule] VAR: why" and a "fix:"
  * line, or JSON Lines); notes and errors to stderr.
  */
@@ -17,14 +18,18 @@
 static const char usage[] =
     "usage: cubincache lint [options] [PATH...]\n"
     "  PATH: a directory (searched recursively; target/, vendor/, build trees and hidden\n"
-    "        directories are skipped), a build script (.rs), CMakeLists.txt, *.cmake or\n"
-    "        meson.build; default: the current directory\n"
+    "        directories are skipped), a build script (.rs), CMakeLists.txt, *.cmake,\n"
+    "        meson.build or a Makefile (GNUmakefile, makefile, *.mk); default: the current\n"
+    "        directory. --fix writes only beneath the PATHs given\n"
     "      --fix       insert the missing cargo:rerun-if-env-changed= (and rerun-if-changed=\n"
     "                  for kernel sources) before each read: every file or none\n"
     "      --dry-run   with --fix: print the change as a unified diff, write nothing\n"
     "      --json      one JSON object per finding, then a summary (docs/json.md)\n"
+    "      --helpers FILE  models of your own build helpers (what a call reads and\n"
+    "                  declares: README.md, `cubincache lint`); may be repeated\n"
     "  -q, --quiet     no notes    -v, --verbose   also say what was read\n"
-    "exit: 0 clean, 1 findings (left after --fix), 2 usage or unreadable input\n";
+    "exit: 0 clean, 1 findings (left after --fix), 2 usage, unreadable input or a fix\n"
+    "      refused, 4 a fix that could not be written\n";
 
 static void print_finding(const struct cbc_lint_finding *f, bool fixed)
 {
@@ -53,6 +58,8 @@ static void json_finding(const struct cbc_lint_finding *f, bool fixed)
     cJSON_AddStringToObject(o, "why", f->why);
     cJSON_AddStringToObject(o, "fix", f->fix);
     cJSON_AddBoolToObject(o, "fixable", f->insert != NULL);
+    if (f->via)
+        cJSON_AddStringToObject(o, "via", f->via);
     cJSON_AddBoolToObject(o, "fixed", fixed);
     tool_print_json(o);
 }
@@ -61,14 +68,17 @@ int cmd_lint(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache lint");
-    enum { O_FIX = 256, O_DRY, O_JSON, O_HELP };
+    enum { O_FIX = 256, O_DRY, O_JSON, O_HELP, O_HELPERS };
     static const struct option longopts[] = {
         {"fix", no_argument, NULL, O_FIX},     {"dry-run", no_argument, NULL, O_DRY},
         {"json", no_argument, NULL, O_JSON},   {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},   {"help", no_argument, NULL, O_HELP},
+        {"helpers", required_argument, NULL, O_HELPERS},
         {NULL, 0, NULL, 0},
     };
     bool fix = false, dry = false, json = false;
+    const char *helpers[16];
+    size_t n_helpers = 0;
     optind = 1;
     opterr = 0;
     int c;
@@ -77,6 +87,11 @@ int cmd_lint(int argc, char **argv)
         case O_FIX: fix = true; break;
         case O_DRY: dry = true; break;
         case O_JSON: json = true; break;
+        case O_HELPERS:
+            if (n_helpers == CBC_ARRAY_LEN(helpers))
+                return tool_usage_error(&t, usage, "at most 16 --helpers files");
+            helpers[n_helpers++] = optarg;
+            break;
         case 'q': t.verbosity = -1; break;
         case 'v': t.verbosity = 1; break;
         case O_HELP: fputs(usage, stdout); return EXIT_OK;
@@ -88,14 +103,16 @@ int cmd_lint(int argc, char **argv)
     if (dry && json)
         return tool_usage_error(&t, usage, "--dry-run prints a diff, not JSON: drop --json");
     struct cbc_lint_opts o = {.paths = (const char *const *)argv + optind,
-                              .n_paths = (size_t)(argc - optind)};
+                              .n_paths = (size_t)(argc - optind),
+                              .helper_files = helpers,
+                              .n_helper_files = n_helpers};
     struct cbc_lint_result r = {0};
     struct cbc_err err = {0};
     enum cbc_status st = cbc_lint_run(&o, &r, &err);
     if (st != CBC_OK) {
         tool_error(&t, &err);
         cbc_lint_result_free(&r);
-        return st == CBC_E_IO ? EXIT_USAGE : tool_exit_code(st);
+        return st == CBC_E_IO || st == CBC_E_USAGE ? EXIT_USAGE : tool_exit_code(st);
     }
     for (size_t i = 0; i < r.n_notes; i++) /* what a fix does not do: loud with --fix */
         if (fix)

@@ -1,0 +1,2 @@
+// the kernel the script compiles
+__global__ void k(float *x) { x[0] = 1.0f; }

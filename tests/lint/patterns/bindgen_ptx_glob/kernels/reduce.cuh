@@ -1,0 +1,1 @@
+__device__ float reduce(float v) { return v; }

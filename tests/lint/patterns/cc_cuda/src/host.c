@@ -1,0 +1,1 @@
+int host(void) { return 0; }

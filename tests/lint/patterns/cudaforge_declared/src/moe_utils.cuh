@@ -1,0 +1,1 @@
+// helpers of the moe kernels

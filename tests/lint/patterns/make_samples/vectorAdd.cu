@@ -1,0 +1,2 @@
+__global__ void add(float *x) {}
+int main() { return 0; }
