@@ -662,8 +662,9 @@ static enum cbc_status compile(struct ctx *c)
             sr.out = sr.errs = NULL;
             say(c, CBC_MSG_NOTE,
                 "'%s': device code of %zu of %zu virtual archs from the cache (%zu not "
-                "preprocessed)",
-                c->a.output, sr.archs_cached, sr.archs, sr.archs_direct);
+                "preprocessed)%s%s",
+                c->a.output, sr.archs_cached, sr.archs, sr.archs_direct,
+                sr.unrecorded[0] ? "; not recorded: " : "", sr.unrecorded);
         } else if (st == CBC_OK) {
             say(c, CBC_MSG_NOTE, "'%s' compiled as one nvcc command: %s", c->a.output, sr.why);
         }

@@ -950,6 +950,10 @@ static void commit_group(struct run *r, struct group *g, struct cbc_filememo *me
     enum cbc_commit outcome;
     cbc_cache_commit(r->req->cache, u, collected ? &co : NULL, &rt, entry, len, &outcome, NULL,
                      0, NULL);
+    if ((!collected || outcome != CBC_COMMIT_STORED) && !r->res->unrecorded[0])
+        cbc_fmt(r->res->unrecorded, sizeof r->res->unrecorded, "compute_%u: %s", g->arch,
+                !collected ? "its preprocessing or the host's did not run traced"
+                : co.why[0] ? co.why : "the cache did not store it");
     if (collected && outcome != CBC_COMMIT_STORED && entry) /* no record: the entry still */
         cbc_cache_commit(r->req->cache, u, NULL, &rt, entry, len, &outcome, NULL, 0, NULL);
     if (collected)

@@ -61,6 +61,7 @@ struct cbc_split_result {
     char why[256];       /* when not done */
     size_t archs, archs_cached; /* virtual archs compiled, and of those served */
     size_t archs_direct;        /* of those served, how many without preprocessing */
+    char unrecorded[320];       /* why a compiled arch got no record, "" when all did */
     bool traced;         /* req->trace_log holds the whole command's trace */
     char *out, *errs;    /* the steps' stdout and stderr, in order (malloc'd) */
     size_t out_len, errs_len;

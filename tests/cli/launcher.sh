@@ -71,9 +71,10 @@ served() { grep -q "device code of $1 virtual archs from the cache ($2 not prepr
     fail "$3: $(cat "$T/s.err")"; }
 CUBINCACHE_LAUNCH_DEBUG=1 "$C" "$N" "${G2[@]}" -c s.cu -o out/s2.o 2> "$T/s.err" || fail "s.cu: $(cat "$T/s.err")"
 served "0 of 2" 0 "cold split"
+cp "$T/s.err" "$T/s2.err" # what the cold split said, for a failure below
 CUBINCACHE_LAUNCH_DEBUG=1 "$C" "$N" "${G3[@]}" -c s.cu -o out/s3.o -MD -MF out/s3.d 2> "$T/s.err" ||
     fail "s.cu, 3 archs"
-served "2 of 3" 2 "adding sm_90 did not reuse sm_86 and sm_89 without preprocessing them"
+served "2 of 3" 2 "adding sm_90 did not reuse sm_86 and sm_89 without preprocessing them (the cold split said: $(cat "$T/s2.err"))"
 "$NVCC_REAL" "${G3[@]}" -c s.cu -o "$T/s3.plain.o" -MD -MF "$T/s3.plain.d" || fail "plain s.cu"
 same_object out/s3.o "$T/s3.plain.o" || fail "the per-SM object differs from plain nvcc's"
 sed -i "s|$T/s3.plain.o|out/s3.o|" "$T/s3.plain.d"
