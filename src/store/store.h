@@ -152,6 +152,54 @@ const char *cbc_store_remote_name(const struct cbc_store *s);
 /* Whether the last cbc_store_get hit came from the remote. */
 bool cbc_store_last_remote(const struct cbc_store *s);
 
+/* ---- compile once per fleet: leases on the remote ---------------------------- */
+
+/* A builder about to compile what `key` names (a result key, say) takes a
+ * lease on it in the remote first, so that of N cold builders one
+ * compiles and the others wait for its result:
+ *
+ *   struct cbc_store_lease l;
+ *   switch (cbc_store_remote_lease_acquire(s, &key, 120000, &l)) {
+ *   case CBC_LEASE_ACQUIRED: compile; cbc_store_put (written through);
+ *                            cbc_store_remote_lease_release(s, &l); break;
+ *   case CBC_LEASE_HELD:     until a deadline of your choosing, every
+ *                            100-250 ms: cbc_store_get (a local miss asks
+ *                            the remote) and, on a miss, acquire again (the
+ *                            holder may have died: its lease ends with its
+ *                            ttl; or released it without a result); at the
+ *                            deadline compile anyway;
+ *   case CBC_LEASE_NONE:     compile now.
+ *   }
+ *
+ * A lease is "cubincache:v1:[NAMESPACE:]lease:<key>" set to a token of
+ * this process (128 random bits) with SET NX PX ttl_ms: atomic across the
+ * fleet; it ends at release or after ttl_ms, whichever comes first, so a
+ * builder that dies never blocks the others beyond ttl_ms (choose it above
+ * the compile's usual time; a compile that outlives it is only done
+ * twice). Release deletes it only while it still holds this token (a Lua
+ * compare-and-delete), never another's.
+ *
+ * NONE: no remote, the remote failed or is skipped (one warning, as for
+ * any remote operation), the backend has no leases (HTTP), or this client
+ * may not write (read-only) and nobody holds it. A read-only client gets
+ * HELD when a writer holds it (it may wait for the writer's result).
+ * Each call is one round trip bounded by the remote's operation timeout.
+ * Never fails otherwise: the caller can always just compile. */
+enum cbc_lease_state {
+    CBC_LEASE_ACQUIRED = 0,
+    CBC_LEASE_HELD = 1,
+    CBC_LEASE_NONE = 2
+};
+struct cbc_store_lease {
+    struct cbc_hash key;
+    char token[CBC_HASH_HEX_LEN + 1];
+    bool acquired; /* set by acquire, cleared by release */
+};
+enum cbc_lease_state cbc_store_remote_lease_acquire(struct cbc_store *s, const struct cbc_hash *key,
+                                                    unsigned ttl_ms, struct cbc_store_lease *lease);
+/* Gives an acquired lease back (nothing for one not acquired). */
+void cbc_store_remote_lease_release(struct cbc_store *s, struct cbc_store_lease *lease);
+
 /* ---- settings (settings.h) ------------------------------------------------ */
 
 #include "settings.h"
@@ -173,6 +221,11 @@ struct cbc_store_stats {
     /* the remote's part (remote hits are hits too) */
     uint64_t remote_hits, remote_misses, remote_errors;
     uint64_t remote_bytes_read, remote_bytes_written, remote_time_us;
+    /* parts of remote_errors: operations out of time, refusals (connection
+     * refused, authentication, writes refused: OOM, READONLY, NOPERM, HTTP
+     * 401/403/405/507), bad values (undecodable, over max-value, the wrong
+     * type, failed the checks); and local hits written back (reshare) */
+    uint64_t remote_timeouts, remote_refusals, remote_bad_values, remote_reshared;
 };
 
 /* Adds to the counters kept in memory; written to v1/stats on close. */
@@ -208,5 +261,52 @@ enum cbc_status cbc_store_clean(struct cbc_store *s, uint64_t *removed, cbc_stor
 enum cbc_status cbc_store_verify_all(struct cbc_store *s, uint64_t *checked, uint64_t *dropped,
                                      uint64_t *left, cbc_store_report_fn report, void *ctx,
                                      struct cbc_err *err);
+
+/* ---- operators: the remote as a whole (remote_maint.c) --------------------------- */
+
+#define CBC_INVENTORY_NS_MAX 32
+/* What the remote holds for cubincache, from a bounded listing. */
+struct cbc_store_remote_inventory {
+    char version[64];       /* the server's ("redis 7.0.15") */
+    uint64_t keys, bytes;   /* keys under cubincache:v1:, their values' bytes (STRLEN) */
+    uint64_t foreign;       /* keys there that cubincache does not write */
+    struct {
+        char name[65]; /* "" for none; 64 characters at most (remote.h) */
+        uint64_t objects, direct, deps, lease, bytes;
+    } ns[CBC_INVENTORY_NS_MAX];
+    size_t n_ns;
+    uint64_t ns_others;     /* keys of namespaces beyond the first CBC_INVENTORY_NS_MAX */
+    bool complete;          /* the whole key space was seen (not cut by the limits) */
+};
+/* Lists every namespace's keys, at most max_keys, until deadline_us
+ * (CLOCK_MONOTONIC in microseconds; 0: none), each operation under the remote's
+ * timeout. CBC_E_NOT_FOUND without a remote; CBC_E_UNSUPPORTED for one
+ * that cannot list (HTTP); CBC_E_CACHE when it fails. */
+enum cbc_status cbc_store_remote_inventory(struct cbc_store *s, uint64_t max_keys,
+                                           uint64_t deadline_us,
+                                           struct cbc_store_remote_inventory *out,
+                                           struct cbc_err *err);
+/* Uploads every local entry and record (not toolchain identities) that
+ * passes its local checks, replacing what the remote holds under its key
+ * (the damaged ones are counted in *bad and reported, never sent).
+ * CBC_E_USAGE for a read-only remote; CBC_E_CACHE when it fails or
+ * refuses writes (what was pushed so far stays). */
+enum cbc_status cbc_store_remote_push(struct cbc_store *s, uint64_t *pushed, uint64_t *bytes,
+                                      uint64_t *bad, cbc_store_report_fn report, void *ctx,
+                                      struct cbc_err *err);
+struct cbc_store_remote_verify {
+    uint64_t checked, bad, deleted, foreign;
+    bool complete;
+};
+/* Fetches every value of the remote's namespace (at most max_keys, until
+ * deadline_us) and checks it exactly as a local file is checked (the value
+ * codec, then the entry's header, key, content hash and image arch, or the
+ * record's header and key); reports each bad one, and with delete_bad
+ * deletes it. Keys that cubincache does not write are reported and left
+ * alone; leases are skipped. Errors as cbc_store_remote_inventory. */
+enum cbc_status cbc_store_remote_verify(struct cbc_store *s, bool delete_bad, uint64_t max_keys,
+                                        uint64_t deadline_us, struct cbc_store_remote_verify *out,
+                                        cbc_store_report_fn report, void *ctx,
+                                        struct cbc_err *err);
 
 #endif

@@ -9,6 +9,7 @@
  * tests/cli/remote_http.sh. */
 #include "backend.h"
 #include "remote.h"
+#include "store.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -574,5 +575,47 @@ Test(remote, a_lease_is_held_by_one_at_a_time_and_released_only_by_its_holder)
     cbc_remote_free(a);
     cbc_remote_free(b);
     cbc_remote_free(ro);
+    redis_stop(&srv);
+}
+
+Test(remote, leases_through_the_store)
+{
+    struct redis_srv srv;
+    if (!redis_start(&srv))
+        cr_skip_test("redis-server is not installed");
+    char root1[] = "/tmp/cbc-lease-a.XXXXXX", root2[] = "/tmp/cbc-lease-b.XXXXXX";
+    cr_assert_not_null(mkdtemp(root1));
+    cr_assert_not_null(mkdtemp(root2));
+    struct cbc_store *s1, *s2;
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_store_open(root1, &s1, &e), CBC_OK);
+    cr_assert_eq(cbc_store_open(root2, &s2, &e), CBC_OK);
+    struct cbc_hash key = {{1, 2, 3, 4}};
+    struct cbc_store_lease l1, l2;
+    cr_assert_eq(cbc_store_remote_lease_acquire(s1, &key, 5000, &l1), CBC_LEASE_NONE,
+                 "no remote: the caller compiles");
+    char spec[128];
+    snprintf(spec, sizeof spec, "redis://127.0.0.1:%d", srv.port);
+    cr_assert_eq(cbc_store_attach_remote(s1, spec, NULL, NULL, &e), CBC_OK, "%s", e.msg);
+    cr_assert_eq(cbc_store_attach_remote(s2, spec, NULL, NULL, &e), CBC_OK, "%s", e.msg);
+    cr_assert_eq(cbc_store_remote_lease_acquire(s1, &key, 5000, &l1), CBC_LEASE_ACQUIRED);
+    cr_assert(l1.acquired);
+    cr_assert_eq(strlen(l1.token), 32);
+    cr_assert_eq(cbc_store_remote_lease_acquire(s2, &key, 5000, &l2), CBC_LEASE_HELD);
+    cr_assert_str_neq(l1.token, l2.token, "each acquire its own token");
+    cbc_store_remote_lease_release(s2, &l2); /* not acquired: nothing */
+    cr_assert_eq(cbc_store_remote_lease_acquire(s2, &key, 5000, &l2), CBC_LEASE_HELD);
+    cbc_store_remote_lease_release(s1, &l1);
+    cr_assert(!l1.acquired);
+    cr_assert_eq(cbc_store_remote_lease_acquire(s2, &key, 5000, &l2), CBC_LEASE_ACQUIRED);
+    cbc_store_remote_lease_release(s2, &l2);
+    /* HTTP has no leases: the caller compiles */
+    cr_assert_eq(cbc_store_attach_remote(s1, "http://127.0.0.1:9/c", NULL, NULL, &e), CBC_OK);
+    cr_assert_eq(cbc_store_remote_lease_acquire(s1, &key, 5000, &l1), CBC_LEASE_NONE);
+    cbc_store_close(s1);
+    cbc_store_close(s2);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", root1, root2);
+    cr_assert_eq(system(cmd), 0);
     redis_stop(&srv);
 }
