@@ -249,15 +249,11 @@ static enum rb_result h_get(struct cbc_remote_backend *b, const char *kind, cons
     long code = 0;
     curl_easy_getinfo(hb->h, CURLINFO_RESPONSE_CODE, &code);
     if (rc == CURLE_FILESIZE_EXCEEDED || (rc == CURLE_WRITE_ERROR && s.over)) {
-        curl_off_t cl = -1;
-        curl_easy_getinfo(hb->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
         free(s.p);
-        if (cl > 0)
-            snprintf(detail, dn, "a value of %lld bytes, over max-value (%llu bytes); not read",
-                     (long long)cl, (unsigned long long)(cap - CBC_REMOTE_VALUE_HEADER));
-        else
-            snprintf(detail, dn, "a value over max-value (%llu bytes); the rest not read",
-                     (unsigned long long)(cap - CBC_REMOTE_VALUE_HEADER));
+        snprintf(detail, dn, "a value over max-value (%llu bytes)%s",
+                 (unsigned long long)(cap - CBC_REMOTE_VALUE_HEADER),
+                 rc == CURLE_FILESIZE_EXCEEDED ? " by its Content-Length; not read"
+                                               : "; the rest not read");
         return RB_BAD;
     }
     if (rc != CURLE_OK || s.oom) {
