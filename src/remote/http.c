@@ -282,25 +282,38 @@ static enum rb_result h_get(struct cbc_remote_backend *b, const char *kind, cons
     return RB_OK;
 }
 
+/* A request with no body either way (HEAD, DELETE): RB_OK with its status
+ * in *code, or how the transfer failed. */
+static enum rb_result bodiless(struct http *hb, const char *kind, const char *hex,
+                               const char *method, uint64_t deadline, long *code, char *detail,
+                               size_t dn)
+{
+    char url[1024];
+    url_of(hb, kind, hex, url, sizeof url);
+    if (!setup(hb, url, deadline))
+        return transfer_failed(hb, CURLE_OPERATION_TIMEDOUT, method, detail, dn);
+    if (!strcmp(method, "HEAD"))
+        curl_easy_setopt(hb->h, CURLOPT_NOBODY, 1L);
+    else
+        curl_easy_setopt(hb->h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(hb->h, CURLOPT_WRITEFUNCTION, discard);
+    CURLcode rc = perform(hb->h);
+    if (rc != CURLE_OK)
+        return transfer_failed(hb, rc, method, detail, dn);
+    *code = 0;
+    curl_easy_getinfo(hb->h, CURLINFO_RESPONSE_CODE, code);
+    return RB_OK;
+}
+
 /* HEAD: whether the key is there. */
 static enum rb_result h_touch(struct cbc_remote_backend *b, const char *kind, const char *hex,
                               uint64_t expire_s, uint64_t deadline, char *detail, size_t dn)
 {
     (void)expire_s;
-    struct http *hb = (struct http *)b;
-    char url[1024];
-    url_of(hb, kind, hex, url, sizeof url);
-    if (!setup(hb, url, deadline))
-        return transfer_failed(hb, CURLE_OPERATION_TIMEDOUT, "HEAD", detail, dn);
-    curl_easy_setopt(hb->h, CURLOPT_NOBODY, 1L);
-    curl_easy_setopt(hb->h, CURLOPT_WRITEFUNCTION, discard);
-    CURLcode rc = perform(hb->h);
-    if (rc != CURLE_OK)
-        return transfer_failed(hb, rc, "HEAD", detail, dn);
     long code = 0;
-    curl_easy_getinfo(hb->h, CURLINFO_RESPONSE_CODE, &code);
-    if (code == 200)
-        return RB_OK;
+    enum rb_result r = bodiless((struct http *)b, kind, hex, "HEAD", deadline, &code, detail, dn);
+    if (r != RB_OK || code == 200)
+        return r;
     if (code == 404 || code == 410)
         return RB_ABSENT;
     return status_failed(code, "HEAD", false, detail, dn);
@@ -352,20 +365,11 @@ static enum rb_result h_put(struct cbc_remote_backend *b, const char *kind, cons
 static enum rb_result h_del(struct cbc_remote_backend *b, const char *kind, const char *hex,
                             uint64_t deadline, char *detail, size_t dn)
 {
-    struct http *hb = (struct http *)b;
-    char url[1024];
-    url_of(hb, kind, hex, url, sizeof url);
-    if (!setup(hb, url, deadline))
-        return transfer_failed(hb, CURLE_OPERATION_TIMEDOUT, "DELETE", detail, dn);
-    curl_easy_setopt(hb->h, CURLOPT_CUSTOMREQUEST, "DELETE");
-    curl_easy_setopt(hb->h, CURLOPT_WRITEFUNCTION, discard);
-    CURLcode rc = perform(hb->h);
-    if (rc != CURLE_OK)
-        return transfer_failed(hb, rc, "DELETE", detail, dn);
     long code = 0;
-    curl_easy_getinfo(hb->h, CURLINFO_RESPONSE_CODE, &code);
-    if (code >= 200 && code < 300)
-        return RB_OK;
+    enum rb_result r = bodiless((struct http *)b, kind, hex, "DELETE", deadline, &code, detail,
+                                dn);
+    if (r != RB_OK || (code >= 200 && code < 300))
+        return r;
     if (code == 404 || code == 410)
         return RB_ABSENT;
     return status_failed(code, "DELETE", true, detail, dn);

@@ -190,24 +190,19 @@ static enum rb_result wait_fd(struct redis *rb, short events, uint64_t deadline,
     }
 }
 
-/* More bytes into the input buffer (compacting it first). */
-static enum rb_result fill(struct redis *rb, uint64_t deadline, char *detail, size_t dn)
+/* Some bytes (at most n, at least one) into dst, waiting for them until
+ * the deadline; *got says how many. */
+static enum rb_result recv_some(struct redis *rb, uint8_t *dst, size_t n, size_t *got,
+                                uint64_t deadline, char *detail, size_t dn)
 {
-    if (rb->ib_pos > 0) {
-        memmove(rb->ib, rb->ib + rb->ib_pos, rb->ib_len - rb->ib_pos);
-        rb->ib_len -= rb->ib_pos;
-        rb->ib_pos = 0;
-    }
-    if (rb->ib_len == IBUF)
-        return broken(rb, detail, dn, "a reply line longer than any Redis sends");
     for (;;) {
-        ssize_t n = recv(rb->fd, rb->ib + rb->ib_len, IBUF - rb->ib_len, 0);
-        if (n > 0) {
-            rb->ib_len += (size_t)n;
-            rb->op_bytes += (uint64_t)n;
+        ssize_t k = recv(rb->fd, dst, n, 0);
+        if (k > 0) {
+            *got = (size_t)k;
+            rb->op_bytes += (uint64_t)k;
             return RB_OK;
         }
-        if (n == 0)
+        if (k == 0)
             return broken(rb, detail, dn, "the server closed the connection");
         if (errno == EINTR)
             continue;
@@ -222,6 +217,23 @@ static enum rb_result fill(struct redis *rb, uint64_t deadline, char *detail, si
     }
 }
 
+/* More bytes into the input buffer (compacting it first). */
+static enum rb_result fill(struct redis *rb, uint64_t deadline, char *detail, size_t dn)
+{
+    if (rb->ib_pos > 0) {
+        memmove(rb->ib, rb->ib + rb->ib_pos, rb->ib_len - rb->ib_pos);
+        rb->ib_len -= rb->ib_pos;
+        rb->ib_pos = 0;
+    }
+    if (rb->ib_len == IBUF)
+        return broken(rb, detail, dn, "a reply line longer than any Redis sends");
+    size_t got = 0;
+    enum rb_result r = recv_some(rb, rb->ib + rb->ib_len, IBUF - rb->ib_len, &got, deadline,
+                                 detail, dn);
+    rb->ib_len += got;
+    return r;
+}
+
 /* Exactly n bytes into dst: what the buffer holds, then straight from the
  * socket (a value's body is never copied twice). */
 static enum rb_result read_exact(struct redis *rb, uint8_t *dst, size_t n, uint64_t deadline,
@@ -231,24 +243,8 @@ static enum rb_result read_exact(struct redis *rb, uint8_t *dst, size_t n, uint6
     size_t take = have < n ? have : n;
     memcpy(dst, rb->ib + rb->ib_pos, take);
     rb->ib_pos += take;
-    size_t got = take;
-    while (got < n) {
-        ssize_t k = recv(rb->fd, dst + got, n - got, 0);
-        if (k > 0) {
-            got += (size_t)k;
-            rb->op_bytes += (uint64_t)k;
-            continue;
-        }
-        if (k == 0)
-            return broken(rb, detail, dn, "the server closed the connection in a reply");
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            char w[128];
-            snprintf(w, sizeof w, "reading the reply: %s", strerror(errno));
-            return broken(rb, detail, dn, w);
-        }
-        enum rb_result r = wait_fd(rb, POLLIN, deadline, detail, dn);
+    for (size_t got = take, k = 0; got < n; got += k) {
+        enum rb_result r = recv_some(rb, dst + got, n - got, &k, deadline, detail, dn);
         if (r != RB_OK)
             return r;
     }
@@ -519,21 +515,27 @@ static enum rb_result connect_failed(enum rb_result r, int e, const struct cbc_r
     return e == ECONNREFUSED || e == ENOENT || e == EACCES ? RB_REFUSED : RB_ERROR;
 }
 
+/* Sends one command on the connection as it is and reads its reply (not
+ * a value). */
+static enum rb_result ask_here(struct redis *rb, int argc, const char **argv, const size_t *lens,
+                               uint64_t deadline, struct reply *rep, char *detail, size_t dn)
+{
+    struct cbc_buf b = {0};
+    if (!append_cmd(&b, argc, argv, lens)) {
+        cbc_buf_release(&b);
+        return broken(rb, detail, dn, "out of memory");
+    }
+    enum rb_result r = send_all(rb, b.p, b.len, deadline, detail, dn);
+    cbc_buf_release(&b);
+    return r == RB_OK ? read_small(rb, deadline, rep, detail, dn) : r;
+}
+
 /* A command at connect time whose reply must be +OK. */
 static enum rb_result command_ok(struct redis *rb, int argc, const char **argv, uint64_t deadline,
                                  const char *what, char *detail, size_t dn)
 {
-    struct cbc_buf b = {0};
-    enum rb_result r = append_cmd(&b, argc, argv, NULL) ? RB_OK : RB_ERROR;
-    if (r != RB_OK) {
-        cbc_buf_release(&b);
-        return broken(rb, detail, dn, "out of memory");
-    }
-    r = send_all(rb, b.p, b.len, deadline, detail, dn);
-    cbc_buf_release(&b);
     struct reply rep;
-    if (r == RB_OK)
-        r = read_small(rb, deadline, &rep, detail, dn);
+    enum rb_result r = ask_here(rb, argc, argv, NULL, deadline, &rep, detail, dn);
     if (r != RB_OK)
         return r;
     if (rep.type != '+') {
@@ -671,6 +673,29 @@ static enum rb_result run(struct redis *rb, struct cbc_buf *cmds, uint64_t deadl
     return r;
 }
 
+/* One command and its reply (not a value), connecting first if need be. */
+static enum rb_result ask(struct redis *rb, int argc, const char **argv, const size_t *lens,
+                          uint64_t deadline, struct reply *rep, char *detail, size_t dn)
+{
+    enum rb_result r = ensure(rb, deadline, detail, dn);
+    return r == RB_OK ? ask_here(rb, argc, argv, lens, deadline, rep, detail, dn) : r;
+}
+
+/* The reply to SET [NX]: +OK stored, nil not (NX: the key is there). */
+static enum rb_result set_reply(struct redis *rb, struct reply *rep, const char *op, char *detail,
+                                size_t dn)
+{
+    enum rb_result r = RB_OK;
+    if (rep->type == '-')
+        r = write_error(rb, rep, op, detail, dn);
+    else if (rep->type == 0)
+        r = RB_EXISTS;
+    else if (rep->type != '+')
+        r = broken(rb, detail, dn, "a protocol error: an unexpected reply to SET");
+    reply_release(rep);
+    return r;
+}
+
 static enum rb_result r_get(struct cbc_remote_backend *b, const char *kind, const char *hex,
                             uint64_t cap, uint64_t expire_s, uint64_t deadline, uint8_t **data,
                             size_t *len, bool *touch_refused, char *detail, size_t dn)
@@ -747,23 +772,9 @@ static enum rb_result r_put(struct cbc_remote_backend *b, const char *kind, cons
     }
     if (if_absent)
         argv[argc] = "NX", lens[argc++] = 2;
-    struct cbc_buf cmds = {0};
-    append_cmd(&cmds, argc, argv, lens);
-    enum rb_result r = run(rb, &cmds, deadline, detail, dn);
-    cbc_buf_release(&cmds);
     struct reply rep;
-    if (r == RB_OK)
-        r = read_small(rb, deadline, &rep, detail, dn);
-    if (r != RB_OK)
-        return r;
-    if (rep.type == '-')
-        r = write_error(rb, &rep, "SET", detail, dn);
-    else if (rep.type == 0)
-        r = RB_EXISTS; /* NX and the key is there */
-    else if (rep.type != '+')
-        r = broken(rb, detail, dn, "a protocol error: an unexpected reply to SET");
-    reply_release(&rep);
-    return r;
+    enum rb_result r = ask(rb, argc, argv, lens, deadline, &rep, detail, dn);
+    return r == RB_OK ? set_reply(rb, &rep, "SET", detail, dn) : r;
 }
 
 /* A command about one key whose reply is an integer. */
@@ -771,13 +782,8 @@ static enum rb_result int_cmd(struct redis *rb, int argc, const char **argv, con
                               bool write, uint64_t deadline, int64_t *out, char *detail,
                               size_t dn)
 {
-    struct cbc_buf cmds = {0};
-    append_cmd(&cmds, argc, argv, lens);
-    enum rb_result r = run(rb, &cmds, deadline, detail, dn);
-    cbc_buf_release(&cmds);
     struct reply rep;
-    if (r == RB_OK)
-        r = read_small(rb, deadline, &rep, detail, dn);
+    enum rb_result r = ask(rb, argc, argv, lens, deadline, &rep, detail, dn);
     if (r != RB_OK)
         return r;
     if (rep.type == '-')
@@ -823,23 +829,9 @@ static enum rb_result r_acquire(struct cbc_remote_backend *b, const char *hex, c
     cbc_rb_redis_key(b->cfg, "lease", hex, k, sizeof k);
     snprintf(px, sizeof px, "%u", ttl_ms);
     const char *argv[6] = {"SET", k, token, "NX", "PX", px};
-    struct cbc_buf cmds = {0};
-    append_cmd(&cmds, 6, argv, NULL);
-    enum rb_result r = run(rb, &cmds, deadline, detail, dn);
-    cbc_buf_release(&cmds);
     struct reply rep;
-    if (r == RB_OK)
-        r = read_small(rb, deadline, &rep, detail, dn);
-    if (r != RB_OK)
-        return r;
-    if (rep.type == '-')
-        r = write_error(rb, &rep, "SET NX", detail, dn);
-    else if (rep.type == 0)
-        r = RB_EXISTS;
-    else if (rep.type != '+')
-        r = broken(rb, detail, dn, "a protocol error: an unexpected reply to SET NX");
-    reply_release(&rep);
-    return r;
+    enum rb_result r = ask(rb, 6, argv, NULL, deadline, &rep, detail, dn);
+    return r == RB_OK ? set_reply(rb, &rep, "SET NX", detail, dn) : r;
 }
 
 /* Deletes the lease only while it holds our token: one step on the server. */
@@ -868,13 +860,8 @@ static enum rb_result r_list(struct cbc_remote_backend *b, char cursor[32], cons
     char cnt[16];
     snprintf(cnt, sizeof cnt, "%u", count);
     const char *argv[6] = {"SCAN", cursor, "MATCH", pattern, "COUNT", cnt};
-    struct cbc_buf cmds = {0};
-    append_cmd(&cmds, 6, argv, NULL);
-    enum rb_result r = run(rb, &cmds, deadline, detail, dn);
-    cbc_buf_release(&cmds);
     struct reply rep;
-    if (r == RB_OK)
-        r = read_small(rb, deadline, &rep, detail, dn);
+    enum rb_result r = ask(rb, 6, argv, NULL, deadline, &rep, detail, dn);
     if (r != RB_OK)
         return r;
     if (rep.type == '-') {
@@ -931,13 +918,8 @@ static enum rb_result r_version(struct cbc_remote_backend *b, char *out, size_t 
 {
     struct redis *rb = (struct redis *)b;
     const char *argv[2] = {"INFO", "server"};
-    struct cbc_buf cmds = {0};
-    append_cmd(&cmds, 2, argv, NULL);
-    enum rb_result r = run(rb, &cmds, deadline, detail, dn);
-    cbc_buf_release(&cmds);
     struct reply rep;
-    if (r == RB_OK)
-        r = read_small(rb, deadline, &rep, detail, dn);
+    enum rb_result r = ask(rb, 2, argv, NULL, deadline, &rep, detail, dn);
     if (r != RB_OK)
         return r;
     if (rep.type == '-') {

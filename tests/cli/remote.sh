@@ -15,37 +15,14 @@
 # refusals, bad values). 16 builders at once.
 . "$(dirname "$0")/lib.sh"
 command -v redis-server > /dev/null || { echo "redis-server is not installed" >&2; exit 77; }
-H="python3 $(dirname "$0")/redis_helpers.py"
+. "$(dirname "$0")/remote_lib.sh"
 trap 'for p in "$T"/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
 
-start_redis() { # NAME [redis-server options...]: sets PORT
-    local name=$1; shift
-    mkdir -p "$T/$name"
-    for try in 1 2 3 4 5 6 7 8; do
-        PORT=$((20000 + RANDOM % 40000))
-        redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$T/$name" \
-            --daemonize yes --pidfile "$T/$name.pid" --logfile "$T/$name/log" "$@" > /dev/null 2>&1 || continue
-        for i in $(seq 50); do
-            redis-cli -p "$PORT" ${REDIS_AUTH:+-a "$REDIS_AUTH" --no-auth-warning} ping 2>/dev/null | grep -q PONG && return 0
-            sleep 0.1
-        done
-    done
-    fail "redis-server did not start: $(cat "$T/$name/log" 2>/dev/null | tail -3)"
-}
 rcli() { redis-cli -p "$PORT" "$@"; }
-counter() { # CACHE NAME: a counter of `cache stats --json`
-    CUBINCACHE_DIR="$1" "$CUBINCACHE" cache stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
-}
-start_fake() { # NAME MODE: a fake server of redis_helpers.py; its port in $T/NAME.port
-    $H fake "$T/$1.port" "$2" & echo $! > "$T/$1.pid"
-    for i in $(seq 50); do [ -f "$T/$1.port" ] && break; sleep 0.1; done
-    [ -f "$T/$1.port" ] || fail "the $2 server did not start"
-}
-compiles() { grep -v -c -e '^--version' -e '^--list-gpu-code' -e 'cubincache-probe' "$T/nvcc.log" || true; }
 
 make_counting_nvcc
 export NVCC="$T/nvcc-count"
-start_redis main
+start_redis "$T/main" || fail "no redis-server"
 MAIN=$PORT
 URL="redis://127.0.0.1:$MAIN"
 make_kernel "$T/src"
@@ -148,19 +125,6 @@ if command -v xxhsum > /dev/null; then
 fi
 
 # ---- faults, each bounded in time -------------------------------------------
-rtime() { # the remote time, in ms, a cache's stats recorded
-    CUBINCACHE_DIR="$1" "$CUBINCACHE" cache stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["remote_time_us"] // 1000)'
-}
-fresh_kernel() { sed "s/sq(x\[i\]) \* a/sq(x[i]) * a + $1.0f/" "$T/src/k.cu" > "$T/src/f$1.cu"; echo "f$1.cu"; }
-three_builds() { # NAME SPEC: three fresh kernels built one after another, as ninja would
-    local i rc
-    : > "$T/$1.err"
-    for i in 1 2 3; do
-        rc=0
-        CUBINCACHE_DIR="$T/c$1" timeout 60 "$CUBINCACHE" build -a 90 --remote "$2" -o "$T/out$1" -n "$1$i" "$(fresh_kernel "$RANDOM$i")" 2>> "$T/$1.err" || rc=$?
-        [ $rc = 0 ] || fail "$1: build $i exited $rc: $(cat "$T/$1.err")"
-    done
-}
 note "fault: nothing listens (refused): one warning, three local builds, no time lost"
 dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 three_builds dead "redis://127.0.0.1:$dead"
@@ -182,7 +146,7 @@ CUBINCACHE_DIR="$T/clink" timeout 60 "$CUBINCACHE" build -q -a 90 --remote "redi
     fail "the planted link is still the marker"
 
 note "fault: a server that accepts and never answers: one 1 s timeout for the three builds"
-start_fake silent silent
+start_fake "$T/silent" silent || fail "no silent server"
 t0=$(date +%s%N)
 three_builds silent "redis://127.0.0.1:$(cat "$T/silent.port")"
 [ "$(grep -c 'remote cache' "$T/silent.err")" = 1 ] || fail "silent: $(cat "$T/silent.err")"
@@ -199,13 +163,13 @@ grep -q "warning" "$T/s4.err" && fail "a second warning: $(cat "$T/s4.err")"
 [ "$(rtime "$T/csilent")" = "$ms" ] || fail "the skipping build still spent time on the remote"
 
 note "fault: a server that answers garbage"
-start_fake garbage garbage
+start_fake "$T/garbage" garbage || fail "no garbage server"
 three_builds garbage "redis://127.0.0.1:$(cat "$T/garbage.port")"
 [ "$(grep -c 'remote cache' "$T/garbage.err")" = 1 ] || fail "garbage: $(cat "$T/garbage.err")"
 [ "$(sm_of "$T/outgarbage/garbage1.sm_90.cubin")" = 90 ] || fail "garbage: no good output"
 
 note "fault: a server that trickles a valid reply, a byte every 0.5 s: one 1 s deadline for all of it"
-start_fake trickle trickle
+start_fake "$T/trickle" trickle || fail "no trickle server"
 CUBINCACHE_DIR="$T/ctrickle" $H peak "$T/trickle.peak" "$CUBINCACHE" build -a 90 \
     --remote "redis://127.0.0.1:$(cat "$T/trickle.port")" -o "$T/outtrickle" -n tr1 "$(fresh_kernel 31)" 2> "$T/trickle.err"
 read -r rc hwm maxrss wall < "$T/trickle.peak"
@@ -218,7 +182,7 @@ ms=$(rtime "$T/ctrickle")
 note "  trickle: the build took $wall ms, $ms ms of it on the remote"
 
 note "fault: a server that announces a 1 GiB value and sends it for ever: refused from its header"
-start_fake huge huge
+start_fake "$T/huge" huge || fail "no huge server"
 CUBINCACHE_DIR="$T/chuge" $H peak "$T/huge.peak" "$CUBINCACHE" build -a 90 \
     --remote "redis://127.0.0.1:$(cat "$T/huge.port")" -o "$T/outhuge" -n hg1 "$(fresh_kernel 32)" 2> "$T/huge.err"
 read -r rc hwm maxrss wall < "$T/huge.peak"
@@ -250,7 +214,7 @@ expect_out 2 "Redis over TLS is not supported" "$CUBINCACHE" build --remote "red
 grep -q "hint: reach Redis over a trusted network or a tunnel" "$T/last.out" || fail "rediss: $(cat "$T/last.out")"
 
 note "fault: a password missing, a wrong one (never printed), the right one"
-REDIS_AUTH=s3cret start_redis auth --requirepass s3cret
+REDIS_AUTH=s3cret start_redis "$T/auth" --requirepass s3cret || fail "no redis-server"
 AUTHP=$PORT
 three_builds noauth "redis://127.0.0.1:$AUTHP"
 grep -q "NOAUTH" "$T/noauth.err" || fail "noauth: $(cat "$T/noauth.err")"

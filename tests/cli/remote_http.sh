@@ -10,10 +10,10 @@
 # (the password never printed); https with the test's own CA (ca=FILE), and
 # refused without it; the operator commands that HTTP can and cannot do.
 . "$(dirname "$0")/lib.sh"
-NGINX=$(command -v nginx || ls /usr/sbin/nginx 2> /dev/null) || { echo "nginx is not installed" >&2; exit 77; }
+command -v nginx > /dev/null || [ -x /usr/sbin/nginx ] || { echo "nginx is not installed" >&2; exit 77; }
 out=$("$CUBINCACHE" cache remote push --remote "http://127.0.0.1:9/x" 2>&1)
 case "$out" in *"built without HTTP support"*) echo "this cubincache has no HTTP support" >&2; exit 77 ;; esac
-H="python3 $(dirname "$0")/redis_helpers.py"
+. "$(dirname "$0")/remote_lib.sh"
 trap 'for p in "$T"/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; rm -rf "$T"' EXIT
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
 
@@ -26,68 +26,22 @@ openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreates
     -days 2 -extfile "$T/san.ext" > /dev/null 2>&1 || fail "openssl could not sign the certificate"
 printf 'ci:%s\n' "$(openssl passwd -apr1 s3cret)" > "$T/htpasswd"
 
-mkdir -p "$T/www/cache" "$T/www/ro" "$T/www/auth" "$T/ngx"
-chmod -R a+rwx "$T/www" "$T/ngx"
-chmod a+rx "$T"
-start_nginx() {
-    for try in 1 2 3 4 5 6 7 8; do
-        PORT=$((20000 + RANDOM % 40000))
-        TPORT=$((PORT + 1))
-        cat > "$T/nginx.conf" <<CONF
-worker_processes 1;
-pid $T/nginx.pid;
-error_log $T/ngx/error.log;
-events { worker_connections 64; }
-http {
-    access_log $T/ngx/access.log;
-    client_body_temp_path $T/ngx/body;
-    proxy_temp_path $T/ngx/proxy;
-    fastcgi_temp_path $T/ngx/fastcgi;
-    uwsgi_temp_path $T/ngx/uwsgi;
-    scgi_temp_path $T/ngx/scgi;
-    client_max_body_size 64m;
-    server {
-        listen 127.0.0.1:$PORT;
-        listen 127.0.0.1:$TPORT ssl;
-        ssl_certificate $T/srv.pem;
-        ssl_certificate_key $T/srv.key;
-        root $T/www;
-        location /cache/ { dav_methods PUT DELETE; create_full_put_path on; dav_access user:rw group:rw all:rw; }
-        location /ro/ { }
-        location /auth/ {
-            auth_basic "cache"; auth_basic_user_file $T/htpasswd;
-            dav_methods PUT DELETE; create_full_put_path on; dav_access user:rw group:rw all:rw;
-        }
-    }
-}
-CONF
-        "$NGINX" -e "$T/ngx/error.log" -p "$T/ngx" -c "$T/nginx.conf" 2> "$T/ngx/start.err" || continue
-        for i in $(seq 50); do
-            curl -s -o /dev/null "http://127.0.0.1:$PORT/" && return 0
-            sleep 0.1
-        done
-    done
-    fail "nginx did not start: $(cat "$T/ngx/start.err" "$T/ngx/error.log" 2>/dev/null | tail -3)"
-}
-start_nginx
+start_nginx "$T/ngx" "$T/srv.pem" "$T/srv.key" "$T/htpasswd" || fail "nginx did not start"
+W="$T/ngx/www"
+mkdir -p "$W/cache" "$W/ro" "$W/auth"
+chmod -R a+rwx "$W"
+PORT=$HPORT
 URL="http://127.0.0.1:$PORT/cache/"
 make_counting_nvcc
 export NVCC="$T/nvcc-count"
-compiles() { grep -v -c -e '^--version' -e '^--list-gpu-code' -e 'cubincache-probe' "$T/nvcc.log" || true; }
-rtime() {
-    CUBINCACHE_DIR="$1" "$CUBINCACHE" cache stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["remote_time_us"] // 1000)'
-}
-counter() {
-    CUBINCACHE_DIR="$1" "$CUBINCACHE" cache stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
-}
-stored() { find "$T/www/$1" -type f | wc -l | tr -d ' '; }
+stored() { find "$W/$1" -type f | wc -l | tr -d ' '; }
 make_kernel "$T/src"
 cd "$T/src"
 
 note "builder A writes through to nginx (PUT), builder B is all remote hits (GET)"
 CUBINCACHE_DIR="$T/cA" expect_exit 0 "$CUBINCACHE" build -q --remote "$URL" -a 80,90 -o "$T/outA" k.cu
-[ "$(find "$T/www/cache/v1/objects" -name '*' -type f | wc -l)" = 2 ] || fail "nginx holds: $(find "$T/www" -type f)"
-obj=$(find "$T/www/cache/v1/objects" -type f | head -1)
+[ "$(find "$W/cache/v1/objects" -name '*' -type f | wc -l)" = 2 ] || fail "nginx holds: $(find "$W" -type f)"
+obj=$(find "$W/cache/v1/objects" -type f | head -1)
 case "$obj" in */v1/objects/[0-9a-f][0-9a-f]/[0-9a-f]*) ;; *) fail "not the documented layout: $obj" ;; esac
 [ "${#obj}" -gt 30 ] && [ "$(basename "$obj" | wc -c)" = 31 ] || fail "not <2 hex>/<30 hex>: $obj"
 head -c 4 "$obj" | grep -q CBCR || fail "the stored value is not a cubincache value"
@@ -106,7 +60,7 @@ CUBINCACHE_DIR="$T/cR" expect_exit 0 "$CUBINCACHE" build -q --remote "$URL|read-
 [ "$(stored cache)" = "$n0" ] || fail "a read-only client wrote to nginx"
 
 note "a poisoned value (a byte of the cubin flipped, re-wrapped) is refused and compiled here"
-for f in $(find "$T/www/cache/v1/objects" -type f); do
+for f in $(find "$W/cache/v1/objects" -type f); do
     $H unvalue "$f" "$T/e" && [ "$(od -An -tu2 -j14 -N2 "$T/e" | tr -d ' ')" = 90 ] && { V90=$f; cp "$f" "$T/v90"; }
 done
 [ -n "${V90:-}" ] || fail "no sm_90 entry in nginx"
@@ -126,16 +80,6 @@ CUBINCACHE_DIR="$T/cM" timeout 60 "$CUBINCACHE" build --remote "$URL|read-only|m
 grep -q "over max-value (1024 bytes) by its Content-Length; not read" "$T/m.err" || fail "max-value: $(cat "$T/m.err")"
 [ "$(counter "$T/cM" remote_bad_values)" -ge 1 ] || fail "max-value: not counted as a bad value"
 
-fresh_kernel() { sed "s/sq(x\[i\]) \* a/sq(x[i]) * a + $1.0f/" "$T/src/k.cu" > "$T/src/f$1.cu"; echo "f$1.cu"; }
-three_builds() { # NAME SPEC
-    local i rc
-    : > "$T/$1.err"
-    for i in 1 2 3; do
-        rc=0
-        CUBINCACHE_DIR="$T/c$1" timeout 60 "$CUBINCACHE" build -a 90 --remote "$2" -o "$T/out$1" -n "$1$i" "$(fresh_kernel "$RANDOM$i")" 2>> "$T/$1.err" || rc=$?
-        [ $rc = 0 ] || fail "$1: build $i exited $rc: $(cat "$T/$1.err")"
-    done
-}
 note "a dead server: one warning, three builds, no time lost"
 dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 three_builds dead "http://127.0.0.1:$dead/cache"
@@ -145,8 +89,7 @@ grep -q "cannot connect" "$T/dead.err" || fail "dead: $(cat "$T/dead.err")"
 [ "$(counter "$T/cdead" remote_refusals)" = 1 ] || fail "dead: not counted as a refusal"
 
 note "a silent server (accepts, never answers): one 1 s timeout for the three builds"
-$H fake "$T/silent.port" silent & echo $! > "$T/silent.pid"
-for i in $(seq 50); do [ -f "$T/silent.port" ] && break; sleep 0.1; done
+start_fake "$T/silent" silent || fail "no silent server"
 three_builds silent "http://127.0.0.1:$(cat "$T/silent.port")/cache"
 [ "$(grep -c 'remote cache' "$T/silent.err")" = 1 ] || fail "silent: $(cat "$T/silent.err")"
 grep -q "no answer within the operation timeout (1000 ms)" "$T/silent.err" || fail "silent: $(cat "$T/silent.err")"
@@ -155,8 +98,8 @@ ms=$(rtime "$T/csilent")
 [ "$(counter "$T/csilent" remote_timeouts)" = 1 ] || fail "silent: not counted as a timeout"
 
 note "a server that refuses PUT (no dav_methods): writes stop once, reads go on"
-cp -r "$T/www/cache/v1" "$T/www/ro/"
-chmod -R a+rwx "$T/www/ro"
+cp -r "$W/cache/v1" "$W/ro/"
+chmod -R a+rwx "$W/ro"
 reset_nvcc_log
 three_builds ro "http://127.0.0.1:$PORT/ro"
 [ "$(grep -c 'refuses writes: PUT refused: HTTP 405' "$T/ro.err")" = 1 ] || fail "ro: $(cat "$T/ro.err")"
@@ -183,12 +126,12 @@ grep -q "TLS: .*ca=FILE" "$T/s2.err" || fail "https without the CA: $(cat "$T/s2
 
 note "layout=flat: one name per value under the path"
 CUBINCACHE_DIR="$T/cF" expect_exit 0 "$CUBINCACHE" build -q --remote "http://127.0.0.1:$PORT/cache/flat|layout=flat|namespace=n1" -a 90 -o "$T/outF" k.cu
-ls "$T/www/cache/flat" | grep -q '^v1-n1-objects-[0-9a-f]\{32\}$' || fail "flat: $(ls "$T/www/cache/flat")"
+ls "$W/cache/flat" | grep -q '^v1-n1-objects-[0-9a-f]\{32\}$' || fail "flat: $(ls "$W/cache/flat")"
 
 note "operators: push works over HTTP, listing does not (exit 2)"
-rm -rf "$T/www/cache/v1"
+rm -rf "$W/cache/v1"
 expect_out 0 "pushed 5 entries and records" "$CUBINCACHE" cache --cache-dir "$T/cA" remote push --remote "$URL"
-[ "$(find "$T/www/cache/v1" -type f | wc -l)" = 5 ] || fail "push: $(find "$T/www/cache/v1" -type f)"
+[ "$(find "$W/cache/v1" -type f | wc -l)" = 5 ] || fail "push: $(find "$W/cache/v1" -type f)"
 expect_out 2 "cannot list what it holds" "$CUBINCACHE" cache remote stats --remote "$URL"
 expect_out 2 "cannot list what it holds" "$CUBINCACHE" cache remote verify --remote "$URL"
 note "ok"

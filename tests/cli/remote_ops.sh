@@ -7,24 +7,13 @@
 # the operator's `cache remote stats|push|verify` with their exit codes.
 . "$(dirname "$0")/lib.sh"
 command -v redis-server > /dev/null || { echo "redis-server is not installed" >&2; exit 77; }
-H="python3 $(dirname "$0")/redis_helpers.py"
+. "$(dirname "$0")/remote_lib.sh"
 trap 'for p in "$T"/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; rm -rf "$T"' EXIT
-
-for try in 1 2 3 4 5 6 7 8; do
-    PORT=$((20000 + RANDOM % 40000))
-    redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$T" \
-        --daemonize yes --pidfile "$T/redis.pid" --logfile "$T/redis.log" > /dev/null 2>&1 || continue
-    for i in $(seq 50); do redis-cli -p "$PORT" ping 2>/dev/null | grep -q PONG && break 2; sleep 0.1; done
-done
-redis-cli -p "$PORT" ping 2>/dev/null | grep -q PONG || fail "redis-server did not start"
+start_redis "$T/redis" || fail "no redis-server"
 URL="redis://127.0.0.1:$PORT"
 rcli() { redis-cli -p "$PORT" "$@"; }
-counter() { # CACHE NAME
-    CUBINCACHE_DIR="$1" "$CUBINCACHE" cache stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
-}
 make_counting_nvcc
 export NVCC="$T/nvcc-count"
-compiles() { grep -v -c -e '^--version' -e '^--list-gpu-code' -e 'cubincache-probe' "$T/nvcc.log" || true; }
 make_kernel "$T/src"
 cd "$T/src"
 build() { # CACHE SPEC [build args]: a quiet build of k.cu for sm_80 and sm_90
