@@ -45,7 +45,7 @@ if [ -n "$CCACHE" ] && "$CCACHE" --version | grep -q http-storage; then
         "$CCACHE" "$NVCC_REAL" -c -arch=sm_90 -o "$B/k.o" k.cu
         "$CCACHE" -z > /dev/null
         measure "ccache_remote_hit_$kind" 50 5 "$CCACHE" "$NVCC_REAL" -c -arch=sm_90 -o "$B/k.o" k.cu
-        "$CCACHE" -s -v | grep -iE "remote storage|hits|misses" | head -4 >&2
+        "$CCACHE" -s -v | sed -n '/Remote storage/,/Writes/p' >&2
     done
     unset CCACHE_DIR CCACHE_REMOTE_STORAGE CCACHE_REMOTE_ONLY
 fi

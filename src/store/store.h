@@ -128,11 +128,13 @@ enum cbc_status cbc_store_blob_put(struct cbc_store *s, enum cbc_store_ns ns,
 
 /* ---- the second-level cache (src/remote) ---------------------------------- */
 
-/* Puts a remote cache (a spec of remote.h: redis://...) behind this store:
- * a local miss of an entry, a direct-mode record or a dependency list asks
- * it; what it returns is verified by the checks a local file passes and
- * written here; puts are written through to it (not for a read-only
- * remote). Toolchain identities stay local. A remote that fails is skipped
+/* Puts a remote cache (a spec of remote.h: redis://..., http://...)
+ * behind this store: a local miss of an entry, a direct-mode record or a
+ * dependency list asks it; what it returns is verified by the checks a
+ * local file passes and written here; puts are written through to it (not
+ * for a read-only remote); with |reshare a local hit is written back when
+ * the remote lacks it (one round trip per hit to find out). Toolchain
+ * identities stay local. A remote that fails is skipped
  * for the rest of the process and, through v1/remote-skip, by the builds of
  * the next skip-after-failure seconds; fn gets one warning per process.
  * CBC_E_USAGE for a bad spec, CBC_E_NOT_FOUND for "none" or "". */
