@@ -49,8 +49,8 @@ enum cbc_status cbc_remote_encode(const void *data, size_t len, uint8_t **out, s
     return CBC_OK;
 }
 
-enum cbc_status cbc_remote_decode(const uint8_t *v, size_t vlen, uint64_t max, uint8_t **out,
-                                  size_t *out_len, char *why, size_t why_len)
+enum cbc_status cbc_remote_decode_max(const uint8_t *v, size_t vlen, uint64_t max, uint8_t **out,
+                                      size_t *out_len, char *why, size_t why_len)
 {
     if (vlen < VALUE_HEADER || memcmp(v, VALUE_MAGIC, 4) != 0) {
         snprintf(why, why_len, "not a cubincache value (%zu bytes, bad magic)", vlen);
@@ -94,6 +94,12 @@ enum cbc_status cbc_remote_decode(const uint8_t *v, size_t vlen, uint64_t max, u
     *out = o;
     *out_len = (size_t)raw;
     return CBC_OK;
+}
+
+enum cbc_status cbc_remote_decode(const uint8_t *v, size_t vlen, uint8_t **out, size_t *out_len,
+                                  char *why, size_t why_len)
+{
+    return cbc_remote_decode_max(v, vlen, CBC_REMOTE_VALUE_MAX, out, out_len, why, why_len);
 }
 
 /* ---- keys ---------------------------------------------------------------------- */
@@ -320,7 +326,7 @@ static enum cbc_status fetch(struct cbc_remote *r, const char *kind, const struc
     case RB_OK: {
         r->st.bytes_read += vl;
         char w[300];
-        st = cbc_remote_decode(v, vl, r->cfg.max_value, data, len, w, sizeof w);
+        st = cbc_remote_decode_max(v, vl, r->cfg.max_value, data, len, w, sizeof w);
         free(v);
         if (st == CBC_OK) {
             r->st.hits += lookup;

@@ -204,12 +204,14 @@ enum cbc_status cbc_remote_server_version(struct cbc_remote *r, char *out, size_
 uint64_t cbc_remote_now_us(void);
 
 /* The value codec alone (for tests and tools): encode into a malloc'd
- * buffer; decode checks the header and sizes (the raw size at most `max`)
- * and decompresses. */
+ * buffer; decode checks the header and sizes (the raw size at most
+ * CBC_REMOTE_VALUE_MAX, or `max` for decode_max) and decompresses. */
 enum cbc_status cbc_remote_encode(const void *data, size_t len, uint8_t **out, size_t *out_len,
                                   struct cbc_err *err);
-enum cbc_status cbc_remote_decode(const uint8_t *v, size_t vlen, uint64_t max, uint8_t **out,
-                                  size_t *out_len, char *why, size_t why_len);
+enum cbc_status cbc_remote_decode(const uint8_t *v, size_t vlen, uint8_t **out, size_t *out_len,
+                                  char *why, size_t why_len);
+enum cbc_status cbc_remote_decode_max(const uint8_t *v, size_t vlen, uint64_t max, uint8_t **out,
+                                      size_t *out_len, char *why, size_t why_len);
 #define CBC_REMOTE_VALUE_HEADER 16 /* what the codec adds to the raw bytes at most */
 
 #endif

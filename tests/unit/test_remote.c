@@ -133,7 +133,7 @@ static void roundtrip(const uint8_t *data, size_t len, int codec)
     char why[256];
     cr_assert_eq(cbc_remote_encode(data, len, &v, &vl, &e), CBC_OK);
     cr_assert_eq(v[5], codec, "codec %d for %zu bytes", v[5], len);
-    cr_assert_eq(cbc_remote_decode(v, vl, CBC_REMOTE_VALUE_MAX, &back, &bl, why, sizeof why), CBC_OK, "%s", why);
+    cr_assert_eq(cbc_remote_decode(v, vl, &back, &bl, why, sizeof why), CBC_OK, "%s", why);
     cr_assert_eq(bl, len);
     cr_assert(len == 0 || memcmp(back, data, len) == 0);
     free(v);
@@ -169,29 +169,32 @@ Test(remote, damaged_values_refused)
     cr_assert_eq(cbc_remote_encode(text, sizeof text, &v, &vl, &e), CBC_OK);
     cr_assert_eq(v[5], 1);
     /* truncated */
-    cr_assert_eq(cbc_remote_decode(v, vl - 3, CBC_REMOTE_VALUE_MAX, &back, &bl, why, sizeof why), CBC_E_FORMAT);
+    cr_assert_eq(cbc_remote_decode(v, vl - 3, &back, &bl, why, sizeof why), CBC_E_FORMAT);
     cr_assert(strstr(why, "truncated"), "%s", why);
     /* shorter than a header, bad magic, unknown codec */
-    cr_assert_eq(cbc_remote_decode(v, 10, CBC_REMOTE_VALUE_MAX, &back, &bl, why, sizeof why), CBC_E_FORMAT);
+    cr_assert_eq(cbc_remote_decode(v, 10, &back, &bl, why, sizeof why), CBC_E_FORMAT);
     uint8_t save = v[0];
     v[0] = 'X';
-    cr_assert_eq(cbc_remote_decode(v, vl, CBC_REMOTE_VALUE_MAX, &back, &bl, why, sizeof why), CBC_E_FORMAT);
+    cr_assert_eq(cbc_remote_decode(v, vl, &back, &bl, why, sizeof why), CBC_E_FORMAT);
     v[0] = save;
     v[5] = 7;
-    cr_assert_eq(cbc_remote_decode(v, vl, CBC_REMOTE_VALUE_MAX, &back, &bl, why, sizeof why), CBC_E_FORMAT);
+    cr_assert_eq(cbc_remote_decode(v, vl, &back, &bl, why, sizeof why), CBC_E_FORMAT);
     v[5] = 1;
     /* a size over the limit is refused before any allocation */
     uint8_t big[16];
     memcpy(big, v, 16);
     cbc_wr64(v + 8, (uint64_t)CBC_REMOTE_VALUE_MAX + 1);
-    cr_assert_eq(cbc_remote_decode(v, vl, CBC_REMOTE_VALUE_MAX, &back, &bl, why, sizeof why), CBC_E_FORMAT);
+    cr_assert_eq(cbc_remote_decode(v, vl, &back, &bl, why, sizeof why), CBC_E_FORMAT);
     cr_assert(strstr(why, "limit"), "%s", why);
     memcpy(v, big, 16);
+    cr_assert_eq(cbc_remote_decode_max(v, vl, sizeof text - 1, &back, &bl, why, sizeof why),
+                 CBC_E_FORMAT, "a smaller max-value refuses it");
+    cr_assert(strstr(why, "max-value"), "%s", why);
     /* a declared size that is not what the stream holds */
     cbc_wr64(v + 8, sizeof text - 1);
-    cr_assert_eq(cbc_remote_decode(v, vl, CBC_REMOTE_VALUE_MAX, &back, &bl, why, sizeof why), CBC_E_FORMAT);
+    cr_assert_eq(cbc_remote_decode(v, vl, &back, &bl, why, sizeof why), CBC_E_FORMAT);
     memcpy(v, big, 16);
-    cr_assert_eq(cbc_remote_decode(v, vl, CBC_REMOTE_VALUE_MAX, &back, &bl, why, sizeof why), CBC_OK);
+    cr_assert_eq(cbc_remote_decode(v, vl, &back, &bl, why, sizeof why), CBC_OK);
     free(back);
     free(v);
     /* raw: a byte more than declared */
@@ -199,7 +202,7 @@ Test(remote, damaged_values_refused)
     uint8_t *w = malloc(vl + 1);
     memcpy(w, v, vl);
     w[vl] = 'd';
-    cr_assert_eq(cbc_remote_decode(w, vl + 1, CBC_REMOTE_VALUE_MAX, &back, &bl, why, sizeof why), CBC_E_FORMAT);
+    cr_assert_eq(cbc_remote_decode(w, vl + 1, &back, &bl, why, sizeof why), CBC_E_FORMAT);
     free(w);
     free(v);
 }
