@@ -10,8 +10,9 @@
  *                  then prints one JSON object per measurement on stdout.
  * Then what a Captum user runs on a classifier (784-512-256-10 tanh, and the
  * same with a LayerNorm before each tanh and a softmax output, which takes
- * the layered path): 256 inputs explained for one target, for each input's
- * predicted class, and SmoothGrad of 8 noisy copies (cbc_ig_explain), with
+ * the layered path): 256 and 4096 inputs explained for one target, for each input's
+ * predicted class, and SmoothGrad of 8 noisy copies (cbc_ig_explain), in the
+ * default precision (FP32) and 256 of them in the fast one (3xTF32), with
  * DIR/cls[_ln].safetensors, cls_inputs.npy, cls_targets.npy and
  * ours_cls[_ln].npy for the same cases in PyTorch.
  * Weights: uniform(-1/sqrt(in), 1/sqrt(in)) from a fixed LCG, as nn.Linear
@@ -162,7 +163,7 @@ static int run(struct cbc_ig_gpu_model *gm, const float *x, size_t n, int F, enu
 
 /* ---- a classifier, explained as a Captum user asks ------------------------ */
 
-enum { CLS_F = 784, CLS_O = 10, CLS_N = 256 };
+enum { CLS_F = 784, CLS_O = 10, CLS_N = 4096 }; /* explained: the first 256, and all 4096 */
 
 struct cls {
     float *w[3], *b[3], *g[2], *be[2];
@@ -286,21 +287,34 @@ static int classifier(struct cbc_ig_gpu *g, const char *dir, bool ln, const floa
         int samples;
     } cases[] = {{"one_target", false, 0}, {"pred_targets", true, 0}, {"smoothgrad_8", true, 8}};
     int rc = 0;
-    for (size_t k = 0; !rc && k < sizeof cases / sizeof cases[0]; k++) {
-        const int *tk = cases[k].pred ? tg : zeros;
-        for (int w = 0; !rc && w < 2; w++)
-            rc = explain(gm, x, CLS_N, tk, cases[k].samples, attr, v);
-        const size_t runs = 10;
-        for (size_t i = 0; !rc && i < runs; i++) {
-            double t0 = now_ms();
-            rc = explain(gm, x, CLS_N, tk, cases[k].samples, attr, v);
-            t[i] = now_ms() - t0;
+    /* 256 and 4096 inputs in the default precision (FP32 FMA), then 256 in
+     * the fast one (3xTF32): "<prefix><case>[_4096][_fast]" */
+    static const struct {
+        size_t n;
+        bool fast;
+    } sizes[] = {{256, false}, {4096, false}, {256, true}};
+    for (size_t q = 0; !rc && q < sizeof sizes / sizeof sizes[0]; q++) {
+        cbc_ig_gpu_set_precision(g, sizes[q].fast ? CBC_IG_PRECISION_FAST
+                                                              : CBC_IG_PRECISION_FP32);
+        for (size_t k = 0; !rc && k < sizeof cases / sizeof cases[0]; k++) {
+            const int *tk = cases[k].pred ? tg : zeros;
+            const size_t n = sizes[q].n;
+            for (int w = 0; !rc && w < 2; w++)
+                rc = explain(gm, x, n, tk, cases[k].samples, attr, v);
+            const size_t runs = n > 256 ? 5 : 10;
+            for (size_t i = 0; !rc && i < runs; i++) {
+                double t0 = now_ms();
+                rc = explain(gm, x, n, tk, cases[k].samples, attr, v);
+                t[i] = now_ms() - t0;
+            }
+            char name[64];
+            snprintf(name, sizeof name, "%s%s%s%s", ln ? "layered_" : "explain_", cases[k].name,
+                     n > 256 ? "_4096" : "", sizes[q].fast ? "_fast" : "");
+            if (!rc)
+                emit(name, CLS_F, n, 50, t, runs, 0);
         }
-        char name[64];
-        snprintf(name, sizeof name, "%s%s", ln ? "layered_" : "explain_", cases[k].name);
-        if (!rc)
-            emit(name, CLS_F, CLS_N, 50, t, runs, 0);
     }
+    cbc_ig_gpu_set_precision(g, CBC_IG_PRECISION_FP32);
     if (!rc && !(rc = explain(gm, x, 8, tg, 0, attr, v))) {
         struct cbc_matrix A = {.data = attr, .rows = 8, .cols = CLS_F};
         p = cbc_asprintf("%s/%s", dir, ours);

@@ -868,10 +868,14 @@ __device__ __forceinline__ void output_row(const cbc_k_output &p, int r, int lan
     constexpr int NK = KEEP ? OUT_KEEP : 0;
     const int PA = KEEP ? PA_ : p.pro == CBC_PRO_PLAIN ? CBC_K_ACT_IDENTITY : p.pro_act;
     int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
+    // the row's target: one for every row, or its input's (p.targets)
+    const int t = p.targets ? p.targets[b] : p.target;
+    const float *wt = p.targets ? p.W + (size_t)t * p.K : p.wt;
+    const float bt = p.targets ? (p.bias ? p.bias[t] : 0.0f) : p.bt;
     float z;
     float kz[OUT_KEEP], ka[OUT_KEEP];
     if (p.pro < 0) { // one-layer model: the output is layer 1 itself
-        size_t o = (size_t)b * p.ldu + p.target;
+        size_t o = (size_t)b * p.ldu + t;
         z = p.u[o] + p.alpha[s] * p.v[o];
     } else {
         float acc = 0.0f;
@@ -882,14 +886,14 @@ __device__ __forceinline__ void output_row(const cbc_k_output &p, int r, int lan
             if (k < p.K) {
                 kz[j] = out_z(p, r, k, b, s);
                 ka[j] = act_f(PA, kz[j]);
-                acc = fmaf(p.wt[k], ka[j], acc);
+                acc = fmaf(wt[k], ka[j], acc);
             }
         }
         for (int k = lane + 32 * NK; k < p.K; k += 32)
-            acc = fmaf(p.wt[k], act_f(PA, out_z(p, r, k, b, s)), acc);
+            acc = fmaf(wt[k], act_f(PA, out_z(p, r, k, b, s)), acc);
         for (int o = 16; o > 0; o >>= 1)
             acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        z = acc + p.bt;
+        z = acc + bt;
     }
     float dfo = act_df(p.act, z);
     if (lane == 0) {
@@ -905,10 +909,10 @@ __device__ __forceinline__ void output_row(const cbc_k_output &p, int r, int lan
     for (int j = 0; j < NK; j++) {
         int k = lane + 32 * j;
         if (k < p.K)
-            drow[k] = p.wt[k] * scale * act_df_given(PA, kz[j], ka[j]);
+            drow[k] = wt[k] * scale * act_df_given(PA, kz[j], ka[j]);
     }
     for (int k = lane + 32 * NK; k < p.K; k += 32)
-        drow[k] = p.wt[k] * scale * act_df(PA, out_z(p, r, k, b, s));
+        drow[k] = wt[k] * scale * act_df(PA, out_z(p, r, k, b, s));
 }
 
 extern "C" __global__ void mlp_output(cbc_k_output p)
@@ -955,16 +959,17 @@ extern "C" __global__ void reduce_steps(float *D, const float *E, int nb, int S,
     D[(size_t)(b0 + b) * K + k] = acc;
 }
 
-// One-layer models: D[b][k] = (k == target) * sum_s w[s] dfo[b*S + s].
+// One-layer models: D[b][k] = (k == target) * sum_s w[s] dfo[b*S + s], the
+// target input b's (targets[b0 + b]) when targets is set.
 extern "C" __global__ void reduce_output(float *D, const float *dfo, const float *weight, int nb,
-                                         int S, int K, int target, int b0)
+                                         int S, int K, int target, int b0, const int *targets)
 {
     size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= (size_t)nb * K)
         return;
     int b = (int)(e / K), k = (int)(e % K);
     float acc = 0.0f;
-    if (k == target)
+    if (k == (targets ? targets[b0 + b] : target))
         for (int s = 0; s < S; s++)
             acc += weight[s] * dfo[(size_t)b * S + s];
     D[(size_t)(b0 + b) * K + k] = acc;
@@ -1115,6 +1120,17 @@ __device__ __forceinline__ void softmax_stats(const cbc_k_layer &p, const float 
     se = warp_sum(s);
 }
 
+// The row's target: p.target, or its input's when p.targets is set.
+__device__ __forceinline__ int row_target(const cbc_k_layer &p, int r)
+{
+    return p.targets ? p.targets[(p.row0 + r) / p.S] : p.target;
+}
+
+__device__ __forceinline__ float rmul_at(const cbc_k_layer &p, int j)
+{
+    return p.rmul ? p.rmul[j] : 1.0f;
+}
+
 extern "C" __global__ void layer_forward(cbc_k_layer p)
 {
     int r = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
@@ -1122,12 +1138,17 @@ extern "C" __global__ void layer_forward(cbc_k_layer p)
         return;
     const int H = p.H;
     float *z = p.Z + (size_t)r * H, *a = p.A + (size_t)r * H;
+    const float *src = p.residual ? p.src + (size_t)r * H : nullptr;
     if (p.u) {
         int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
         const float al = p.alpha[s];
         for (int j = lane; j < H; j += 32)
             z[j] = p.u[(size_t)b * H + j] + al * p.v[(size_t)b * H + j];
     }
+    // a residual before the activation becomes part of z: the backward reads z
+    if (p.residual == CBC_K_RESIDUAL_BEFORE_ACT)
+        for (int j = lane; j < H; j += 32)
+            z[j] = fmaf(rmul_at(p, j), src[j], z[j]);
     float mean = 0.0f, rstd = 1.0f;
     if (p.norm == CBC_K_NORM_BEFORE_ACT)
         row_stats(z, H, p.eps, lane, mean, rstd);
@@ -1148,6 +1169,14 @@ extern "C" __global__ void layer_forward(cbc_k_layer p)
         for (int j = lane; j < H; j += 32)
             a[j] = ln_affine(p, j, (a[j] - mean) * rstd);
     }
+    // the output's scale, shift and residual after everything
+    if (p.mul || p.add || p.residual == CBC_K_RESIDUAL_AFTER)
+        for (int j = lane; j < H; j += 32) {
+            float v = fmaf(a[j], p.mul ? p.mul[j] : 1.0f, p.add ? p.add[j] : 0.0f);
+            if (p.residual == CBC_K_RESIDUAL_AFTER)
+                v = fmaf(rmul_at(p, j), src[j], v);
+            a[j] = v;
+        }
     if (lane == 0 && p.stats) {
         p.stats[2 * (size_t)r] = mean;
         p.stats[2 * (size_t)r + 1] = rstd;
@@ -1155,7 +1184,7 @@ extern "C" __global__ void layer_forward(cbc_k_layer p)
     if (p.fo) {
         __syncwarp();
         if (lane == 0)
-            p.fo[r] = a[p.target];
+            p.fo[r] = a[row_target(p, r)];
     }
 }
 
@@ -1190,8 +1219,15 @@ extern "C" __global__ void layer_backward(cbc_k_layer p)
     float *g = p.dZ + (size_t)r * H;
     const float mean = p.stats ? p.stats[2 * (size_t)r] : 0.0f,
                 rstd = p.stats ? p.stats[2 * (size_t)r + 1] : 1.0f;
-    for (int j = lane; j < H; j += 32)
-        g[j] = p.dA ? p.dA[(size_t)r * H + j] : (j == p.target ? 1.0f : 0.0f);
+    const int target = row_target(p, r);
+    for (int j = lane; j < H; j += 32) {
+        float gj = p.dA ? p.dA[(size_t)r * H + j] : (j == target ? 1.0f : 0.0f);
+        if (p.dR_in) // what later residuals sent back to this layer's output
+            gj += p.dR_in[(size_t)r * H + j];
+        if (p.residual == CBC_K_RESIDUAL_AFTER)
+            p.dR_out[(size_t)r * H + j] += rmul_at(p, j) * gj;
+        g[j] = p.mul ? gj * p.mul[j] : gj;
+    }
     if (p.norm == CBC_K_NORM_AFTER_ACT) // through the LayerNorm of act(z)
         ln_back(p, g, [&](int j) { return act_fp(p.act, z[j], p.act_param); }, mean, rstd, lane);
     if (p.act == CBC_K_ACT_SOFTMAX || p.act == CBC_K_ACT_LOG_SOFTMAX) {
@@ -1211,6 +1247,9 @@ extern "C" __global__ void layer_backward(cbc_k_layer p)
     }
     if (p.norm == CBC_K_NORM_BEFORE_ACT)
         ln_back(p, g, [&](int j) { return z[j]; }, mean, rstd, lane);
+    if (p.residual == CBC_K_RESIDUAL_BEFORE_ACT) // z's residual: its share of dF/dz
+        for (int j = lane; j < H; j += 32)
+            p.dR_out[(size_t)r * H + j] += rmul_at(p, j) * g[j];
     if (p.weight) {
         int gr = p.row0 + r, s = gr % p.S;
         const float w = p.weight[s];

@@ -148,6 +148,12 @@ struct cbc_k_output {
     /* when set, only the two endpoint rows of each input (alpha 0 and 1:
      * rows b*S + S-2 and b*S + S-1), R = 2 * inputs */
     int ends_only;
+    /* when set, a target per input b (global index): row r explains output
+     * targets[b], with wt = W + targets[b] * K and bt = bias[targets[b]] (bias
+     * may be 0) in place of wt, bt and target */
+    CBC_DPTR(const int) targets;
+    CBC_DPTR(const float) W;
+    CBC_DPTR(const float) bias;
 };
 
 /* The layered path, for models the fused kernels do not take (a
@@ -183,6 +189,30 @@ struct cbc_k_layer {
     CBC_DPTR(const float) dA;    /* backward: dF/dA [R][H], or 0 for one-hot at target */
     CBC_DPTR(float) dZ;          /* backward: dF/dZ [R][H] */
     CBC_DPTR(const float) weight; /* backward: when set, dZ is scaled by weight[s] */
+    /* when set, a target per input b = (row0 + r) / S: fo and the backward's
+     * seed take targets[b] in place of target (S and row0 set) */
+    CBC_DPTR(const int) targets;
+    /* the output's constant scale and shift (0 for 1 and 0), and a residual
+     * (CBC_K_RESIDUAL_*): rmul (0 for ones) times src, a row of as many
+     * units of an earlier layer's output (rows aligned with these) */
+    CBC_DPTR(const float) mul;
+    CBC_DPTR(const float) add;
+    int residual;
+    CBC_DPTR(const float) rmul;
+    CBC_DPTR(const float) src;
+    /* backward: dR_in [R][H] is added to this layer's dF/dh (what later
+     * residuals sent back; 0 for none); the residual's share of dF/dh (after)
+     * or of dF/dz (before the activation) is added to dR_out [R][H], the
+     * source layer's accumulator */
+    CBC_DPTR(const float) dR_in;
+    CBC_DPTR(float) dR_out;
+};
+
+/* Residuals as the kernels take them (enum cbc_residual). */
+enum {
+    CBC_K_RESIDUAL_NONE = 0,
+    CBC_K_RESIDUAL_AFTER = 1,
+    CBC_K_RESIDUAL_BEFORE_ACT = 2
 };
 
 #endif

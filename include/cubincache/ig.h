@@ -80,8 +80,27 @@ enum cbc_norm {
     CBC_NORM_AFTER_ACT = 2   /* Linear, activation, LayerNorm */
 };
 
+/* A residual connection: an earlier tensor of the model (an earlier layer's
+ * output h, or the model's input) added to this layer. Since 0.3. */
+enum cbc_residual {
+    CBC_RESIDUAL_NONE = 0,
+    CBC_RESIDUAL_AFTER = 1,     /* h = mul a + add + residual_mul src: after everything
+                                   (h = h + relu(fc2 h)) */
+    CBC_RESIDUAL_BEFORE_ACT = 2 /* z = W x + b + residual_mul src, before the LayerNorm and
+                                   activation (relu(fc2 h + h)) */
+};
+
 /* Zero-initialised fields beyond `act` add nothing: PyTorch's default
- * activation parameter and no LayerNorm. */
+ * activation parameter, no LayerNorm, no scaling, no residual. A layer
+ * computes, in this order:
+ *   z = W in + b            (+ residual_mul * src with CBC_RESIDUAL_BEFORE_ACT)
+ *   y = LayerNorm(z) or z   (CBC_NORM_BEFORE_ACT)
+ *   a = act(y)
+ *   a = LayerNorm(a) or a   (CBC_NORM_AFTER_ACT)
+ *   h = mul * a + add       (+ residual_mul * src with CBC_RESIDUAL_AFTER)
+ * elementwise for mul, add and residual_mul ([out] each, NULL for 1, 0, 1);
+ * src is layer residual_from's h (residual_from < this layer), or the
+ * model's input for -1, of as many units as this layer has outputs. */
 struct cbc_mlp_layer {
     int in, out;
     const float *w;   /* [out][in] */
@@ -92,6 +111,12 @@ struct cbc_mlp_layer {
     enum cbc_norm norm;           /* a LayerNorm over the outputs; since 0.2 */
     const float *norm_w, *norm_b; /* its weight and bias [out], or NULL for 1 and 0 */
     float norm_eps;               /* 0: PyTorch's default, 1e-5 */
+    const float *mul, *add;       /* the output's constant scale and shift [out] (a Mul or
+                                     Add by a constant in forward(), a BatchNorm after the
+                                     activation), or NULL; since 0.3 */
+    enum cbc_residual residual;   /* since 0.3 */
+    int residual_from;            /* -1: the model's input; else an earlier layer's index */
+    const float *residual_mul;    /* [out] or NULL for 1 */
 };
 
 struct cbc_mlp {
@@ -102,8 +127,10 @@ struct cbc_mlp {
 /* Checks shapes chain (layer k's out == layer k+1's in), sizes are positive
  * and every weight and bias is finite, that Softmax and LogSoftmax are on
  * the last layer only (with no LayerNorm after them) and activation
- * parameters and LayerNorm epsilons are finite (eps > 0). CBC_E_SHAPE /
- * CBC_E_NUMERIC / CBC_E_USAGE naming the layer and the tensor. */
+ * parameters and LayerNorm epsilons are finite (eps > 0), that a residual
+ * comes from the input or an earlier layer of as many units, and that
+ * scales and shifts are finite. CBC_E_SHAPE / CBC_E_NUMERIC / CBC_E_USAGE
+ * naming the layer and the tensor. */
 CBC_API enum cbc_status cbc_mlp_validate(const struct cbc_mlp *m, struct cbc_err *err);
 
 /* ---- files ----------------------------------------------------------------- */
@@ -114,6 +141,9 @@ struct cbc_mlp_owned {
     struct cbc_mlp_layer *layers;
     float *storage;
     char *activations; /* as given or as found in the file's metadata */
+    char *layer_names; /* one per layer, separated by commas ("fc1,fc2,out"); since 0.3 */
+    bool from_graph;   /* read from the model's graph (ONNX), not inferred from its
+                          parameters (safetensors); since 0.3 */
 };
 
 /* Reads an nn.Sequential of Linear layers as safetensors.torch.save_file
@@ -129,8 +159,17 @@ CBC_API enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *a
 /* As cbc_mlp_load_safetensors, for the state_dict() of any MLP of Linear,
  * BatchNorm1d and LayerNorm layers: modules are the names before the last '.' ("fc1",
  * "net.0"); their order is `layers` ("fc1,bn1,fc2,fc3": every module once),
- * else their trailing index when all have one (an nn.Sequential), else the
- * order of their data in the file (safetensors keeps state_dict()'s). A
+ * else the __metadata__ entry "layer_order" (the state_dict()'s keys joined
+ * by commas, as PyTorch orders them: safetensors.torch.save_file sorts the
+ * tensors by name, so the file itself never keeps that order), else their
+ * trailing index when all have one (an nn.Sequential); several named
+ * modules with neither are refused (CBC_E_USAGE, the hint says both fixes).
+ * Conv, Embedding and PReLU parameters are refused by name (CBC_E_UNSUPPORTED)
+ * rather than read as something else (2-D weights of a module named like an
+ * embedding, "emb", "wte", "wpe"; weights of 3 to 5 dimensions; a 1-D weight
+ * alone, unless the module's name says it is a norm). What forward() does
+ * without parameters (a residual add, a scaling) is not in a state_dict:
+ * cbc_mlp_load_onnx reads it from the graph. A
  * BatchNorm1d (running_mean, running_var, optional weight and bias; eps
  * 1e-5 or __metadata__ "batchnorm_eps") is folded, exactly in eval mode,
  * into the Linear layer before it when nothing comes between (the usual
@@ -148,6 +187,40 @@ CBC_API enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const 
                                                         struct cbc_mlp_owned **out,
                                                         struct cbc_err *err);
 CBC_API void cbc_mlp_owned_free(struct cbc_mlp_owned *m);
+
+/* Reads the graph of a model exported by torch.onnx.export (the TorchScript
+ * exporter, dynamo=False, or the dynamo one) and maps it onto layers: Gemm,
+ * or MatMul by a constant then Add (a Linear); BatchNormalization (folded in
+ * eval mode into the Linear before it, or the scale and shift of the layer
+ * before it when it follows an activation); LayerNormalization over the last
+ * axis; Relu, Tanh, Sigmoid, Gelu (also as the Erf form the TorchScript
+ * exporter writes), Sigmoid times its input (SiLU), Softplus, Elu,
+ * LeakyRelu; Softmax and LogSoftmax over the last axis of the last layer;
+ * Flatten or Reshape of the input; Mul, Add, Sub and Div by constants;
+ * Add of two tensors of the graph as a residual (an earlier layer's output,
+ * or the input); Identity and Dropout (inference). Any other operator, and
+ * any graph that is not a chain of such layers (a branch, a value used after
+ * it changed), is refused naming the node, its operator and the fix.
+ * Initializers and Constant nodes in float32, float64, float16, bfloat16
+ * (int64 for shapes), inline or in an external data file beside the model
+ * (its name may not leave the model's directory; offsets and lengths are
+ * checked against the file before a byte is read). The protobuf is checked
+ * for depth and size before it is decoded (protobuf-c), and every count and
+ * size after. Errors name the file and the node or tensor (CBC_E_FORMAT,
+ * CBC_E_UNSUPPORTED, CBC_E_SHAPE, CBC_E_NUMERIC). Since 0.3. */
+CBC_API enum cbc_status cbc_mlp_load_onnx(const char *path, struct cbc_mlp_owned **out,
+                                          struct cbc_err *err);
+
+/* Whether an MLP is the model whose outputs y [n][outputs] were computed
+ * (by PyTorch, say) for the inputs x [n][F]: its forward in double must
+ * agree with every row of y to 1e-4 of the row's largest magnitude (float32
+ * rounding is far below that; a model read wrongly is far above). CBC_OK,
+ * or CBC_E_VERIFY naming the first input and output that disagree, both
+ * values and the largest difference; *worst (may be NULL) gets the largest
+ * relative difference over the rows. Since 0.3. */
+CBC_API enum cbc_status cbc_mlp_check_outputs(const struct cbc_mlp *m, const float *x, size_t n,
+                                              const float *y, size_t y_cols, double *worst,
+                                              struct cbc_err *err);
 
 /* A dense float matrix. */
 struct cbc_matrix {
@@ -207,6 +280,10 @@ struct cbc_ig_request {
     bool device_pointers;             /* GPU only: x, the baseline array and out->attr are
                                          device addresses (CUdeviceptr values as pointers),
                                          for data already on the GPU; f_x .. delta stay host */
+    const int *targets;               /* [n], a host array: the output explained for each
+                                         input, in one call (the output layer and the
+                                         backward's seed take each row's); NULL: `target`
+                                         for every input. Since 0.3. */
 };
 
 /* method = gausslegendre, steps = 50, target = 0, analytic, zeros baseline. */
@@ -282,9 +359,12 @@ CBC_API enum cbc_status cbc_ig_engine_gpu(void *model, const struct cbc_ig_reque
                                           struct cbc_ig_output *out, struct cbc_err *err);
 
 /* IG of a request under a plan. Each input is expanded into its noisy
- * copies times its baselines, the rows are grouped by target (one engine
- * call per distinct target: on the GPU, all noisy copies and baselines of
- * the inputs sharing a target are one batch), and reduced: the mean over
+ * copies times its baselines; with the built-in engines (cbc_ig_engine_cpu,
+ * cbc_ig_engine_gpu) every row goes to one engine call with its own target
+ * (cbc_ig_request.targets: on the GPU, every target, noisy copy and baseline
+ * is one batch, chunked by the engine to its memory budget); another engine
+ * gets one call per distinct target, the rows grouped by target (since
+ * 0.2). Then the rows are reduced: the mean over
  * baselines, then the noise's statistic over samples. out has T =
  * max(n_targets, 1) rows per input, input-major: attr [n][T][F]; f_x,
  * f_base, sum, delta [n][T] are means over samples and baselines (sum is
@@ -326,10 +406,14 @@ CBC_API void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m);
 
 /* IG of an uploaded MLP; r->gradient selects analytic, batched FD or the
  * per-feature loop (both FD modes use the model's forward as the black box).
- * A model with a LayerNorm, a Softmax or LogSoftmax output or an activation
- * parameter other than PyTorch's default runs on a layered path (a GEMM per
- * layer, then its LayerNorm and activation over whole rows); the others on
- * fused kernels. Both hold the CPU reference's results to float rounding.
+ * A model with a LayerNorm, a Softmax or LogSoftmax output, an activation
+ * parameter other than PyTorch's default, a constant scale or shift of a
+ * layer's output or a residual runs on a layered path (a GEMM per layer,
+ * then its LayerNorm, activation, scale and residual over whole rows); the
+ * others on fused kernels. Both hold the CPU reference's results to float
+ * rounding, and both take a target per input (r->targets, analytic mode
+ * only) in the same call. A residual of the model's input is refused at
+ * upload (CBC_E_UNSUPPORTED: the CPU reference runs it).
  * Small analytic requests (inputs up to 256 KiB on the host, or device
  * pointers; a zero or scalar baseline) are recorded as a CUDA graph the
  * second time the same shape comes and replayed from then on, which takes
@@ -353,12 +437,15 @@ CBC_API enum cbc_status cbc_ig_gpu_fn(struct cbc_ig_gpu *g, cbc_ig_device_fn f, 
                                       struct cbc_err *err);
 
 enum cbc_ig_precision {
-    CBC_IG_PRECISION_FAST = 0, /* 3xTF32 tensor cores (default) */
-    CBC_IG_PRECISION_FP32 = 1  /* FP32 FMA GEMMs, as PyTorch float32 with TF32 off */
+    CBC_IG_PRECISION_FAST = 0, /* 3xTF32 tensor cores: faster, less accurate (opt-in, as
+                                  PyTorch's allow_tf32) */
+    CBC_IG_PRECISION_FP32 = 1  /* FP32 FMA GEMMs, as PyTorch float32 with TF32 off: the
+                                  default of an engine since 0.3 */
 };
 /* "fast", "fp32". Since 0.2. */
 CBC_API bool cbc_ig_precision_parse(const char *name, enum cbc_ig_precision *out);
-/* How the engine computes from now on (recorded CUDA graphs are dropped).
+/* How the engine computes from now on (recorded CUDA graphs are dropped);
+ * an engine opens in CBC_IG_PRECISION_FP32 (since 0.3; FAST before).
  * README's igrun section has the accuracy and speed of each. Since 0.2. */
 CBC_API void cbc_ig_gpu_set_precision(struct cbc_ig_gpu *g, enum cbc_ig_precision p);
 

@@ -26,6 +26,7 @@
 #include "jobslots.h"
 #include "key.h"
 #include "manifest.h"
+#include "nvargs.h"
 #include "publish.h"
 #include "store.h"
 
@@ -59,6 +60,7 @@ struct tstate {
     struct cbc_dep *deps;
     size_t n_deps;
     bool deps_borrowed; /* paths owned by ctx.direct's list (a hit), else by deps */
+    bool preprocessed;  /* a hit found through its preprocessing (another directory's) */
     struct cbc_manifest_lookup *lookups; /* where it looked and found nothing (owned) */
     size_t n_lookups;
     /* compile */
@@ -106,6 +108,8 @@ struct ctx {
     struct cbc_cache cache; /* lookups and commits over the store (src/cache) */
     char nvtmp[PATH_MAX]; /* nvcc's TMPDIR and the compiles' traces: ours, made at the first
                              compile, removed at the end */
+    char *base; /* the base directory (key.h), or NULL */
+    bool cwd_keyed; /* the flags name a path relative to the working directory */
 };
 
 /* Explanations and progress are formatted only when asked for. */
@@ -204,7 +208,8 @@ static struct cbc_key_now build_now(const struct ctx *c, size_t src, bool bundle
                                 bundle ? c->key_flags : c->flags,
                                 bundle ? c->n_key_flags : c->n_flags,
                                 &c->env,
-                                c->cwd};
+                                c->cwd_keyed ? c->cwd : NULL,
+                                c->base};
 }
 
 /* A unit's key inputs (a compile of one source for one target). */
@@ -361,6 +366,11 @@ static enum cbc_status lookup(struct ctx *c, struct tstate *t)
     struct cbc_key_inputs in;
     key_inputs(c, t, &in);
     cbc_key_direct(&in, &t->u.dt.direct_key);
+    if (c->cwd_keyed) { /* and as another working directory has it */
+        t->u.has_sibling = true;
+        in.cwd = NULL;
+        cbc_key_direct(&in, &t->u.sibling);
+    }
     t->state = T_MISS;
     char what[CBC_TARGET_NAME_MAX + PATH_MAX];
     snprintf(what, sizeof what, "%s of '%s'", t->name, c->sources[t->src]);
@@ -395,6 +405,52 @@ static enum cbc_status make_nvtmp(struct ctx *c)
     return CBC_OK;
 }
 
+/* nvcc's command for one unit into `out`, its depfile `dep` (as the
+ * device preprocessing writes it); `preprocess`: that preprocessing alone
+ * (nvcc -E: the same files listed, nothing compiled). *xdep is what to
+ * free with the vector. */
+static char **unit_argv(const struct ctx *c, const struct tstate *t, const char *dep,
+                        const char *out, bool preprocess, char gencode[96], char **xdep)
+{
+    const char *v = cbc_variant_suffix(t->t.variant);
+    snprintf(gencode, 96, "arch=compute_%u%s,code=%s_%u%s", (unsigned)t->t.arch, v,
+             t->t.kind == CBC_KIND_PTX ? "compute" : "sm", (unsigned)t->t.arch, v);
+    size_t n = 0;
+    char **argv = calloc(c->n_flags + 16, sizeof *argv);
+    *xdep = NULL;
+    if (!argv)
+        return NULL;
+    argv[n++] = c->nvcc;
+    for (size_t i = 0; i < c->n_flags; i++)
+        argv[n++] = c->flags[i];
+    if (preprocess)
+        argv[n++] = "-E";
+    argv[n++] = t->t.kind == CBC_KIND_PTX ? "-ptx" : "-cubin";
+    argv[n++] = "-gencode";
+    argv[n++] = gencode;
+    /* the dependencies come from the device preprocessing nvcc runs anyway
+     * (the host compiler's -E, with this target's __CUDA_ARCH__ defined);
+     * nvcc's own -MD would preprocess the source a second time. -Xcompiler
+     * splits at commas and nvcc pastes its value into a shell line, so a
+     * path with anything but [A-Za-z0-9_./+-] takes nvcc's way. */
+    bool plain_path = dep[strspn(dep, "abcdefghijklmnopqrstuvwxyz"
+                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+-")] == '\0';
+    *xdep = plain_path ? cbc_asprintf("-MD,-MF,%s", dep) : NULL;
+    if (*xdep) {
+        argv[n++] = "-Xcompiler";
+        argv[n++] = *xdep;
+    } else {
+        argv[n++] = "-MD";
+        argv[n++] = "-MF";
+        argv[n++] = (char *)dep;
+    }
+    argv[n++] = "-o";
+    argv[n++] = (char *)out;
+    argv[n++] = c->sources[t->src];
+    argv[n] = NULL;
+    return argv;
+}
+
 static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
 {
     enum cbc_status st = make_nvtmp(c);
@@ -404,42 +460,12 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     t->tmp_dep = cbc_asprintf("%s/%s.d", c->stage.path, t->file);
     t->tmp_log = cbc_asprintf("%s/%s.log", c->stage.path, t->file);
     t->tmp_trace = cbc_asprintf("%s/%s.trace", c->nvtmp, t->file);
-    const char *v = cbc_variant_suffix(t->t.variant);
-    char gencode[96];
-    snprintf(gencode, sizeof gencode, "arch=compute_%u%s,code=%s_%u%s", (unsigned)t->t.arch, v,
-             t->t.kind == CBC_KIND_PTX ? "compute" : "sm", (unsigned)t->t.arch, v);
-    size_t n = 0, cap = c->n_flags + 16;
-    char **argv = calloc(cap, sizeof *argv);
-    if (!t->tmp_out || !t->tmp_dep || !t->tmp_log || !t->tmp_trace || !argv) {
-        free(argv);
+    char gencode[96], *xdep = NULL;
+    char **argv = t->tmp_out && t->tmp_dep && t->tmp_log && t->tmp_trace
+                      ? unit_argv(c, t, t->tmp_dep, t->tmp_out, false, gencode, &xdep)
+                      : NULL;
+    if (!argv)
         return cbc_err_oom(c->err);
-    }
-    argv[n++] = c->nvcc;
-    for (size_t i = 0; i < c->n_flags; i++)
-        argv[n++] = c->flags[i];
-    argv[n++] = t->t.kind == CBC_KIND_PTX ? "-ptx" : "-cubin";
-    argv[n++] = "-gencode";
-    argv[n++] = gencode;
-    /* the dependencies come from the device preprocessing nvcc runs anyway
-     * (the host compiler's -E, with this target's __CUDA_ARCH__ defined);
-     * nvcc's own -MD would preprocess the source a second time. -Xcompiler
-     * splits at commas and nvcc pastes its value into a shell line, so a
-     * path with anything but [A-Za-z0-9_./+-] takes nvcc's way. */
-    bool plain_path = t->tmp_dep[strspn(t->tmp_dep, "abcdefghijklmnopqrstuvwxyz"
-                                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+-")] == '\0';
-    char *xdep = plain_path ? cbc_asprintf("-MD,-MF,%s", t->tmp_dep) : NULL;
-    if (xdep) {
-        argv[n++] = "-Xcompiler";
-        argv[n++] = xdep;
-    } else {
-        argv[n++] = "-MD";
-        argv[n++] = "-MF";
-        argv[n++] = t->tmp_dep;
-    }
-    argv[n++] = "-o";
-    argv[n++] = t->tmp_out;
-    argv[n++] = c->sources[t->src];
-    argv[n] = NULL;
     struct cbc_trace_run tr;
     st = cbc_trace_run_init(&tr, t->tmp_trace, c->nvtmp, c->err);
     if (st == CBC_OK)
@@ -454,6 +480,103 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     free(xdep);
     if (st != CBC_OK)
         cbc_err_hint(c->err, "check that nvcc ('%s') is installed and executable", c->nvcc);
+    return st;
+}
+
+/* A direct miss of a unit compiled in another working directory: its
+ * device preprocessing alone (unit_argv's nvcc -E) lists the files the
+ * compile would read, and their result key may be stored. Run for every
+ * such unit, `jobs` at a time, before anything compiles. */
+static enum cbc_status preprocessed(struct ctx *c, struct tstate *ts, size_t nt, int jobs)
+{
+    struct pp { struct tstate *t; pid_t pid; char dep[PATH_MAX + 32]; uint64_t started; } *v = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < nt; i++)
+        n += ts[i].state == T_MISS && ts[i].u.state == CBC_CACHE_MISS &&
+             cbc_cache_sibling_seen(&c->cache, &ts[i].u);
+    if (!n)
+        return CBC_OK;
+    enum cbc_status st = make_nvtmp(c);
+    if (st != CBC_OK || !(v = calloc(n, sizeof *v)))
+        return st != CBC_OK ? st : cbc_err_oom(c->err);
+    n = 0;
+    for (size_t i = 0; i < nt; i++)
+        if (ts[i].state == T_MISS && ts[i].u.state == CBC_CACHE_MISS &&
+            cbc_cache_sibling_seen(&c->cache, &ts[i].u))
+            v[n++].t = &ts[i];
+    char log[PATH_MAX + 8];
+    snprintf(log, sizeof log, "%s/pp.log", c->nvtmp);
+    for (size_t first = 0; first < n && st == CBC_OK; first += (size_t)jobs) {
+        size_t last = first + (size_t)jobs < n ? first + (size_t)jobs : n;
+        for (size_t k = first; k < last; k++) {
+            struct pp *p = &v[k];
+            snprintf(p->dep, sizeof p->dep, "%s/pp.%zu.d", c->nvtmp, k);
+            char gencode[96], *xdep = NULL;
+            char **argv = unit_argv(c, p->t, p->dep, "/dev/null", true, gencode, &xdep);
+            p->started = cbc_now_ns();
+            p->pid = -1;
+            struct cbc_err e = {0};
+            if (!argv || cbc_proc_spawn_env(argv, log, log, NULL, &p->pid, &e) != CBC_OK)
+                p->pid = -1;
+            free(argv);
+            free(xdep);
+        }
+        for (size_t k = first; k < last; k++) {
+            struct pp *p = &v[k];
+            struct tstate *t = p->t;
+            bool ran = p->pid > 0 && cbc_proc_wait(p->pid) == 0;
+            uint8_t *text = NULL;
+            size_t len = 0, np = 0;
+            char **paths = NULL;
+            struct cbc_err e = {0};
+            if (!ran || cbc_file_read(p->dep, &text, &len, &e) != CBC_OK ||
+                cbc_depfile_parse((const char *)text, len, c->cwd, c->sources[t->src], &paths,
+                                  &np, p->dep, &e) != CBC_OK) {
+                free(text);
+                unlink(p->dep);
+                continue;
+            }
+            free(text);
+            unlink(p->dep);
+            const char *own[] = {c->nvtmp};
+            struct cbc_collect_in in = {paths, np, c->sources[t->src], NULL, own, 1,
+                                        NULL, 0, p->started, c->memo};
+            struct cbc_collect_out co;
+            enum cbc_status cs = cbc_collect(&in, &co, &e);
+            cbc_paths_free(paths, np);
+            if (cs == CBC_E_NOMEM)
+                st = cbc_err_oom(c->err);
+            if (cs != CBC_OK)
+                continue;
+            t->deps = co.cacheable ? calloc(co.n_deps ? co.n_deps : 1, sizeof *t->deps) : NULL;
+            for (size_t i = 0; t->deps && i < co.n_deps; i++) {
+                t->deps[i] = (struct cbc_dep){cbc_strdup(co.deps[i].path), co.deps[i].hash};
+                t->n_deps += t->deps[i].path != NULL;
+            }
+            size_t want = co.n_deps;
+            cbc_collect_release(&co);
+            if (!t->deps || t->n_deps != want) {
+                free_deps(t);
+                continue;
+            }
+            struct cbc_key_inputs kin;
+            key_inputs(c, t, &kin);
+            cbc_key_result(&kin, &t->u.result);
+            char what[CBC_TARGET_NAME_MAX + PATH_MAX];
+            snprintf(what, sizeof what, "%s of '%s'", t->name, c->sources[t->src]);
+            st = cbc_cache_lookup_preprocessed(&c->cache, &t->u, &t->t, what, c->err);
+            if (st == CBC_OK && t->u.state == CBC_CACHE_HIT) {
+                t->state = T_HIT;
+                t->preprocessed = true;
+                t->data = t->u.data, t->len = t->u.len, t->u.data = NULL;
+                st = keep_lookups(t, cbc_cache_unit_list(&c->cache, &t->u), c->err);
+            } else {
+                free_deps(t); /* the compile lists them again */
+            }
+        }
+    }
+    unlink(log);
+    free(v);
     return st;
 }
 
@@ -699,6 +822,8 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
     }
     enum cbc_commit outcome;
     char why[CBC_ERR_MSG_MAX];
+    /* a cubin that names this tree (-G, -lineinfo) is no entry for another checkout */
+    t->u.path_dependent = cbc_base_names(c->base, c->cwd, t->data, t->len);
     st = cbc_cache_commit(&c->cache, &t->u, &co, &t->t, t->data, t->len, &outcome, why,
                           sizeof why, c->err);
     if (outcome == CBC_COMMIT_CHANGED)
@@ -828,6 +953,7 @@ static enum cbc_status make_manifest(struct ctx *c, struct cbc_manifest *m)
     }
     m->env = c->env;
     m->cwd = c->cwd;
+    m->base_dir = c->base;
     enum cbc_status st = merge_lookups(c, m);
     if (st != CBC_OK)
         return st;
@@ -992,6 +1118,8 @@ static enum cbc_status link_flags(struct ctx *c)
         c->flags[c->n_flags++] = c->key_flags[c->n_key_flags++] = "-rdc=true";
     if (c->link) /* a linked image's key is never a one-source compile's */
         c->key_flags[c->n_key_flags++] = "--cubincache-device-link";
+    /* the sources are absolute: only a flag can make the cwd matter */
+    c->cwd_keyed = cbc_nv_names_relative(c->flags, c->n_flags, NULL, NULL);
     return CBC_OK;
 }
 
@@ -1140,7 +1268,8 @@ static enum cbc_status prepare(struct ctx *c)
                 return rs;
         }
     }
-    st = cbc_cache_init(&c->cache, c->store, c->memo, o->msg, o->msg_ctx, err);
+    c->base = cbc_cache_base(c->store, c->source, o->msg, o->msg_ctx);
+    st = cbc_cache_init(&c->cache, c->store, c->memo, c->base, c->cwd, o->msg, o->msg_ctx, err);
     if (st != CBC_OK)
         return st;
     struct cbc_record_cache tools = c->store ? cbc_store_tools_cache(c->store)
@@ -1271,6 +1400,7 @@ static void cleanup(struct ctx *c)
         cbc_tmpdir_remove(c->nvtmp);
     free(c->source);
     free(c->cwd);
+    free(c->base);
     free(c->out_dir);
     free(c->dir_name);
     free(c->name);
@@ -1294,6 +1424,8 @@ static enum cbc_status run_units(struct ctx *c, struct tstate *ts, size_t nt, si
     enum cbc_status st = CBC_OK;
     for (size_t i = 0; i < nt && st == CBC_OK; i++)
         st = lookup(c, &ts[i]);
+    if (st == CBC_OK && c->cwd_keyed)
+        st = preprocessed(c, ts, nt, c->o->jobs > 0 ? c->o->jobs : 4);
     if (st != CBC_OK)
         return st;
     size_t misses = 0;
@@ -1306,7 +1438,9 @@ static enum cbc_status run_units(struct ctx *c, struct tstate *ts, size_t nt, si
                 say(c, CBC_MSG_EXPLAIN, "%s%s%s: remote hit (%s)", of ? of : "", of ? " " : "",
                     t->name, cbc_store_remote_name(c->store));
             else
-                say(c, CBC_MSG_EXPLAIN, "%s%s%s: hit", of ? of : "", of ? " " : "", t->name);
+                say(c, CBC_MSG_EXPLAIN, "%s%s%s: hit%s", of ? of : "", of ? " " : "", t->name,
+                    t->preprocessed ? " (compiled in another directory; found through its "
+                                      "preprocessing)" : "");
         } else {
             if (c->o->explain && !c->link) {
                 char why[1024];
@@ -1514,6 +1648,7 @@ static enum cbc_status link_targets(struct ctx *c, struct cbc_build_result *res)
             say(c, CBC_MSG_EXPLAIN, "%s: link: miss", b->name);
             st = run_link(c, b, u);
             enum cbc_commit outcome;
+            b->u.path_dependent = cbc_base_names(c->base, c->cwd, b->data, b->len);
             if (st == CBC_OK) /* keyed on the units' files, which their records vouch for */
                 st = cbc_cache_commit(&c->cache, &b->u, NULL, &b->t, b->data, b->len, &outcome,
                                       NULL, 0, c->err);

@@ -70,15 +70,24 @@ struct cbc_cache {
     struct cbc_store *store;   /* NULL: no cache: lookups miss, commits store nothing */
     struct cbc_direct *direct;
     struct cbc_filememo *memo; /* borrowed */
+    const char *base, *cwd;    /* this tree: its base directory (may be NULL), the working
+                                  directory; borrowed */
     cbc_msg_fn msg;
     void *msg_ctx;
     bool warned_write;         /* "cannot write to the cache" said once */
 };
 
-/* `store` may be NULL; `memo` is borrowed and must outlive the cache. */
+/* The base directory for a compile of `source` under the store's base_dir
+ * setting (cbc_base_detect), malloc'd; NULL for none (no store, "none", no
+ * checkout found, or a bad value, which is warned about through msg). */
+char *cbc_cache_base(struct cbc_store *store, const char *source, cbc_msg_fn msg, void *msg_ctx);
+/* `store` may be NULL; `memo`, `base` and `cwd` are borrowed and must
+ * outlive the cache. Records spell paths under `base` relative to it, so
+ * another checkout of the tree finds them; an entry whose output names the
+ * tree is filed under this tree (base and cwd) as well. */
 enum cbc_status cbc_cache_init(struct cbc_cache *c, struct cbc_store *store,
-                               struct cbc_filememo *memo, cbc_msg_fn msg, void *msg_ctx,
-                               struct cbc_err *err);
+                               struct cbc_filememo *memo, const char *base, const char *cwd,
+                               cbc_msg_fn msg, void *msg_ctx, struct cbc_err *err);
 /* Stores the fresh stamps of lists whose match needed hashing, then frees
  * what the cache holds (not the store). */
 void cbc_cache_release(struct cbc_cache *c);
@@ -98,6 +107,12 @@ struct cbc_cache_unit {
     uint8_t *data;               /* a hit's payload (malloc'd; the caller frees it) */
     size_t len;
     char why[CBC_ERR_MSG_MAX];   /* DROPPED: what was wrong */
+    bool path_dependent;         /* the output names its tree: the lookup found it so, or the
+                                    caller says so before the commit (cbc_base_names) */
+    struct cbc_hash sibling;     /* the direct key without the working directory, when the
+                                    command is keyed with it (has_sibling): a commit then
+                                    also indexes the result for cbc_cache_lookup_preprocessed */
+    bool has_sibling;
 };
 
 /* Finds u->dt.direct_key's result and its entry, verified as `target`.
@@ -112,6 +127,19 @@ enum cbc_status cbc_cache_lookup(struct cbc_cache *c, struct cbc_cache_unit *u,
 enum cbc_status cbc_cache_get(struct cbc_cache *c, struct cbc_cache_unit *u,
                               const struct cbc_target *target, const char *what,
                               struct cbc_err *err);
+/* Whether this command was compiled in another working directory to a
+ * result this directory's record (read by the lookup) does not hold (a
+ * commit links u->sibling): then a direct miss is worth a preprocessing. */
+bool cbc_cache_sibling_seen(struct cbc_cache *c, const struct cbc_cache_unit *u);
+/* A direct miss's second chance: u->result made by the caller from the
+ * files a preprocessing just read (nvcc -M: the same list a compile's -MD
+ * gives). Served only when a stored list vouches for that result here,
+ * its files unchanged and every place it looked still empty (a commit
+ * indexes each result by its list): the compile's other steps looked for
+ * programs too. A hit links the command's own record to that list. */
+enum cbc_status cbc_cache_lookup_preprocessed(struct cbc_cache *c, struct cbc_cache_unit *u,
+                                              const struct cbc_target *target, const char *what,
+                                              struct cbc_err *err);
 /* The list a lookup matched (borrowed until cbc_cache_release), or NULL. */
 const struct cbc_dep_list *cbc_cache_unit_list(const struct cbc_cache *c,
                                                const struct cbc_cache_unit *u);

@@ -25,16 +25,19 @@ struct list_slot {
 struct cbc_direct {
     struct cbc_store *store;
     struct cbc_filememo *memo;
+    const char *base; /* the base directory of this build's paths, or NULL */
     struct list_slot *lists;
     size_t n, cap;
 };
 
-struct cbc_direct *cbc_direct_new(struct cbc_store *store, struct cbc_filememo *memo)
+struct cbc_direct *cbc_direct_new(struct cbc_store *store, struct cbc_filememo *memo,
+                                  const char *base)
 {
     struct cbc_direct *d = calloc(1, sizeof *d);
     if (d) {
         d->store = store;
         d->memo = memo;
+        d->base = base;
     }
     return d;
 }
@@ -75,15 +78,15 @@ static long list_for(struct cbc_direct *d, const struct cbc_hash *id)
     long i = find_list(d, id);
     if (i >= 0)
         return i;
-    struct cbc_dep_list l = {.id = *id};
+    struct cbc_dep_list l = {.id = *id, .base = d->base};
     uint8_t *raw;
     size_t len;
     bool present = false;
     if (cbc_store_blob_get(d->store, CBC_STORE_DEPS, id, &raw, &len, NULL) == CBC_OK) {
-        present = cbc_dep_list_decode(raw, len, id, &l, NULL) == CBC_OK;
+        present = cbc_dep_list_decode(raw, len, id, d->base, &l, NULL) == CBC_OK;
         free(raw);
         if (!present)
-            l = (struct cbc_dep_list){.id = *id};
+            l = (struct cbc_dep_list){.id = *id, .base = d->base};
     }
     i = add_list(d, &l);
     if (i < 0) {
@@ -119,6 +122,7 @@ enum cbc_status cbc_direct_lookup(struct cbc_direct *d, struct cbc_direct_target
             return cbc_err_oom(err);
         if (d->lists[k].matches) {
             dt->list = k;
+            dt->flags = dt->rec.c[i].flags;
             *result = dt->rec.c[i].result;
             *matched = true;
             break;
@@ -156,10 +160,12 @@ static bool put_list(struct cbc_direct *d, struct cbc_dep_list *l, struct cbc_er
 }
 
 bool cbc_direct_record(struct cbc_direct *d, struct cbc_direct_target *dt,
-                       const struct cbc_hash *result, struct cbc_dep_list *l, struct cbc_err *err)
+                       const struct cbc_hash *result, uint8_t flags, struct cbc_dep_list *l,
+                       struct cbc_err *err)
 {
     if (!d->store)
         return true;
+    l->base = d->base;
     if (!l->deps || !cbc_dep_list_id(l, &l->id)) {
         cbc_err_oom(err);
         return false;
@@ -194,7 +200,16 @@ bool cbc_direct_record(struct cbc_direct *d, struct cbc_direct_target *dt,
         return false;
     /* the list is stored: now the record that names it */
     CBC_ASSERT(k < 0 || d->lists[k].present);
-    struct cbc_direct_cand cand = {*result, k >= 0 ? d->lists[k].l.id : l->id};
+    return cbc_direct_link(d, dt, result, flags, k >= 0 ? &d->lists[k].l.id : &l->id, err);
+}
+
+bool cbc_direct_link(struct cbc_direct *d, struct cbc_direct_target *dt,
+                     const struct cbc_hash *result, uint8_t flags, const struct cbc_hash *list,
+                     struct cbc_err *err)
+{
+    if (!d->store)
+        return true;
+    struct cbc_direct_cand cand = {*result, *list, flags};
     cbc_direct_push(&dt->rec, &cand);
     size_t rl = 0;
     uint8_t *rec = cbc_direct_encode(&dt->rec, &rl);
@@ -202,7 +217,8 @@ bool cbc_direct_record(struct cbc_direct *d, struct cbc_direct_target *dt,
         cbc_err_oom(err);
         return false;
     }
-    ok = cbc_store_blob_put(d->store, CBC_STORE_DIRECT, &dt->direct_key, rec, rl, err) == CBC_OK;
+    bool ok = cbc_store_blob_put(d->store, CBC_STORE_DIRECT, &dt->direct_key, rec, rl, err) ==
+              CBC_OK;
     free(rec);
     return ok;
 }

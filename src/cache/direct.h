@@ -28,8 +28,8 @@
  * by name, and a match then refreshes the stamp.
  *
  * On-disk formats (little-endian):
- *   record:  0 8 magic "CBCDEP2\n"; 8 4 candidate count C;
- *            then C times: 16 result key, 16 list id
+ *   record:  0 8 magic "CBCDEP3\n"; 8 4 candidate count C;
+ *            then C times: 16 result key, 16 list id, 1 flags (CBC_CAND_*)
  *   list:    0 8 magic "CBCDLS2\n"; 8 8 recorded_ns (wall clock when the
  *            stamps were taken); 16 4 file count N; 20 4 probe directory
  *            count D;
@@ -39,6 +39,8 @@
  *            stamp (8 size, 8 mtime_ns, 8 ctime_ns, 8 inode, 8 device),
  *            4 name count K, then K times: u16 length L, L bytes of a
  *            path relative to the directory
+ * Paths under the base directory are stored as "@BASE@/..." (the id is of
+ * that spelling), so checkouts of one tree share lists and records.
  * Decoding is bounds-checked and a list must hash to the id it was fetched
  * by (paths, contents and probes; never stamps); a blob that does not
  * decode (or an older format) is treated as absent and rewritten by the
@@ -80,11 +82,18 @@ struct cbc_dep_list {
     size_t n_names;
     char *arena; /* decoded: every path and name, NUL-terminated, in one
                     allocation; NULL: each is malloc'd */
+    const char *base; /* the base directory (key.h): paths under it are stored and
+                         identified as "@BASE@/..."; in memory they are absolute */
 };
 
 struct cbc_direct_cand {
     struct cbc_hash result, list;
+    uint8_t flags; /* CBC_CAND_* */
 };
+/* The compile's output names its tree (debug info, -lineinfo, __FILE__ of
+ * an absolute path): its entry is filed under the result key and this
+ * tree's base and working directory, not the result key alone. */
+#define CBC_CAND_PATH_DEPENDENT 1
 
 struct cbc_direct_rec {
     struct cbc_direct_cand c[CBC_DIRECT_MAX];
@@ -96,7 +105,8 @@ struct cbc_direct_rec {
 bool cbc_dep_list_id(const struct cbc_dep_list *l, struct cbc_hash *id);
 /* Decodes a list and checks it against `want` (its id). */
 enum cbc_status cbc_dep_list_decode(const uint8_t *data, size_t len, const struct cbc_hash *want,
-                                    struct cbc_dep_list *out, struct cbc_err *err);
+                                    const char *base, struct cbc_dep_list *out,
+                                    struct cbc_err *err);
 /* malloc'd bytes; NULL on out of memory or a path longer than 65535. */
 uint8_t *cbc_dep_list_encode(const struct cbc_dep_list *l, size_t *len);
 void cbc_dep_list_release(struct cbc_dep_list *l);
@@ -129,7 +139,8 @@ void cbc_direct_push(struct cbc_direct_rec *rec, const struct cbc_direct_cand *f
  * so far, each fetched, decoded and matched once however many targets
  * share it. With no store every lookup misses and records go nowhere. */
 struct cbc_direct;
-struct cbc_direct *cbc_direct_new(struct cbc_store *store, struct cbc_filememo *memo);
+struct cbc_direct *cbc_direct_new(struct cbc_store *store, struct cbc_filememo *memo,
+                                  const char *base);
 void cbc_direct_free(struct cbc_direct *d);
 
 /* One target between its lookup and its record. */
@@ -137,6 +148,7 @@ struct cbc_direct_target {
     struct cbc_hash direct_key;
     struct cbc_direct_rec rec; /* the record as read: the next record extends it */
     long list;                 /* the list that matched, or -1 */
+    uint8_t flags;             /* the matched candidate's CBC_CAND_* */
 };
 
 /* Reads the record of dt->direct_key and finds its first candidate whose
@@ -155,7 +167,13 @@ const struct cbc_direct_dep *cbc_direct_deps(const struct cbc_direct *d,
  * (result, list id) first in the target's record. False, with err, when
  * the store refused a write: the build goes on without caching. */
 bool cbc_direct_record(struct cbc_direct *d, struct cbc_direct_target *dt,
-                       const struct cbc_hash *result, struct cbc_dep_list *l, struct cbc_err *err);
+                       const struct cbc_hash *result, uint8_t flags, struct cbc_dep_list *l,
+                       struct cbc_err *err);
+/* Puts (result, a stored list's id) first in the target's record, as
+ * cbc_direct_record does once the list is stored. */
+bool cbc_direct_link(struct cbc_direct *d, struct cbc_direct_target *dt,
+                     const struct cbc_hash *result, uint8_t flags, const struct cbc_hash *list,
+                     struct cbc_err *err);
 /* Stores fresh stamps for every matched list whose match needed hashing (a
  * touched file), once per list, so the next hit reads no file contents. */
 void cbc_direct_refresh(struct cbc_direct *d);

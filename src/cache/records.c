@@ -10,7 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define RECORD_MAGIC "CBCDEP2\n"
+#define RECORD_MAGIC "CBCDEP3\n"
+#define CAND_BYTES 33
 #define LIST_MAGIC "CBCDLS2\n"
 #define LIST_HEADER 24
 #define STAMP_BYTES (8 * 5)
@@ -23,22 +24,29 @@ bool cbc_dep_list_id(const struct cbc_dep_list *l, struct cbc_hash *id)
     struct cbc_hasher *h = cbc_hasher_new();
     if (!h)
         return false;
+    bool ok = true;
     cbc_hasher_u64(h, 1, l->n);
     for (size_t i = 0; i < l->n; i++) {
-        cbc_hasher_str(h, 2, l->deps[i].path);
+        char *rel = cbc_base_rel(l->base, l->deps[i].path);
+        ok = ok && rel;
+        cbc_hasher_str(h, 2, rel);
+        free(rel);
         cbc_hasher_hash(h, 3, &l->deps[i].hash);
     }
     cbc_hasher_u64(h, 4, l->n_probes);
     for (size_t i = 0; i < l->n_probes; i++) {
         const struct cbc_probe_dir *pd = &l->probes[i];
-        cbc_hasher_str(h, 5, pd->dir);
+        char *rel = cbc_base_rel(l->base, pd->dir);
+        ok = ok && rel;
+        cbc_hasher_str(h, 5, rel);
+        free(rel);
         cbc_hasher_u64(h, 6, pd->n);
         for (size_t k = 0; k < pd->n; k++)
             cbc_hasher_str(h, 7, l->names[pd->first + k]);
     }
     cbc_hasher_digest(h, id);
     cbc_hasher_free(h);
-    return true;
+    return ok;
 }
 
 void cbc_dep_list_release(struct cbc_dep_list *l)
@@ -74,10 +82,11 @@ static void wr_stamp(uint8_t *p, const struct cbc_stamp *s)
     cbc_wr64(p + 32, s->dev);
 }
 
-/* A u16-length string at p into the arena; false when it does not fit,
- * is empty or holds a NUL. */
+/* A u16-length string at p into the arena, a leading "@BASE@" made the
+ * base (`base`, of length bl, fits the arena's slack for it); false when
+ * it does not fit, is empty or holds a NUL. */
 static bool rd_str(const uint8_t *data, size_t len, size_t *p, char *arena, size_t *used,
-                   char **out)
+                   const char *base, size_t bl, char **out)
 {
     if (!cbc_in_bounds(len, *p, 2))
         return false;
@@ -86,16 +95,27 @@ static bool rd_str(const uint8_t *data, size_t len, size_t *p, char *arena, size
     if (sl == 0 || !cbc_in_bounds(len, *p, sl) || memchr(data + *p, 0, sl))
         return false;
     *out = arena + *used;
-    memcpy(*out, data + *p, sl);
-    (*out)[sl] = '\0';
-    *used += (size_t)sl + 1;
+    const uint8_t *s = data + *p;
+    size_t w = 0;
+    if (base && sl >= 6 && !memcmp(s, "@BASE@", 6) && (sl == 6 || s[6] == '/')) {
+        memcpy(*out, base, bl);
+        w = bl;
+        s += 6;
+        sl = (uint16_t)(sl - 6);
+        *p += 6;
+    }
+    memcpy(*out + w, s, sl);
+    (*out)[w + sl] = '\0';
+    *used += w + (size_t)sl + 1;
     *p += sl;
     return true;
 }
 
 enum cbc_status cbc_dep_list_decode(const uint8_t *data, size_t len, const struct cbc_hash *want,
-                                    struct cbc_dep_list *out, struct cbc_err *err)
+                                    const char *base, struct cbc_dep_list *out,
+                                    struct cbc_err *err)
 {
+    size_t bl = base ? strlen(base) : 0;
     memset(out, 0, sizeof *out);
     if (len < LIST_HEADER || memcmp(data, LIST_MAGIC, 8) != 0)
         return cbc_err_set(err, CBC_E_FORMAT, "dependency list: bad magic");
@@ -109,10 +129,13 @@ enum cbc_status cbc_dep_list_decode(const uint8_t *data, size_t len, const struc
                            "%zu bytes", nd, np, len);
     /* every string is followed by more than its NUL's worth of bytes (or is
      * the last name, whose length field stands in), so all fit in len */
+    /* every file and directory may gain the base in place of its 6-byte mark */
+    size_t arena = len + ((size_t)nd + np) * bl;
     struct cbc_dep_list l = {.recorded_ns = recorded,
                              .deps = calloc(nd ? nd : 1, sizeof *l.deps),
                              .probes = calloc(np ? np : 1, sizeof *l.probes),
-                             .arena = malloc(len)};
+                             .arena = malloc(arena),
+                             .base = base};
     if (!l.deps || !l.probes || !l.arena) {
         cbc_dep_list_release(&l);
         return cbc_err_oom(err);
@@ -120,7 +143,7 @@ enum cbc_status cbc_dep_list_decode(const uint8_t *data, size_t len, const struc
     size_t used = 0, names_cap = 0;
     for (uint32_t d = 0; d < nd; d++) {
         struct cbc_direct_dep *dep = &l.deps[l.n];
-        if (!rd_str(data, len, &p, l.arena, &used, &dep->path) ||
+        if (!rd_str(data, len, &p, l.arena, &used, base, bl, &dep->path) ||
             !cbc_in_bounds(len, p, DEP_FIXED))
             goto bad;
         l.n++;
@@ -130,7 +153,7 @@ enum cbc_status cbc_dep_list_decode(const uint8_t *data, size_t len, const struc
     }
     for (uint32_t d = 0; d < np; d++) {
         struct cbc_probe_dir *pd = &l.probes[l.n_probes];
-        if (!rd_str(data, len, &p, l.arena, &used, &pd->dir) ||
+        if (!rd_str(data, len, &p, l.arena, &used, base, bl, &pd->dir) ||
             !cbc_in_bounds(len, p, STAMP_BYTES + 4))
             goto bad;
         l.n_probes++;
@@ -145,7 +168,7 @@ enum cbc_status cbc_dep_list_decode(const uint8_t *data, size_t len, const struc
                 cbc_dep_list_release(&l);
                 return cbc_err_oom(err);
             }
-            if (!rd_str(data, len, &p, l.arena, &used, &l.names[l.n_names]))
+            if (!rd_str(data, len, &p, l.arena, &used, NULL, 0, &l.names[l.n_names]))
                 goto bad;
             l.n_names++;
             pd->n++;
@@ -153,7 +176,7 @@ enum cbc_status cbc_dep_list_decode(const uint8_t *data, size_t len, const struc
     }
     if (p != len)
         goto bad;
-    CBC_ASSERT(used <= len); /* every string fitted the arena of len bytes */
+    CBC_ASSERT(used <= arena); /* every string fitted the arena */
     if (!cbc_dep_list_id(&l, &l.id)) {
         cbc_dep_list_release(&l);
         return cbc_err_oom(err);
@@ -193,14 +216,18 @@ uint8_t *cbc_dep_list_encode(const struct cbc_dep_list *l, size_t *len)
     bool ok = true;
     for (size_t d = 0; ok && d < l->n; d++) {
         const struct cbc_direct_dep *dep = &l->deps[d];
-        ok = wr_str(&b, dep->path);
+        char *rel = cbc_base_rel(l->base, dep->path);
+        ok = rel && wr_str(&b, rel);
+        free(rel);
         memcpy(tmp, dep->hash.b, 16);
         wr_stamp(tmp + 16, &dep->stamp);
         cbc_buf_append(&b, tmp, DEP_FIXED);
     }
     for (size_t d = 0; ok && d < l->n_probes; d++) {
         const struct cbc_probe_dir *pd = &l->probes[d];
-        ok = wr_str(&b, pd->dir);
+        char *rel = cbc_base_rel(l->base, pd->dir);
+        ok = rel && wr_str(&b, rel);
+        free(rel);
         wr_stamp(tmp, &pd->stamp);
         cbc_wr32(tmp + STAMP_BYTES, (uint32_t)pd->n);
         cbc_buf_append(&b, tmp, STAMP_BYTES + 4);
@@ -307,14 +334,19 @@ enum cbc_status cbc_direct_decode(const uint8_t *data, size_t len, struct cbc_di
     if (len < 12 || memcmp(data, RECORD_MAGIC, 8) != 0)
         return cbc_err_set(err, CBC_E_FORMAT, "dependency record: bad magic");
     uint32_t nc = cbc_rd32(data + 8);
-    if (nc > CBC_DIRECT_MAX || len != 12 + 32 * (size_t)nc)
+    if (nc > CBC_DIRECT_MAX || len != 12 + CAND_BYTES * (size_t)nc)
         return cbc_err_set(err, CBC_E_FORMAT,
-                           "dependency record: %u candidates in %zu bytes (at most %d, 32 bytes "
+                           "dependency record: %u candidates in %zu bytes (at most %d, %d bytes "
                            "each)",
-                           nc, len, CBC_DIRECT_MAX);
+                           nc, len, CBC_DIRECT_MAX, CAND_BYTES);
     for (uint32_t c = 0; c < nc; c++) {
-        memcpy(out->c[c].result.b, data + 12 + 32 * c, 16);
-        memcpy(out->c[c].list.b, data + 12 + 32 * c + 16, 16);
+        const uint8_t *p = data + 12 + CAND_BYTES * c;
+        memcpy(out->c[c].result.b, p, 16);
+        memcpy(out->c[c].list.b, p + 16, 16);
+        out->c[c].flags = p[32];
+        if (out->c[c].flags & ~CBC_CAND_PATH_DEPENDENT)
+            return cbc_err_set(err, CBC_E_FORMAT, "dependency record: unknown flags %#x",
+                               out->c[c].flags);
     }
     out->n = nc;
     return CBC_OK;
@@ -322,15 +354,17 @@ enum cbc_status cbc_direct_decode(const uint8_t *data, size_t len, struct cbc_di
 
 uint8_t *cbc_direct_encode(const struct cbc_direct_rec *rec, size_t *len)
 {
-    size_t n = 12 + 32 * rec->n;
+    size_t n = 12 + CAND_BYTES * rec->n;
     uint8_t *b = malloc(n);
     if (!b)
         return NULL;
     memcpy(b, RECORD_MAGIC, 8);
     cbc_wr32(b + 8, (uint32_t)rec->n);
     for (size_t c = 0; c < rec->n; c++) {
-        memcpy(b + 12 + 32 * c, rec->c[c].result.b, 16);
-        memcpy(b + 12 + 32 * c + 16, rec->c[c].list.b, 16);
+        uint8_t *p = b + 12 + CAND_BYTES * c;
+        memcpy(p, rec->c[c].result.b, 16);
+        memcpy(p + 16, rec->c[c].list.b, 16);
+        p[32] = rec->c[c].flags;
     }
     *len = n;
     return b;

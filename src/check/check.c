@@ -272,6 +272,7 @@ static void judge_freshness(const struct cbc_manifest *m, const struct cbc_manif
         m->n_flags,
         &f->env,
         NULL,
+        m->base_dir,
     };
     size_t nd = 0;
     const struct cbc_dep **deps = cbc_manifest_entry_deps(m, e, &nd);

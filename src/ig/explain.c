@@ -5,9 +5,10 @@
  * signature.
  *
  * How: the batch is expanded (each input times its noisy samples times its
- * baselines) straight into target order, so each engine call explains one
- * output of a contiguous batch as large as the data allows (on the GPU all noisy copies and
- * baselines of the inputs sharing a target are one batch), and reduced
+ * baselines) and given to the engine in one call with a target per row
+ * (the built-in engines; on the GPU every target, noisy copy and baseline
+ * is one batch, which the engine chunks to its memory budget), or for any
+ * other engine in target order, one call per distinct target; then reduced
  * back: the mean over baselines, then over samples the mean (SmoothGrad),
  * the mean of squares (SmoothGrad squared) or the variance (VarGrad).
  * Noise is Gaussian from a seeded generator per input (xoshiro256**,
@@ -29,6 +30,11 @@
 #include <unistd.h>
 
 static const char *const noise_names[] = {"none", "smoothgrad", "smoothgrad_sq", "vargrad"};
+
+/* Rows of one engine call with a target per row: 4096 inputs with 16
+ * noisy copies each (of 784 features, about 1.3 GB of the GPU's per-call
+ * arrays besides the budgeted per-step work). */
+#define EXPLAIN_ROWS_MAX 65536
 
 bool cbc_ig_noise_parse(const char *name, enum cbc_ig_noise *out)
 {
@@ -352,6 +358,7 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
     float *X = malloc(cl * sizeof *X), *Bx = per_row_base ? malloc(cl * sizeof *Bx) : NULL;
     float *A = malloc(cl * sizeof *A);
     double *V = malloc(rows * 4 * sizeof *V);
+    int *row_targets = NULL; /* a target per row, for the engines that take them */
     enum cbc_status st = CBC_OK;
     if (!order || !slot || !group || !X || (per_row_base && !Bx) || !A || !V) {
         st = ig_err_oom(err);
@@ -359,15 +366,32 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
     }
     for (size_t q = 0; q < n_pairs; q++)
         order[q] = (struct pair){p->targets ? p->targets[q] : r->target, q};
-    qsort(order, n_pairs, sizeof *order, cmp_pair);
-    for (size_t j = 0; j < n_pairs; j++)
+    /* the built-in engines take a target per row (analytic gradients on the
+     * GPU): every row in one call, in pair order; any other engine gets one
+     * call per distinct target, the pairs sorted by target */
+    const bool per_row = run == cbc_ig_engine_cpu ||
+                         (run == cbc_ig_engine_gpu && r->gradient == CBC_IG_ANALYTIC);
+    row_targets = per_row ? malloc(rows * sizeof *row_targets) : NULL;
+    if (per_row && !row_targets) {
+        st = ig_err_oom(err);
+        goto out;
+    }
+    if (!per_row)
+        qsort(order, n_pairs, sizeof *order, cmp_pair);
+    for (size_t j = 0; j < n_pairs; j++) {
         slot[order[j].q] = j;
+        for (size_t e2 = 0; per_row && e2 < per_input; e2++)
+            row_targets[j * per_input + e2] = order[j].target;
+    }
     struct expand e = {r, p, F, T, S, K, per_input, slot, X, Bx, noisy};
     parallel_ranges(r->n, rows * F, expand_inputs, &e);
-    /* one engine call per distinct target, on its contiguous rows */
+    /* one engine call per distinct target, or (a target per row) for slices
+     * of at most EXPLAIN_ROWS_MAX rows, which bounds what one call puts on
+     * the GPU besides its budgeted per-step work */
+    const size_t slice = per_input < EXPLAIN_ROWS_MAX ? EXPLAIN_ROWS_MAX / per_input : 1;
     for (size_t j0 = 0; j0 < n_pairs && st == CBC_OK;) {
         size_t j1 = j0 + 1;
-        while (j1 < n_pairs && order[j1].target == order[j0].target)
+        while (j1 < n_pairs && (per_row ? j1 - j0 < slice : order[j1].target == order[j0].target))
             j1++;
         for (size_t j = j0; j < j1; j++) /* the engine call that computed pair j */
             group[2 * j] = j0, group[2 * j + 1] = j1;
@@ -376,6 +400,7 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
         sub.x = X + row0 * F;
         sub.n = m;
         sub.target = order[j0].target;
+        sub.targets = per_row ? row_targets + row0 : NULL;
         if (per_row_base)
             sub.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_PER_INPUT, 0, Bx + row0 * F};
         double *v = V + row0 * 4;
@@ -388,6 +413,6 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
     struct reduce rd = {p, out, base_delta, F, S, K, per_input, slot, group, A, V};
     parallel_ranges(n_pairs, rows * F, reduce_pairs, &rd);
 out:
-    free(order), free(slot), free(group), free(X), free(Bx), free(A), free(V);
+    free(order), free(slot), free(group), free(X), free(Bx), free(A), free(V), free(row_targets);
     return st;
 }

@@ -2,9 +2,12 @@
  *
  * Deliberately the textbook algorithm, in double: for every input and
  * every quadrature point, a full forward pass and backpropagation (or 2F
- * central differences), summed with the rule's weights. It shares none of
- * the GPU engine's shortcuts (the first layer's linearity, summing before
- * the last GEMM), so agreement between the two means something.
+ * central differences), summed with the rule's weights; residuals and
+ * constant scales are applied as the layer says (cubincache/ig.h), and
+ * backward accumulates each layer's gradient from every reader of its
+ * output. It shares none of the GPU engine's shortcuts (the first layer's
+ * linearity, summing before the last GEMM), so agreement between the two
+ * means something.
  */
 #include "ig_int.h"
 
@@ -12,12 +15,15 @@
 #include <string.h>
 
 struct mlp_scratch {
-    double **z;   /* per layer: the Linear's output */
+    double **z;   /* per layer: the Linear's output (and a residual before the activation) */
     double **pre; /* the activation's input: z, or LayerNorm(z) */
     double **a;   /* the activation's output */
-    double **h;   /* the layer's output: a, or LayerNorm(a) (h[-1] is the input, kept apart) */
+    double **h;   /* the layer's output: mul LayerNorm(a) + add + a residual (h[-1] is the
+                     input, kept apart) */
+    double **gh;  /* backward: dF/dh per layer, accumulated from the next layer and from
+                     every residual that reads it */
     double *mean, *rstd; /* per layer: the LayerNorm's statistics */
-    double *g, *g2;
+    double *g;
     int maxw;
 };
 
@@ -28,15 +34,16 @@ static void scratch_free(struct mlp_scratch *s, int L)
         free(s->pre[l]);
         free(s->a[l]);
         free(s->h[l]);
+        free(s->gh[l]);
     }
     free(s->z);
     free(s->pre);
     free(s->a);
     free(s->h);
+    free(s->gh);
     free(s->mean);
     free(s->rstd);
     free(s->g);
-    free(s->g2);
 }
 
 static bool scratch_alloc(struct mlp_scratch *s, const struct cbc_mlp *m)
@@ -52,11 +59,11 @@ static bool scratch_alloc(struct mlp_scratch *s, const struct cbc_mlp *m)
     s->pre = calloc((size_t)L, sizeof *s->pre);
     s->a = calloc((size_t)L, sizeof *s->a);
     s->h = calloc((size_t)L, sizeof *s->h);
+    s->gh = calloc((size_t)L, sizeof *s->gh);
     s->mean = calloc((size_t)L, sizeof *s->mean);
     s->rstd = calloc((size_t)L, sizeof *s->rstd);
     s->g = calloc((size_t)w, sizeof *s->g);
-    s->g2 = calloc((size_t)w, sizeof *s->g2);
-    if (!s->z || !s->pre || !s->a || !s->h || !s->mean || !s->rstd || !s->g || !s->g2)
+    if (!s->z || !s->pre || !s->a || !s->h || !s->gh || !s->mean || !s->rstd || !s->g)
         return false;
     for (int l = 0; l < L; l++) {
         size_t o = (size_t)m->layers[l].out;
@@ -64,7 +71,8 @@ static bool scratch_alloc(struct mlp_scratch *s, const struct cbc_mlp *m)
         s->pre[l] = calloc(o, sizeof **s->pre);
         s->a[l] = calloc(o, sizeof **s->a);
         s->h[l] = calloc(o, sizeof **s->h);
-        if (!s->z[l] || !s->pre[l] || !s->a[l] || !s->h[l])
+        s->gh[l] = calloc(o, sizeof **s->gh);
+        if (!s->z[l] || !s->pre[l] || !s->a[l] || !s->h[l] || !s->gh[l])
             return false;
     }
     return true;
@@ -155,17 +163,27 @@ static void activate_back(const struct cbc_mlp_layer *L, const double *z, const 
     }
 }
 
+/* The tensor a residual of layer L reads: the input x or an earlier layer's h. */
+static const double *residual_src(const struct cbc_mlp_layer *L, struct mlp_scratch *s,
+                                  const double *x)
+{
+    return L->residual_from < 0 ? x : s->h[L->residual_from];
+}
+
 /* Forward pass of one point; returns output `target`. */
 static double forward(const struct cbc_mlp *m, struct mlp_scratch *s, const double *x, int target)
 {
     const double *in = x;
     for (int l = 0; l < m->n_layers; l++) {
         const struct cbc_mlp_layer *L = &m->layers[l];
+        const double *src = L->residual ? residual_src(L, s, x) : NULL;
         for (int j = 0; j < L->out; j++) {
             const float *w = L->w + (size_t)j * (size_t)L->in;
             double acc = L->b ? L->b[j] : 0;
             for (int k = 0; k < L->in; k++)
                 acc += (double)w[k] * in[k];
+            if (L->residual == CBC_RESIDUAL_BEFORE_ACT)
+                acc += (L->residual_mul ? L->residual_mul[j] : 1) * src[j];
             s->z[l][j] = acc;
         }
         if (L->norm == CBC_NORM_BEFORE_ACT)
@@ -177,29 +195,53 @@ static double forward(const struct cbc_mlp *m, struct mlp_scratch *s, const doub
             layer_norm(L, s->a[l], s->h[l], &s->mean[l], &s->rstd[l]);
         else
             memcpy(s->h[l], s->a[l], sizeof(double) * (size_t)L->out);
+        for (int j = 0; (L->mul || L->add || L->residual == CBC_RESIDUAL_AFTER) && j < L->out; j++) {
+            double v = s->h[l][j] * (L->mul ? L->mul[j] : 1) + (L->add ? L->add[j] : 0);
+            if (L->residual == CBC_RESIDUAL_AFTER)
+                v += (L->residual_mul ? L->residual_mul[j] : 1) * src[j];
+            s->h[l][j] = v;
+        }
         in = s->h[l];
     }
     return s->h[m->n_layers - 1][target];
 }
 
-/* Gradient of output `target` with respect to the input, after forward(). */
+/* The gradient of a residual's source += residual_mul * g. */
+static void residual_back(const struct cbc_mlp_layer *L, struct mlp_scratch *s, double *grad,
+                          const double *g)
+{
+    double *dst = L->residual_from < 0 ? grad : s->gh[L->residual_from];
+    for (int j = 0; j < L->out; j++)
+        dst[j] += (L->residual_mul ? L->residual_mul[j] : 1) * g[j];
+}
+
+/* Gradient of output `target` with respect to the input, after forward().
+ * dF/dh of every layer accumulates what the next layer and every residual
+ * reading it send back; a layer is done once every later one is. */
 static void backward(const struct cbc_mlp *m, struct mlp_scratch *s, int target, double *grad)
 {
     int L = m->n_layers;
-    /* dF/dh of the last layer: only the target output */
-    memset(s->g, 0, sizeof *s->g * (size_t)m->layers[L - 1].out);
-    s->g[target] = 1;
+    for (int l = 0; l < L; l++)
+        memset(s->gh[l], 0, sizeof **s->gh * (size_t)m->layers[l].out);
+    memset(grad, 0, sizeof *grad * (size_t)m->layers[0].in);
+    s->gh[L - 1][target] = 1; /* dF/dh of the last layer: only the target output */
     for (int l = L - 1; l >= 0; l--) {
         const struct cbc_mlp_layer *Ly = &m->layers[l];
-        /* s->g holds dF/dh_l: through the layer's LayerNorm and activation to dF/dz_l */
+        memcpy(s->g, s->gh[l], sizeof *s->g * (size_t)Ly->out);
+        /* s->g holds dF/dh_l: through the residual, scale, LayerNorm and activation
+         * to dF/dz_l */
+        if (Ly->residual == CBC_RESIDUAL_AFTER)
+            residual_back(Ly, s, grad, s->g);
+        for (int j = 0; Ly->mul && j < Ly->out; j++)
+            s->g[j] *= Ly->mul[j];
         if (Ly->norm == CBC_NORM_AFTER_ACT)
             layer_norm_back(Ly, s->a[l], s->mean[l], s->rstd[l], s->g);
         activate_back(Ly, s->pre[l], s->a[l], s->g);
         if (Ly->norm == CBC_NORM_BEFORE_ACT)
             layer_norm_back(Ly, s->z[l], s->mean[l], s->rstd[l], s->g);
-        double *dst = l == 0 ? grad : s->g2;
-        for (int k = 0; k < Ly->in; k++)
-            dst[k] = 0;
+        if (Ly->residual == CBC_RESIDUAL_BEFORE_ACT)
+            residual_back(Ly, s, grad, s->g);
+        double *dst = l == 0 ? grad : s->gh[l - 1];
         for (int j = 0; j < Ly->out; j++) {
             double gj = s->g[j];
             if (gj == 0)
@@ -208,8 +250,6 @@ static void backward(const struct cbc_mlp *m, struct mlp_scratch *s, int target,
             for (int k = 0; k < Ly->in; k++)
                 dst[k] += gj * (double)w[k];
         }
-        if (l > 0)
-            memcpy(s->g, s->g2, sizeof *s->g * (size_t)Ly->in);
     }
 }
 
@@ -274,14 +314,34 @@ enum cbc_status cbc_ig_cpu_mlp(const struct cbc_mlp *m, const struct cbc_ig_requ
                            outs - 1);
     if (r->gradient == CBC_IG_PER_FEATURE)
         return ig_err_set(err, CBC_E_USAGE, "the per-feature loop (--gradient naive) is a GPU benchmark mode");
+    if (r->targets && (st = cbc_ig_check_targets(r->targets, r->n, outs, err)) != CBC_OK)
+        return st;
     struct mlp_scratch s;
     if (!scratch_alloc(&s, m)) {
         scratch_free(&s, m->n_layers);
         return ig_err_oom(err);
     }
+    const size_t F = (size_t)m->layers[0].in;
+    cbc_ig_host_grad grad = r->gradient == CBC_IG_ANALYTIC ? mlp_host_grad : NULL;
     struct mlp_fn_ctx c = {m, &s, r->target};
-    st = cbc_ig_cpu_fn(mlp_host_fn, r->gradient == CBC_IG_ANALYTIC ? mlp_host_grad : NULL, &c,
-                       (size_t)m->layers[0].in, r, out, err);
+    if (!r->targets) {
+        st = cbc_ig_cpu_fn(mlp_host_fn, grad, &c, F, r, out, err);
+    } else { /* a target per input: the same computation, one input at a time */
+        st = cbc_ig_validate_request(r, F, err);
+        for (size_t b = 0; st == CBC_OK && b < r->n; b++) {
+            struct cbc_ig_request one = *r;
+            one.x = r->x + b * F;
+            one.n = 1;
+            one.targets = NULL;
+            if (r->baseline.kind == CBC_IG_BASELINE_PER_INPUT)
+                one.baseline.data = r->baseline.data + b * F;
+            c.target = r->targets[b];
+            struct cbc_ig_output o1 = {out->attr + b * F, out->f_x + b, out->f_base + b,
+                                       out->sum ? out->sum + b : NULL,
+                                       out->delta ? out->delta + b : NULL};
+            st = cbc_ig_cpu_fn(mlp_host_fn, grad, &c, F, &one, &o1, err);
+        }
+    }
     scratch_free(&s, m->n_layers);
     return st;
 }
@@ -365,5 +425,53 @@ out:
     free(point);
     free(alphas);
     free(weights);
+    return st;
+}
+
+enum cbc_status cbc_mlp_check_outputs(const struct cbc_mlp *m, const float *x, size_t n,
+                                      const float *y, size_t y_cols, double *worst,
+                                      struct cbc_err *err)
+{
+    enum cbc_status st = cbc_mlp_validate(m, err);
+    if (st != CBC_OK)
+        return st;
+    size_t outs = (size_t)m->layers[m->n_layers - 1].out;
+    if (y_cols != outs)
+        return ig_err_set(err, CBC_E_SHAPE, "the outputs given have %zu columns; the model has "
+                          "%zu outputs", y_cols, outs);
+    if (outs && n > SIZE_MAX / outs / sizeof(double))
+        return ig_err_oom(err);
+    size_t cells = n * outs;
+    double *f = malloc((cells ? cells : 1) * sizeof *f);
+    if (!f)
+        return ig_err_oom(err);
+    st = cbc_mlp_forward(m, x, n, f, err);
+    double w = 0;
+    for (size_t b = 0; st == CBC_OK && b < n; b++) {
+        /* the row's scale: its largest magnitude, ours or theirs */
+        double scale = 0, d = 0;
+        size_t at = 0;
+        for (size_t j = 0; j < outs; j++) {
+            double yj = y[b * outs + j], fj = f[b * outs + j];
+            if (!isfinite(yj)) {
+                st = ig_err_set(err, CBC_E_NUMERIC, "the given output %zu of input %zu is %g", j,
+                                b, yj);
+                break;
+            }
+            scale = fmax(scale, fmax(fabs(yj), fabs(fj)));
+            if (fabs(fj - yj) > d)
+                d = fabs(fj - yj), at = j;
+        }
+        double rel = scale > 0 ? d / scale : 0;
+        w = fmax(w, rel);
+        if (st == CBC_OK && d > 1e-4 * scale + 1e-30)
+            st = ig_err_set(err, CBC_E_VERIFY, "input %zu, output %zu: the model read gives %.9g "
+                            "where the model's own output is %.9g (%.2g of the row's largest "
+                            "magnitude; rounding stays below 1e-4): this is not the model that "
+                            "computed them", b, at, f[b * outs + at], (double)y[b * outs + at], rel);
+    }
+    free(f);
+    if (worst)
+        *worst = w;
     return st;
 }

@@ -5,8 +5,9 @@
  * and the MLP's forward as a black box. The analytic path is
  * ig_gpu_analytic.c, central differences ig_gpu_fd.c.
  *
- * GEMMs run on tensor cores in 3xTF32 (FP32-level accuracy) when the loaded
- * image is sm_80 or later, else on FP32 FMA; few-row GEMMs (one input) split
+ * GEMMs run on FP32 FMA by default (as PyTorch float32 with TF32 off); on
+ * tensor cores in 3xTF32 when the precision is set to fast and the loaded
+ * image is sm_80 or later; few-row GEMMs (one input) split
  * K and reduce in a fixed order, so results do not vary between runs.
  *
  * Memory: device buffers live in a grow-only workspace owned by the engine
@@ -254,7 +255,10 @@ enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const str
         /* tensor-core kernels exist in images built for sm_80 and later */
         const char *t = cbc_module_target(g->mod);
         const char *num = strchr(t, '_');
-        g->tc_capable = g->tensor_cores = num && atoi(num + 1) >= 80;
+        g->tc_capable = num && atoi(num + 1) >= 80;
+        /* FP32 FMA by default, as PyTorch float32 (TF32 off); 3xTF32 is opt-in */
+        g->precise = true;
+        g->tensor_cores = false;
         size_t free_b = 0, total = 0;
         g->default_budget = g->cu->MemGetInfo(&free_b, &total) == CUDA_SUCCESS && free_b
                                 ? free_b / 4
@@ -356,7 +360,18 @@ enum cbc_status cbc_ig_gpu_upload(struct cbc_ig_gpu *g, const struct cbc_mlp *m,
         md->norm_eps[l] = L->norm_eps > 0 ? L->norm_eps : 1e-5f;
         md->layered |= L->norm != CBC_NORM_NONE || L->act == CBC_ACT_SOFTMAX ||
                        L->act == CBC_ACT_LOG_SOFTMAX ||
-                       (L->act_param != 0 && L->act_param != (float)cbc_act_param_default(L->act));
+                       (L->act_param != 0 && L->act_param != (float)cbc_act_param_default(L->act)) ||
+                       L->mul || L->add || L->residual != CBC_RESIDUAL_NONE;
+        md->residual[l] = (int)L->residual;
+        md->res_from[l] = L->residual_from;
+        if (L->residual != CBC_RESIDUAL_NONE && L->residual_from < 0) {
+            st = ig_err_set(err, CBC_E_UNSUPPORTED, "layer %d adds the model's input as a "
+                            "residual, which the GPU engine does not run", l);
+            ig_err_hint(err, "run it on the CPU reference (igrun --device cpu)");
+            break;
+        }
+        if (L->residual != CBC_RESIDUAL_NONE)
+            md->res_source[L->residual_from] = true;
         size_t wb = sizeof(float) * (size_t)L->in * (size_t)L->out, vb = sizeof(float) * (size_t)L->out;
         st = ig_dalloc(g, &md->w[l], wb, "weights", err);
         if (st == CBC_OK)
@@ -376,6 +391,19 @@ enum cbc_status cbc_ig_gpu_upload(struct cbc_ig_gpu *g, const struct cbc_mlp *m,
             if (st == CBC_OK)
                 st = ig_upload(g, md->norm_b[l], L->norm_b, vb, err);
         }
+        const struct {
+            const float *h;
+            CUdeviceptr *d;
+            const char *what;
+        } vecs[3] = {{L->mul, &md->mul[l], "output scales"},
+                     {L->add, &md->add[l], "output shifts"},
+                     {L->residual ? L->residual_mul : NULL, &md->rmul[l], "residual scales"}};
+        for (int q = 0; st == CBC_OK && q < 3; q++)
+            if (vecs[q].h) {
+                st = ig_dalloc(g, vecs[q].d, vb, vecs[q].what, err);
+                if (st == CBC_OK)
+                    st = ig_upload(g, *vecs[q].d, vecs[q].h, vb, err);
+            }
     }
     const struct cbc_mlp_layer *last = &m->layers[m->n_layers - 1];
     md->last_bias = calloc((size_t)last->out, sizeof(float));
@@ -405,6 +433,9 @@ void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m)
         ig_dfree(m->g, &m->b[l]);
         ig_dfree(m->g, &m->norm_w[l]);
         ig_dfree(m->g, &m->norm_b[l]);
+        ig_dfree(m->g, &m->mul[l]);
+        ig_dfree(m->g, &m->add[l]);
+        ig_dfree(m->g, &m->rmul[l]);
     }
     ig_dfree(m->g, &m->fwd);
     free(m->last_bias);
@@ -602,6 +633,14 @@ enum cbc_status cbc_ig_gpu_mlp(struct cbc_ig_gpu_model *m, const struct cbc_ig_r
     if (r->device_pointers && r->gradient != CBC_IG_ANALYTIC)
         return ig_err_set(err, CBC_E_UNSUPPORTED, "device pointers are taken by the analytic "
                            "mode only");
+    if (r->targets && r->gradient != CBC_IG_ANALYTIC)
+        return ig_err_set(err, CBC_E_UNSUPPORTED, "a target per input is taken by the analytic "
+                          "mode only; cbc_ig_explain groups the inputs by target for the others");
+    if (r->targets) {
+        enum cbc_status ts = cbc_ig_check_targets(r->targets, r->n, outs, err);
+        if (ts != CBC_OK)
+            return ts;
+    }
     enum cbc_status st = r->device_pointers
                              ? (r->n && r->x ? CBC_OK : ig_err_set(err, CBC_E_USAGE, "no inputs"))
                              : cbc_ig_validate_request(r, (size_t)m->size[0], err);

@@ -13,6 +13,12 @@
  *   4. attr = (x - x') * (D . W1), D being the weighted sum of layer-1
  *      deltas: one GEMM for all inputs (sum_s W1^T d_s = W1^T sum_s d_s).
  *
+ * A target per input (r->targets) goes to the device with the inputs; the
+ * output kernel and the backward's seed take each row's (the fused path
+ * then computes the last hidden layer's delta in the output kernel, as the
+ * GEMM epilogue knows one target row only), and such requests are never
+ * recorded as graphs.
+ *
  * Invariant of the graph cache: a recording is replayed only for the same
  * key (model, shape, steps, rule, target, baseline, budget, device
  * pointers) and while no workspace buffer moved since it was recorded.
@@ -60,7 +66,7 @@ static enum cbc_status host_out_init(struct cbc_ig_gpu *g, const struct cbc_ig_r
 static enum cbc_status fused_chunks(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,
                                     CUdeviceptr d_u, CUdeviceptr d_v, CUdeviceptr d_al,
                                     CUdeviceptr d_wt, CUdeviceptr d_D, CUdeviceptr d_ends,
-                                    struct cbc_err *err)
+                                    CUdeviceptr d_targets, struct cbc_err *err)
 {
     struct cbc_ig_gpu *g = md->g;
     const int L = md->L, H1 = md->size[1], t = r->target;
@@ -101,7 +107,9 @@ static enum cbc_status fused_chunks(struct cbc_ig_gpu_model *md, const struct cb
     /* Before an identity output, act'(zo) is 1, so the last hidden layer's
      * delta is elementwise: its forward GEMM writes it on the side, and the
      * output itself is needed only at the endpoints (F(x), F(x')). */
-    const bool delta_in_gemm = L >= 3 && md->act[L - 1] == CBC_ACT_IDENTITY;
+    const bool delta_in_gemm = L >= 3 && md->act[L - 1] == CBC_ACT_IDENTITY && !d_targets;
+    /* (with a target per input the output kernel gives every row's delta: the
+     * GEMM's epilogue knows one target row only) */
     for (size_t b0 = 0; st == CBC_OK && b0 < (size_t)n; b0 += nb) {
         int cb = (int)(b0 + nb <= (size_t)n ? nb : (size_t)n - b0);
         int R = cb * S, row0 = (int)b0 * S;
@@ -137,6 +145,7 @@ static enum cbc_status fused_chunks(struct cbc_ig_gpu_model *md, const struct cb
             o.wt = md->w[L - 1] + sizeof(float) * (size_t)t * md->size[L - 1];
             o.bt = md->last_bias[t], o.act = md->act[L - 1];
             o.fo = d_fo, o.dfo = d_dfo;
+            o.targets = d_targets, o.W = md->w[L - 1], o.bias = md->b[L - 1];
             if (L > 1 && !delta_in_gemm)
                 o.delta = pa, o.weight = d_wt;
             if (L == 1) {
@@ -158,7 +167,7 @@ static enum cbc_status fused_chunks(struct cbc_ig_gpu_model *md, const struct cb
         /* backward */
         if (st == CBC_OK && L == 1) {
             int nbb = cb, SS = S, K = H1, tt = t, bb = (int)b0;
-            void *args[] = {&d_D, &d_dfo, &d_wt, &nbb, &SS, &K, &tt, &bb};
+            void *args[] = {&d_D, &d_dfo, &d_wt, &nbb, &SS, &K, &tt, &bb, &d_targets};
             st = ig_launch(g, K_REDUCE_OUTPUT, ig_blocks((size_t)cb * H1, 256), 1, 1, 256, args, err);
             continue;
         }
@@ -225,6 +234,11 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
         d_attr = (CUdeviceptr)(uintptr_t)h->attr; /* out->attr, on the device */
     else
         TRY(ig_ws(g, WS_ATTR, sizeof(float) * nF, &d_attr, "attributions", err));
+    CUdeviceptr d_targets = 0; /* a target per input (a host array) */
+    if (r->targets) {
+        TRY(ig_ws(g, WS_TARGETS, sizeof(int) * (size_t)n, &d_targets, "targets", err));
+        TRY(ig_upload(g, d_targets, r->targets, sizeof(int) * (size_t)n, err));
+    }
     struct cbc_k_base kb = ig_kbase(&r->baseline, d_base);
 
     /* 1. u and v. With one baseline for all inputs, u is computed once
@@ -253,9 +267,9 @@ static enum cbc_status enqueue_analytic(struct cbc_ig_gpu_model *md, const struc
 
     /* 2-3. chunks of inputs */
     if (md->layered)
-        TRY(ig_layered_chunks(md, r, d_u, d_v, d_al, d_wt, d_D, d_ends, err));
+        TRY(ig_layered_chunks(md, r, d_u, d_v, d_al, d_wt, d_D, d_ends, d_targets, err));
     else
-        TRY(fused_chunks(md, r, d_u, d_v, d_al, d_wt, d_D, d_ends, err));
+        TRY(fused_chunks(md, r, d_u, d_v, d_al, d_wt, d_D, d_ends, d_targets, err));
     /* 4. attributions */
     if (st == CBC_OK) {
         struct cbc_k_gemm p = {0};
@@ -297,7 +311,7 @@ static int graph_mode(struct cbc_ig_gpu *g, const struct cbc_ig_gpu_model *md,
     const struct ig_cuda *cu = g->cu;
     if (!cu->StreamBeginCapture || !cu->StreamEndCapture || !cu->GraphInstantiateWithFlags ||
         !cu->GraphLaunch || !cu->GraphDestroy || !cu->GraphExecDestroy || g->graphs_off ||
-        !h->staged ||
+        !h->staged || r->targets ||
         (!r->device_pointers && !h->attr_staged) ||
         (r->baseline.kind != CBC_IG_BASELINE_ZEROS && r->baseline.kind != CBC_IG_BASELINE_SCALAR))
         return G_PLAIN;

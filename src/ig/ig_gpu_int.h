@@ -53,7 +53,7 @@ enum {
 enum {
     WS_AL, WS_WT, WS_X, WS_BASE, WS_UVIN, WS_UV, WS_D, WS_ATTR, WS_ENDS, WS_WORK, WS_SPLIT,
     WS_FLAG, WS_SUMS, WS_STEPQ, WS_FD_H, WS_FD_ROWS, WS_FD_VALS, WS_FD_POINTS, WS_FD_DENOM,
-    WS_FD_ACC, WS_COUNT
+    WS_FD_ACC, WS_TARGETS, WS_COUNT
 };
 
 #define STAGE_MAX (256u << 10) /* transfers up to this size go through pinned memory */
@@ -103,14 +103,21 @@ struct cbc_ig_gpu_model {
     int L, size[MAX_LAYERS + 1];
     enum cbc_act act[MAX_LAYERS];
     /* The layered path (ig_gpu_layered.c) runs the model when `layered`: a
-     * LayerNorm, a (log-)softmax output or an activation parameter other
-     * than PyTorch's default, which the fused kernels do not take. */
+     * LayerNorm, a (log-)softmax output, an activation parameter other
+     * than PyTorch's default, a constant scale or shift of an output or a
+     * residual, which the fused kernels do not take. */
     bool layered;
     float act_param[MAX_LAYERS]; /* resolved: never 0 for LeakyReLU and ELU */
     int norm[MAX_LAYERS];
     float norm_eps[MAX_LAYERS];
     CUdeviceptr norm_w[MAX_LAYERS], norm_b[MAX_LAYERS];
     CUdeviceptr w[MAX_LAYERS], b[MAX_LAYERS];
+    /* the output's constant scale and shift, and residuals (the layered
+     * path only): residual[l] (enum cbc_residual) adds rmul[l] times layer
+     * res_from[l]'s output (never the input: refused at upload) */
+    CUdeviceptr mul[MAX_LAYERS], add[MAX_LAYERS], rmul[MAX_LAYERS];
+    int residual[MAX_LAYERS], res_from[MAX_LAYERS];
+    bool res_source[MAX_LAYERS]; /* a later layer adds this one's output */
     float *last_bias; /* host copy: the output's bias is a kernel argument */
     unsigned long serial;
     int target;
@@ -182,7 +189,7 @@ enum cbc_status ig_analytic(struct cbc_ig_gpu_model *md, const struct cbc_ig_req
 enum cbc_status ig_layered_chunks(struct cbc_ig_gpu_model *md, const struct cbc_ig_request *r,
                                   CUdeviceptr d_u, CUdeviceptr d_v, CUdeviceptr d_al,
                                   CUdeviceptr d_wt, CUdeviceptr d_D, CUdeviceptr d_ends,
-                                  struct cbc_err *err);
+                                  CUdeviceptr d_targets, struct cbc_err *err);
 /* cbc_ig_gpu_mlp_forward for a layered model. */
 enum cbc_status ig_layered_forward(struct cbc_ig_gpu_model *md, CUdeviceptr in, CUdeviceptr out,
                                    size_t rows, struct cbc_err *err);

@@ -26,6 +26,9 @@ enum cbc_status ig_err_set(struct cbc_err *err, enum cbc_status status, const ch
 void ig_err_hint(struct cbc_err *err, const char *fmt, ...) IG_PRINTF(2, 3);
 enum cbc_status ig_err_oom(struct cbc_err *err);
 char *ig_strdup(const char *s);
+/* IEEE half and bfloat16 bits to float (subnormals, Inf and NaN kept). */
+float ig_half_to_float(uint16_t h);
+float ig_bf16_to_float(uint16_t h);
 /* "512 B", "1.5 MB" (powers of 1000). */
 const char *ig_format_size(uint64_t bytes, char *buf, size_t len);
 /* A whole regular file of at most max bytes; CBC_E_NOT_FOUND, CBC_E_IO,
@@ -54,6 +57,13 @@ static inline void ig_wr32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
 }
+
+/* ---- onnx.c -------------------------------------------------------------- */
+
+/* cbc_mlp_load_onnx on a file already in memory (path names it in errors,
+ * and its directory holds any external data): what the fuzzer drives. */
+enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t len,
+                                 struct cbc_mlp_owned **out, struct cbc_err *err);
 
 /* ---- shared by the CPU reference and the GPU engine ------------------ */
 

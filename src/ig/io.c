@@ -16,41 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- dtypes ---------------------------------------------------------------- */
-
-static float half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
-    if (exp == 0) {
-        if (mant == 0) {
-            bits = sign;
-        } else { /* subnormal: normalise */
-            exp = 1;
-            while (!(mant & 0x400)) {
-                mant <<= 1;
-                exp--;
-            }
-            mant &= 0x3ff;
-            bits = sign | ((exp + 112) << 23) | (mant << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (mant << 13);
-    } else {
-        bits = sign | ((exp + 112) << 23) | (mant << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-static float bf16_to_float(uint16_t h)
-{
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
 
 static size_t dtype_size(const char *dt)
 {
@@ -78,8 +46,8 @@ static float convert(const char *dt, const uint8_t *p)
         return (float)d;
     }
     if (!strcmp(dt, "F16"))
-        return half_to_float(ig_rd16(p));
-    return bf16_to_float(ig_rd16(p));
+        return ig_half_to_float(ig_rd16(p));
+    return ig_bf16_to_float(ig_rd16(p));
 }
 
 /* ---- safetensors ------------------------------------------------------------ */
@@ -169,6 +137,7 @@ void cbc_mlp_owned_free(struct cbc_mlp_owned *m)
     free(m->layers);
     free(m->storage);
     free(m->activations);
+    free(m->layer_names);
     free(m);
 }
 
@@ -197,12 +166,6 @@ static long trailing_index(const char *name, char *prefix, size_t plen)
     memcpy(prefix, name, start);
     prefix[start] = '\0';
     return strtol(name + start, NULL, 10);
-}
-
-static int cmp_first(const void *a, const void *b)
-{
-    const struct module *x = a, *y = b;
-    return x->first < y->first ? -1 : x->first > y->first;
 }
 
 static int cmp_index(const void *a, const void *b)
@@ -308,6 +271,138 @@ static enum cbc_status attach_layer_norm(const char *path, struct module *const 
     return CBC_OK;
 }
 
+/* Whether module name `name` contains `word`, ignoring case. */
+static bool name_has(const char *name, const char *word)
+{
+    size_t wl = strlen(word);
+    for (const char *p = name; *p; p++)
+        if (!strncasecmp(p, word, wl))
+            return true;
+    return false;
+}
+
+/* "fc1, bn1, fc2": the modules in the order they run, for messages. */
+static const char *order_list(struct module *const *order, size_t no, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < no && o + 80 < len; k++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%.60s", k ? ", " : "", order[k]->name);
+    return buf;
+}
+
+/* The hint of a shape or layout error: which order the layers ran in and
+ * the fixes that apply. */
+static void order_hint(struct cbc_err *err, struct module *const *order, size_t no,
+                       bool from_meta, bool given, bool numbered)
+{
+    char list[400];
+    ig_err_hint(err, "the layers ran in the order %s (%s): if that is not forward()'s, %s; a "
+                "model that is not a chain of Linear layers (a residual, a branch) is read "
+                "right only from its graph: export ONNX, torch.onnx.export(model, x, "
+                "'model.onnx')", order_list(order, no, list, sizeof list),
+                given ? "--layers" : from_meta ? "the layer_order metadata" :
+                numbered ? "the Sequential's indices" : "the file's",
+                given ? "correct --layers" : "pass --layers in forward()'s order");
+}
+
+/* A module whose weight igrun would misread: a Conv (3 to 5 dimensions), an
+ * Embedding (a 2-D weight alone, named like one) or a PReLU (a 1-D weight
+ * alone, not named like a norm) is refused by name. */
+static enum cbc_status refuse_module(const char *path, const struct module *md, int nd,
+                                     const cJSON *sh, struct cbc_err *err)
+{
+    char shape[80] = "";
+    for (int i = 0, o = 0; i < nd && i < 6 && o < (int)sizeof shape - 16; i++) {
+        const cJSON *d = cJSON_GetArrayItem(sh, i);
+        o += snprintf(shape + o, sizeof shape - (size_t)o, "%s%.0f", i ? ", " : "",
+                      cJSON_IsNumber(d) ? d->valuedouble : -1.0);
+    }
+    const char *what = NULL, *fix = NULL;
+    if (nd >= 3 && nd <= 5) {
+        what = nd == 3 ? "a Conv1d" : nd == 4 ? "a Conv2d" : "a Conv3d";
+        fix = "igrun explains MLPs of Linear, BatchNorm1d and LayerNorm layers; explain a "
+              "convolutional network with Captum's IntegratedGradients";
+    } else if (nd == 2 && !md->bias &&
+               (name_has(md->name, "emb") || !strcmp(md->name, "wte") || !strcmp(md->name, "wpe") ||
+                (strlen(md->name) > 4 && (!strcmp(md->name + strlen(md->name) - 4, ".wte") ||
+                                          !strcmp(md->name + strlen(md->name) - 4, ".wpe"))))) {
+        what = "an Embedding's table";
+        fix = "an embedding looks rows up by integer index, which igrun does not do: explain "
+              "the embeddings' output with Captum's LayerIntegratedGradients, or pass a Linear "
+              "layer of that name in --layers order if it really is one";
+    } else if (nd == 1 && !md->bias && !name_has(md->name, "norm") && !name_has(md->name, "ln")) {
+        what = "a PReLU's slopes (a 1-D weight without a bias)";
+        fix = "igrun has no PReLU: use nn.LeakyReLU with the learned slope, or export ONNX "
+              "(torch.onnx.export) for a model igrun reads from its graph";
+    }
+    if (!what)
+        return CBC_OK;
+    ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' of shape [%s] is %s, not a layer igrun "
+               "runs", path, md->weight->string, shape, what);
+    ig_err_hint(err, "%s", fix);
+    return CBC_E_UNSUPPORTED;
+}
+
+/* The modules named by __metadata__ "layer_order" (state_dict() keys, or
+ * module names), in order, each once, separated by commas, into buf. */
+static enum cbc_status order_from_metadata(const char *path, const char *order,
+                                           const struct module *mods, size_t nm, char *buf,
+                                           size_t len, struct cbc_err *err)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    const char *p = order;
+    while (*p) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ')
+            e++;
+        if (e == p)
+            break;
+        size_t tl = (size_t)(e - p);
+        /* a module's name itself, or a key: the module is the name before its last '.' */
+        const struct module *md = NULL;
+        for (int pass = 0; pass < 2 && !md; pass++) {
+            size_t ml = tl;
+            if (pass == 1) {
+                while (ml > 0 && p[ml - 1] != '.')
+                    ml--;
+                if (ml == 0)
+                    break;
+                ml--;
+            }
+            for (size_t k = 0; k < nm && !md; k++)
+                if (strlen(mods[k].name) == ml && !strncmp(mods[k].name, p, ml))
+                    md = &mods[k];
+        }
+        if (!md) {
+            ig_err_set(err, CBC_E_FORMAT, "'%s': __metadata__ layer_order names '%.*s', which is "
+                       "not a tensor or layer of the file", path, (int)(tl > 200 ? 200 : tl), p);
+            ig_err_hint(err, "write layer_order from the same state_dict() the file holds: "
+                             "','.join(model.state_dict())");
+            return CBC_E_FORMAT;
+        }
+        bool seen = false;
+        for (const char *q = buf; *q && !seen;) {
+            const char *qe = strchr(q, ',');
+            size_t ql = qe ? (size_t)(qe - q) : strlen(q);
+            seen = ql == strlen(md->name) && !strncmp(q, md->name, ql);
+            q += ql + (qe ? 1 : 0);
+        }
+        if (!seen) {
+            size_t need = strlen(md->name) + 2;
+            if (o + need >= len)
+                return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': __metadata__ layer_order is too "
+                                  "long", path);
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? "," : "", md->name);
+        }
+        p = e;
+    }
+    return CBC_OK;
+}
+
 enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activations,
                                          struct cbc_mlp_owned **out, struct cbc_err *err)
 {
@@ -405,6 +500,8 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         if (md->other) {
             st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' belongs to no layer igrun "
                             "runs (Linear, BatchNorm1d, LayerNorm)", path, md->other_name);
+            ig_err_hint(err, "export ONNX (torch.onnx.export(model, x, 'model.onnx')): igrun "
+                             "then names the operator it does not run, or runs it");
             goto out;
         }
         if (md->mean || md->var) {
@@ -417,7 +514,10 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
             md->kind = M_BATCHNORM;
         } else if (md->weight) {
             const cJSON *sh = cJSON_GetObjectItemCaseSensitive(md->weight, "shape");
-            md->kind = cJSON_GetArraySize(sh) == 2 ? M_LINEAR : M_LAYERNORM;
+            int nd = cJSON_GetArraySize(sh);
+            if ((st = refuse_module(path, md, nd, sh, err)) != CBC_OK)
+                goto out;
+            md->kind = nd == 2 ? M_LINEAR : M_LAYERNORM;
         } else {
             st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' has no '%s.weight' beside it",
                             path, md->bias ? md->bias->string : md->name, md->name);
@@ -426,7 +526,21 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         char pre[200];
         md->index = trailing_index(md->name, pre, sizeof pre);
     }
-    /* their order: --layers, else the Sequential's indices, else storage */
+    /* their order: --layers, else __metadata__ layer_order (state_dict()'s),
+     * else the Sequential's indices; never the file's own order, which
+     * safetensors.torch.save_file sorts by name */
+    const cJSON *meta0 = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+    const cJSON *mo = cJSON_IsObject(meta0) ? cJSON_GetObjectItemCaseSensitive(meta0, "layer_order")
+                                            : NULL;
+    char meta_order[4096];
+    bool from_meta = false, numbered_order = false;
+    if (!layers && cJSON_IsString(mo)) {
+        if ((st = order_from_metadata(path, mo->valuestring, mods, nm, meta_order,
+                                      sizeof meta_order, err)) != CBC_OK)
+            goto out;
+        layers = meta_order;
+        from_meta = true;
+    }
     if (layers) {
         char buf[2048];
         snprintf(buf, sizeof buf, "%s", layers);
@@ -459,8 +573,10 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
             for (size_t q = 0; q < no; q++)
                 listed |= order[q] == &mods[k];
             if (!listed) {
-                st = ig_err_set(err, CBC_E_USAGE, "--layers does not name '%s', a layer of '%s'",
-                                mods[k].name, path);
+                st = ig_err_set(err, from_meta ? CBC_E_FORMAT : CBC_E_USAGE,
+                                "%s does not name '%s', a layer of '%s'",
+                                from_meta ? "__metadata__ layer_order" : "--layers", mods[k].name,
+                                path);
                 goto out;
             }
         }
@@ -480,7 +596,27 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
                 goto out;
             }
         }
-        qsort(mods, nm, sizeof *mods, numbered ? cmp_index : cmp_first);
+        if (!numbered && nm > 1) {
+            char list[300] = "";
+            size_t o = 0;
+            for (size_t k = 0; k < nm && k < 4 && o < sizeof list - 80; k++)
+                o += (size_t)snprintf(list + o, sizeof list - o, "%s'%.60s'", k ? ", " : "",
+                                      mods[k].name);
+            if (nm > 4)
+                snprintf(list + o, sizeof list - o, " and %zu more", nm - 4);
+            st = ig_err_set(err, CBC_E_USAGE, "'%s': its layers (%s) are named, not numbered, "
+                            "and the file does not say their order: "
+                            "safetensors.torch.save_file sorts tensors by name, so the order in "
+                            "the file is not the model's", path, list);
+            ig_err_hint(err, "save with save_file(model.state_dict(), path, metadata={"
+                             "'layer_order': ','.join(model.state_dict()), ...}), or pass "
+                             "--layers with the layers in forward()'s order, or export ONNX "
+                             "(torch.onnx.export(model, x, 'model.onnx')), which igrun reads "
+                             "from the graph itself");
+            goto out;
+        }
+        numbered_order = numbered;
+        qsort(mods, nm, sizeof *mods, cmp_index);
         for (size_t k = 0; numbered && k + 1 < nm; k++)
             if (mods[k].index == mods[k + 1].index) {
                 st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' are both layer "
@@ -545,6 +681,8 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         if (na == nl) {
             st = ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations given for %zu Linear layers "
                              "('%s')", path, na + 1, nl, acts);
+            ig_err_hint(err, "give one activation per Linear layer, in forward()'s order "
+                             "(--activations or the activations metadata)");
             goto out;
         }
         if (!cbc_act_parse_param(tok, &m->layers[na].act, &m->layers[na].act_param)) {
@@ -560,6 +698,8 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
     if (na != nl) {
         st = ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations ('%s') for %zu Linear layers",
                          path, na, acts, nl);
+        ig_err_hint(err, "give one activation per Linear layer, in forward()'s order "
+                         "(--activations or the activations metadata)");
         goto out;
     }
     free(m->activations);
@@ -589,10 +729,14 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
                 all[n_all++] = &md->tb;
             }
             if (prev_lin && md->tw.shape[1] != prev_lin->tw.shape[0]) {
-                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' takes %lld inputs but '%s' "
-                                 "gives %lld outputs", path, md->tw.name,
-                                 (long long)md->tw.shape[1], prev_lin->tw.name,
+                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' [%lld, %lld] takes %lld "
+                                 "inputs but '%s' [%lld, %lld] gives %lld outputs", path,
+                                 md->tw.name, (long long)md->tw.shape[0],
+                                 (long long)md->tw.shape[1], (long long)md->tw.shape[1],
+                                 prev_lin->tw.name, (long long)prev_lin->tw.shape[0],
+                                 (long long)prev_lin->tw.shape[1],
                                  (long long)prev_lin->tw.shape[0]);
+                order_hint(err, order, no, from_meta, layers && !from_meta, numbered_order);
                 goto out;
             }
             all[n_all++] = &md->tw;
@@ -725,13 +869,15 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         }
         free(g), free(bb);
         if (st != CBC_OK) {
-            if (st == CBC_E_SHAPE)
+            if (st == CBC_E_SHAPE) {
                 ig_err_set(err, CBC_E_SHAPE, "'%s': BatchNorm '%s' (tensor '%s') has %lld "
                            "features where '%s', the Linear layer %s it, has %lld %s", path,
                            md->name, md->tm.name, (long long)md->tm.shape[0],
                            lin_of[after_prev ? li - 1 : li]->tw.name,
                            after_prev ? "before" : "after", (long long)nf,
                            after_prev ? "outputs" : "inputs");
+                order_hint(err, order, no, from_meta, layers && !from_meta, numbered_order);
+            }
             goto out;
         }
         float *w = (float *)L->w, *bias = (float *)L->b;
@@ -896,7 +1042,7 @@ static enum cbc_status load_npy(const char *path, const uint8_t *d, size_t len, 
             u = u << 8 | b8[k];
         float x;
         if (type == 'f' && es == 2) {
-            x = half_to_float((uint16_t)u);
+            x = ig_half_to_float((uint16_t)u);
         } else if (type == 'f' && es == 4) {
             uint32_t w = (uint32_t)u;
             memcpy(&x, &w, 4);

@@ -179,6 +179,30 @@ enum cbc_status cbc_mlp_validate(const struct cbc_mlp *m, struct cbc_err *err)
         if (L->norm && L->norm_b && (bad = first_nonfinite(L->norm_b, (size_t)L->out)) >= 0)
             return ig_err_set(err, CBC_E_NUMERIC, "layer %d LayerNorm bias [%ld] is %g", l, bad,
                                (double)L->norm_b[bad]);
+        const struct {
+            const float *v;
+            const char *what;
+        } vecs[3] = {{L->mul, "scale"}, {L->add, "shift"}, {L->residual_mul, "residual scale"}};
+        for (int q = 0; q < 3; q++)
+            if (vecs[q].v && (bad = first_nonfinite(vecs[q].v, (size_t)L->out)) >= 0)
+                return ig_err_set(err, CBC_E_NUMERIC, "layer %d %s [%ld] is %g", l, vecs[q].what,
+                                  bad, (double)vecs[q].v[bad]);
+        if ((unsigned)L->residual > CBC_RESIDUAL_BEFORE_ACT)
+            return ig_err_set(err, CBC_E_USAGE, "layer %d has an unknown residual kind", l);
+        if (L->residual != CBC_RESIDUAL_NONE) {
+            int from = L->residual_from;
+            if (from < -1 || from >= l)
+                return ig_err_set(err, CBC_E_USAGE, "layer %d adds a residual from layer %d: "
+                                  "expected the input (-1) or an earlier layer (0 to %d)", l, from,
+                                  l - 1);
+            int width = from < 0 ? m->layers[0].in : m->layers[from].out;
+            if (width != L->out && from < 0)
+                return ig_err_set(err, CBC_E_SHAPE, "layer %d (%d outputs) adds the input as a "
+                                  "residual, which has %d features", l, L->out, width);
+            if (width != L->out)
+                return ig_err_set(err, CBC_E_SHAPE, "layer %d (%d outputs) adds a residual from "
+                                  "layer %d, which has %d units", l, L->out, from, width);
+        }
     }
     return CBC_OK;
 }

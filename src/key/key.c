@@ -28,19 +28,34 @@ enum {
     TAG_NENV = 15,
 };
 
+/* A path or a flag as keyed: the base directory spelled "@BASE@". */
+static void feed_path(struct cbc_hasher *h, uint32_t tag, const char *base, const char *s)
+{
+    if (!base || !s) {
+        cbc_hasher_str(h, tag, s);
+        return;
+    }
+    struct cbc_buf b = {0};
+    cbc_base_template(base, s, strlen(s), &b);
+    if (b.oom)
+        abort(); /* a path's worth of bytes; nothing sensible to do without them */
+    cbc_hasher_str(h, tag, b.p ? b.p : "");
+    cbc_buf_release(&b);
+}
+
 static void feed_common(struct cbc_hasher *h, const struct cbc_key_inputs *in, const char *kind)
 {
     char name[CBC_TARGET_NAME_MAX];
     cbc_hasher_u64(h, TAG_VERSION, CBC_KEY_VERSION);
     cbc_hasher_str(h, TAG_KIND, kind);
     cbc_hasher_str(h, TAG_TARGET, cbc_target_name(&in->target, name));
-    cbc_hasher_str(h, TAG_SOURCE, in->source);
+    feed_path(h, TAG_SOURCE, in->base, in->source);
     cbc_hasher_hash(h, TAG_SOURCE_HASH, &in->source_hash);
     cbc_hasher_hash(h, TAG_NVCC, &in->nvcc_id);
     cbc_hasher_hash(h, TAG_HOST, &in->host_id);
     cbc_hasher_u64(h, TAG_NFLAGS, in->n_flags);
     for (size_t i = 0; i < in->n_flags; i++)
-        cbc_hasher_str(h, TAG_FLAG, in->flags[i]);
+        feed_path(h, TAG_FLAG, in->base, in->flags[i]);
     cbc_hasher_u64(h, TAG_NENV, in->env.n);
     for (size_t i = 0; i < in->env.n; i++) {
         cbc_hasher_str(h, TAG_ENV, in->env.name[i]);
@@ -56,7 +71,7 @@ void cbc_key_result(const struct cbc_key_inputs *in, struct cbc_hash *out)
     feed_common(h, in, "result");
     cbc_hasher_u64(h, TAG_NDEPS, in->n_deps);
     for (size_t i = 0; i < in->n_deps; i++) {
-        cbc_hasher_str(h, TAG_DEP_PATH, in->deps[i].path);
+        feed_path(h, TAG_DEP_PATH, in->base, in->deps[i].path);
         cbc_hasher_hash(h, TAG_DEP_HASH, &in->deps[i].hash);
     }
     cbc_hasher_digest(h, out);
@@ -69,7 +84,7 @@ void cbc_key_direct(const struct cbc_key_inputs *in, struct cbc_hash *out)
     if (!h)
         abort();
     feed_common(h, in, "direct");
-    cbc_hasher_str(h, TAG_CWD, in->cwd);
+    feed_path(h, TAG_CWD, in->base, in->cwd);
     cbc_hasher_digest(h, out);
     cbc_hasher_free(h);
 }
@@ -92,6 +107,7 @@ bool cbc_key_inputs_make(const struct cbc_key_now *now, const struct cbc_target 
     if (now->env)
         out->env = *now->env;
     out->cwd = now->cwd;
+    out->base = now->base;
     return true;
 }
 

@@ -10,7 +10,8 @@
  * A direct key (the name of a dependency record, which maps to a result key
  * without running the preprocessor, as ccache's direct mode does) is the
  * same minus the dependencies, plus the working directory, because relative
- * -I paths resolve against it.
+ * -I paths resolve against it. In both, every path under the base directory
+ * (base.c) is hashed relative to it, so checkouts of one tree share keys.
  *
  * Not in either key: CUDA_COMPUTE_CAP and the arch spec. They decide which
  * targets are built, and the target is in the key; the manifest records the
@@ -48,6 +49,8 @@ struct cbc_key_inputs {
     size_t n_flags;
     struct cbc_env env;              /* strings borrowed */
     const char *cwd;                 /* for the direct key only */
+    const char *base;                /* the base directory (base.c), or NULL: paths under it are
+                                        hashed as "@BASE@/..." */
 };
 
 /* What a build of one source keys on now, besides the target and its
@@ -65,6 +68,7 @@ struct cbc_key_now {
     size_t n_flags;
     const struct cbc_env *env;          /* NULL: none of it set */
     const char *cwd;                    /* NULL: not known, or not compared */
+    const char *base;                   /* the base directory, or NULL */
 };
 
 /* The inputs of target t's keys: `now`, the target and its dependency list
@@ -104,6 +108,28 @@ size_t cbc_key_changes(const struct cbc_manifest *m, const struct cbc_manifest_e
  * holds a file now, as a sentence (malloc'd), or NULL: a new header that
  * would shadow one the build read. */
 char *cbc_key_lookup_changed(const struct cbc_manifest *m);
+
+/* ---- the base directory (base.c) ------------------------------------------ */
+
+/* The base directory of a compile: `setting` (an absolute directory, or
+ * "none", or "auto"/NULL: the version-control checkout holding `source`),
+ * malloc'd, or NULL for none. Keys and records spell paths under it as
+ * "@BASE@/..." so that every checkout of a tree shares them. */
+char *cbc_base_detect(const char *setting, const char *source);
+/* A file's path as records store it: "@BASE@/src/k.cu" under the base,
+ * else the path itself; NULL for a path that starts with '@' (it would
+ * read back as the base) and when out of memory. records.c reads the
+ * leading mark back. */
+char *cbc_base_rel(const char *base, const char *path);
+/* Text with every path-start occurrence of `base` replaced by "@BASE@"
+ * and every '@' doubled, and back (depfiles and diagnostics stored with an
+ * entry, flags as keyed); one-to-one, so expand(template(t)) == t. */
+void cbc_base_template(const char *base, const char *text, size_t len, struct cbc_buf *out);
+void cbc_base_expand(const char *base, const char *text, size_t len, struct cbc_buf *out);
+/* Whether an output names this tree (its base or working directory):
+ * then it is no entry for another tree (debug info, -lineinfo, __FILE__
+ * with absolute paths). */
+bool cbc_base_names(const char *base, const char *cwd, const uint8_t *data, size_t len);
 
 /* ---- dependency lists (deps.c) ------------------------------------------ */
 

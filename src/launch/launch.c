@@ -191,6 +191,8 @@ struct ctx {
     struct cbc_cache_unit u;
     char tmp[PATH_MAX]; /* the private directory of a miss */
     char native[256];   /* -arch=native: the GPUs it means here ("sm_90,sm_80") */
+    char *base;         /* the base directory (key.h), or NULL */
+    bool cwd_keyed;     /* the command names a path relative to the working directory */
 };
 
 #define say(c, kind, ...) cbc_say((c)->o->msg, (c)->o->msg_ctx, (kind), __VA_ARGS__)
@@ -254,23 +256,27 @@ static bool resolve_native(struct ctx *c)
  * left out (they are replayed, not keyed), inputs by placeholder (their
  * content is keyed), and what else decides the output: that this is the
  * launcher, and the working directory (-g objects record it). */
+static bool skip_output(size_t i, void *a)
+{
+    return cbc_nv_is_output_arg(a, i);
+}
+
 static bool key_flags(struct ctx *c)
 {
-    c->flags = calloc(c->a.argc + 3, sizeof *c->flags);
+    c->flags = calloc(c->a.argc + 2, sizeof *c->flags);
     if (!c->flags)
         return false;
-    c->flags[c->n_flags++] = cbc_strdup("--cubincache-launcher=1");
-    c->flags[c->n_flags++] = cbc_asprintf("--cubincache-cwd=%s", c->cwd);
+    /* the inputs as spelled (__FILE__ is what the command line says), by
+     * content too; the working directory only in the direct key, and only
+     * when the command names a path relative to it */
+    c->flags[c->n_flags++] = cbc_strdup("--cubincache-launcher=2");
     if (c->native[0])
         c->flags[c->n_flags++] = cbc_asprintf("--cubincache-native=%s", c->native);
-    for (size_t i = 0; i < c->a.argc; i++) {
-        if (cbc_nv_is_output_arg(&c->a, i))
-            continue;
-        bool input = false;
-        for (size_t k = 0; k < c->a.n_inputs && !input; k++)
-            input = c->a.input_idx[k] == (long)i;
-        c->flags[c->n_flags++] = cbc_strdup(input ? "<input>" : c->a.argv[i]);
-    }
+    for (size_t i = 0; i < c->a.argc; i++)
+        if (!cbc_nv_is_output_arg(&c->a, i))
+            c->flags[c->n_flags++] = cbc_strdup(c->a.argv[i]);
+    c->cwd_keyed = cbc_nv_names_relative(c->a.argv, c->a.argc, skip_output, &c->a);
+    c->u.has_sibling = c->cwd_keyed && c->a.mode != CBC_NV_DLINK;
     for (size_t i = 0; i < c->n_flags; i++)
         if (!c->flags[i])
             return false;
@@ -282,7 +288,7 @@ static struct cbc_key_now key_now(const struct ctx *c)
     return (struct cbc_key_now){c->source,      &c->source_hash, c->tc.nvcc,
                                 c->tc.version,  &c->tc.nvcc_id,  c->tc.host_cc,
                                 &c->tc.host_id, c->flags,        c->n_flags,
-                                &c->env,        c->cwd};
+                                &c->env,        c->cwd_keyed ? c->cwd : NULL, c->base};
 }
 
 static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, struct cbc_hash *direct,
@@ -298,31 +304,54 @@ static void keys(const struct ctx *c, const struct cbc_dep *deps, size_t n, stru
         cbc_key_result(&in, result);
 }
 
-static char *dup_bytes(const uint8_t *p, size_t n)
+/* The direct key as another working directory has it (cache.h, sibling). */
+static void sibling_key(const struct ctx *c, struct cbc_hash *out)
 {
-    char *s = malloc(n + 1);
-    if (s) {
-        memcpy(s, p, n);
-        s[n] = '\0';
-    }
-    return s;
+    struct cbc_key_now now = key_now(c);
+    now.cwd = NULL;
+    struct cbc_target t = cbc_store_result_target();
+    struct cbc_key_inputs in;
+    cbc_key_inputs_make(&now, &t, NULL, 0, &in);
+    cbc_key_direct(&in, out);
 }
+
 
 /* The depfile as the build asked for it: nvcc's list of files under the
  * target this command names. */
 static enum cbc_status write_depfile(struct ctx *c, const uint8_t *body, size_t n)
 {
     const char *target = c->a.mt ? c->a.mt : c->a.output;
-    size_t tl = strlen(target);
-    char *text = malloc(tl + 3 + n);
-    if (!text)
-        return cbc_err_oom(c->err);
-    memcpy(text, target, tl);
-    memcpy(text + tl, " : ", 3);
-    memcpy(text + tl + 3, body, n);
-    enum cbc_status st = cbc_output_write(c->a.depfile, text, tl + 3 + n, c->err);
-    free(text);
+    struct cbc_buf b = {0};
+    cbc_buf_puts(&b, target);
+    cbc_buf_puts(&b, " : ");
+    cbc_base_expand(c->base, (const char *)body, n, &b); /* this tree's paths */
+    enum cbc_status st = b.oom ? cbc_err_oom(c->err)
+                               : cbc_output_write(c->a.depfile, b.p, b.len, c->err);
+    cbc_buf_release(&b);
     return st;
+}
+
+/* Text stored with an entry (a depfile, nvcc's messages): the base
+ * directory spelled "@BASE@", so another checkout gets its own paths. */
+static bool add_text(struct ctx *c, struct cbc_result *res, const char *name, const void *text,
+                     size_t n)
+{
+    struct cbc_buf b = {0};
+    cbc_base_template(c->base, text, n, &b);
+    bool ok = !b.oom && cbc_result_add(res, name, b.p ? b.p : "", b.len);
+    cbc_buf_release(&b);
+    return ok;
+}
+
+static char *expand_text(const struct ctx *c, const struct cbc_member *m)
+{
+    struct cbc_buf b = {0};
+    cbc_base_expand(c->base, (const char *)m->data, m->len, &b);
+    if (b.oom) {
+        cbc_buf_release(&b);
+        return NULL;
+    }
+    return b.p ? cbc_buf_detach(&b) : cbc_strdup("");
 }
 
 static enum cbc_status serve(struct ctx *c, const struct cbc_result *res)
@@ -341,12 +370,12 @@ static enum cbc_status serve(struct ctx *c, const struct cbc_result *res)
         return st;
     c->r->outcome = CBC_LAUNCH_HIT;
     c->r->exit_code = 0;
-    if (so && !(c->r->out = dup_bytes(so->data, so->len)))
+    if (so && !(c->r->out = expand_text(c, so)))
         return cbc_err_oom(c->err);
-    c->r->out_len = so ? so->len : 0;
-    if (se && !(c->r->errs = dup_bytes(se->data, se->len)))
+    c->r->out_len = so ? strlen(c->r->out) : 0;
+    if (se && !(c->r->errs = expand_text(c, se)))
         return cbc_err_oom(c->err);
-    c->r->errs_len = se ? se->len : 0;
+    c->r->errs_len = se ? strlen(c->r->errs) : 0;
     return CBC_OK;
 }
 
@@ -364,17 +393,9 @@ static bool result_whole(const struct ctx *c, const struct cbc_result *res)
     return true;
 }
 
-/* A hit, when the command's result is stored and still good. */
-static enum cbc_status lookup(struct ctx *c, bool *hit)
+/* Serves u's payload when it is a whole, verified result of this command. */
+static enum cbc_status serve_unit(struct ctx *c, bool *hit)
 {
-    *hit = false;
-    keys(c, NULL, 0, &c->u.dt.direct_key, NULL);
-    struct cbc_target rt = cbc_store_result_target();
-    char what[PATH_MAX + 4];
-    snprintf(what, sizeof what, "'%s'", c->a.output);
-    enum cbc_status st = cbc_cache_lookup(&c->cache, &c->u, &rt, what, c->err);
-    if (st != CBC_OK || c->u.state != CBC_CACHE_HIT)
-        return st;
     struct cbc_result res;
     bool good = cbc_result_decode(c->u.data, c->u.len, &res, NULL) == CBC_OK;
     free(c->u.data);
@@ -382,6 +403,7 @@ static enum cbc_status lookup(struct ctx *c, bool *hit)
     good = good && result_whole(c, &res);
     char vwhy[512] = "";
     const struct cbc_member *out = good ? cbc_result_get(&res, "output") : NULL;
+    enum cbc_status st = CBC_OK;
     if (good && !verify_output(&c->a, out->data, out->len, vwhy, sizeof vwhy)) {
         good = false;
         say(c, CBC_MSG_WARNING, "the cached '%s' failed verification (%s); compiling again",
@@ -393,6 +415,99 @@ static enum cbc_status lookup(struct ctx *c, bool *hit)
     }
     cbc_result_release(&res);
     return st;
+}
+
+static enum cbc_status read_deps(struct ctx *c, const char *df, char **dep_text, size_t *dep_len,
+                                 char ***paths, size_t *np, struct cbc_err *e);
+
+/* A direct miss of a command compiled in another working directory: nvcc
+ * -M lists the files the compile would read (the list its -MD writes),
+ * and their result key may be stored (cbc_cache_lookup_preprocessed). */
+static enum cbc_status preprocessed(struct ctx *c)
+{
+    const char *tdir = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/cubincache-pp.XXXXXX", tdir && *tdir ? tdir : "/tmp");
+    if (!mkdtemp(dir))
+        return CBC_OK; /* no preprocessing: the compile finds out */
+    char *dep = cbc_asprintf("%s/pp.d", dir), *log = cbc_asprintf("%s/log", dir);
+    char **argv = calloc(c->a.argc + 5, sizeof *argv);
+    enum cbc_status st = CBC_OK;
+    if (!dep || !log || !argv) {
+        st = cbc_err_oom(c->err);
+        goto out;
+    }
+    size_t n = 0;
+    argv[n++] = (char *)c->tc.nvcc;
+    for (size_t i = 0; i < c->a.argc; i++)
+        if (!cbc_nv_is_output_arg(&c->a, i) && strcmp(c->a.argv[i], "-MD") != 0 &&
+            strcmp(c->a.argv[i], "--generate-dependencies-with-compile") != 0)
+            argv[n++] = c->a.argv[i];
+    argv[n++] = "-M";
+    argv[n++] = "-o";
+    argv[n++] = dep;
+    uint64_t started = cbc_now_ns();
+    pid_t pid;
+    struct cbc_err e = {0};
+    if (cbc_proc_spawn_env(argv, log, log, NULL, &pid, &e) != CBC_OK || cbc_proc_wait(pid) != 0)
+        goto out;
+    char *text = NULL, **paths = NULL;
+    size_t len = 0, np = 0;
+    struct cbc_collect_out co;
+    const char *own[] = {dir};
+    if (read_deps(c, dep, &text, &len, &paths, &np, &e) == CBC_OK) {
+        struct cbc_collect_in ci = {paths, np, c->source, NULL, own, 1, NULL, 0, started, c->memo};
+        enum cbc_status cs = cbc_collect(&ci, &co, &e);
+        if (cs == CBC_E_NOMEM)
+            st = cbc_err_oom(c->err);
+        if (cs == CBC_OK) {
+            if (co.cacheable) {
+                keys(c, co.deps, co.n_deps, NULL, &c->u.result);
+                struct cbc_target rt = cbc_store_result_target();
+                char what[PATH_MAX + 4];
+                snprintf(what, sizeof what, "'%s'", c->a.output);
+                st = cbc_cache_lookup_preprocessed(&c->cache, &c->u, &rt, what, c->err);
+            }
+            cbc_collect_release(&co);
+        }
+    }
+    cbc_paths_free(paths, np);
+    free(text);
+out:
+    free(argv);
+    if (dep)
+        unlink(dep);
+    if (log)
+        unlink(log);
+    free(dep);
+    free(log);
+    rmdir(dir);
+    return st;
+}
+
+/* A hit, when the command's result is stored and still good: through its
+ * direct record, else (compiled in another working directory) through a
+ * preprocessing. */
+static enum cbc_status lookup(struct ctx *c, bool *hit)
+{
+    *hit = false;
+    keys(c, NULL, 0, &c->u.dt.direct_key, NULL);
+    if (c->u.has_sibling)
+        sibling_key(c, &c->u.sibling);
+    struct cbc_target rt = cbc_store_result_target();
+    char what[PATH_MAX + 4];
+    snprintf(what, sizeof what, "'%s'", c->a.output);
+    enum cbc_status st = cbc_cache_lookup(&c->cache, &c->u, &rt, what, c->err);
+    if (st == CBC_OK && c->u.state == CBC_CACHE_MISS && c->u.has_sibling &&
+        cbc_cache_sibling_seen(&c->cache, &c->u)) {
+        st = preprocessed(c);
+        if (st == CBC_OK && c->u.state == CBC_CACHE_HIT)
+            say(c, CBC_MSG_NOTE, "'%s': compiled in another directory; found through nvcc -M",
+                c->a.output);
+    }
+    if (st != CBC_OK || c->u.state != CBC_CACHE_HIT)
+        return st;
+    return serve_unit(c, hit);
 }
 
 static enum cbc_status read_small(const char *path, char **out, size_t *len, struct cbc_err *err)
@@ -629,14 +744,14 @@ static enum cbc_status compile(struct ctx *c)
             set_why(c, "nvcc's depfile '%s' is not in the form \"target : files\"", c->a.depfile);
             goto out;
         }
-        if (!cbc_result_add(&res, "depfile", body, bl)) {
+        if (!add_text(c, &res, "depfile", body, bl)) {
             st = cbc_err_oom(c->err);
             goto out;
         }
     }
     if (!cbc_result_add(&res, "output", output, out_len) ||
-        (c->r->out_len && !cbc_result_add(&res, "stdout", c->r->out, c->r->out_len)) ||
-        (c->r->errs_len && !cbc_result_add(&res, "stderr", c->r->errs, c->r->errs_len))) {
+        (c->r->out_len && !add_text(c, &res, "stdout", c->r->out, c->r->out_len)) ||
+        (c->r->errs_len && !add_text(c, &res, "stderr", c->r->errs, c->r->errs_len))) {
         st = cbc_err_oom(c->err);
         goto out;
     }
@@ -644,6 +759,8 @@ static enum cbc_status compile(struct ctx *c)
         say(c, CBC_MSG_NOTE, "not caching '%s': %s", c->a.output, c->r->why);
         goto out;
     }
+    /* an output that names this tree is no entry for another checkout */
+    c->u.path_dependent = cbc_base_names(c->base, c->cwd, output, out_len) || co.n_side;
     size_t blen = 0;
     uint8_t *blob = cbc_result_encode(&res, &blen);
     if (!blob) {
@@ -699,6 +816,7 @@ static void cleanup(struct ctx *c)
     free(c->flags);
     free(c->cwd);
     free(c->source);
+    free(c->base);
     cbc_nv_release(&c->a);
 }
 
@@ -780,7 +898,8 @@ enum cbc_status cbc_launch_run(const struct cbc_launch_opts *o, struct cbc_launc
         resolve_native(&c);
     if (st == CBC_OK && !r->why[0]) {
         cbc_key_env_read(c.tc.profile_env, c.tc.n_profile_env, &c.env);
-        st = cbc_cache_init(&c.cache, c.store, c.memo, o->msg, o->msg_ctx, err);
+        c.base = cbc_cache_base(c.store, c.source, o->msg, o->msg_ctx);
+        st = cbc_cache_init(&c.cache, c.store, c.memo, c.base, c.cwd, o->msg, o->msg_ctx, err);
         if (st == CBC_OK && !key_flags(&c))
             st = cbc_err_oom(err);
     }

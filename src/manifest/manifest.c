@@ -88,6 +88,7 @@ char *cbc_manifest_render(const struct cbc_manifest *m)
     for (size_t i = 0; env && i < m->env.n; i++)
         add_str_or_null(env, m->env.name[i], m->env.value[i]);
     add_str(root, "cwd", m->cwd);
+    add_str_or_null(root, "base_dir", m->base_dir);
     cJSON *arch = add_obj(root, "arch", cJSON_CreateObject());
     if (arch) {
         add_str(arch, "spec", m->arch_spec);
@@ -472,6 +473,8 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         }
     }
     m->cwd = get_str(&r, root, "cwd", "cwd", false);
+    if (cJSON_GetObjectItemCaseSensitive(root, "base_dir"))
+        m->base_dir = get_str(&r, root, "base_dir", "base_dir", true);
     const cJSON *arch = get_obj(&r, root, "arch", "arch");
     if (arch) {
         m->arch_spec = get_str(&r, arch, "spec", "arch.spec", false);
@@ -547,6 +550,7 @@ void cbc_manifest_release(struct cbc_manifest *m)
         free((char *)m->env.value[i]);
     }
     free(m->cwd);
+    free(m->base_dir);
     free(m->arch_spec);
     free(m->arch_rule);
     free(m->arch_detail);

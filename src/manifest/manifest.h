@@ -57,6 +57,7 @@ struct cbc_manifest {
     size_t n_flags;
     struct cbc_env env; /* parsed: names and values owned (release frees them) */
     char *cwd;
+    char *base_dir; /* the base directory the keys were made under (key.h), or NULL */
     char *arch_spec, *arch_rule, *arch_detail, *compute_cap;
     struct cbc_manifest_entry *entries;
     size_t n;

@@ -39,6 +39,13 @@ static const char *check_bool(const char *v)
                : "expected 1 or 0 (true or false)";
 }
 
+static const char *check_base(const char *v)
+{
+    return !strcmp(v, "auto") || !strcmp(v, "none") || v[0] == '/'
+               ? NULL
+               : "expected an absolute directory, none or auto";
+}
+
 static const char *check_ms(const char *v)
 {
     char *end;
@@ -63,6 +70,11 @@ const struct cbc_setting_def cbc_settings[CBC_SET_COUNT] = {
                         false, false, check_remote},
     [CBC_SET_DISABLE] = {"disable", "CUBINCACHE_DISABLE", NULL, "0",
                          "1: compile without the cache", false, false, check_bool},
+    [CBC_SET_BASE_DIR] = {"base_dir", "CUBINCACHE_BASEDIR", "base_dir", "auto",
+                          "paths under it are keyed relative to it, so every checkout of a tree "
+                          "shares entries: an absolute directory, none, or auto (the "
+                          "version-control checkout holding the source)",
+                          false, false, check_base},
     [CBC_SET_BUNDLE_PATH] = {"bundle_path", "CUBINCACHE_BUNDLE_PATH", NULL, "",
                              "directories (':'-separated) where programs look for installed "
                              "bundles before the installed ones",

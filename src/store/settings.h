@@ -21,6 +21,7 @@ enum cbc_setting {
     CBC_SET_UMASK,      /* the permissions of what the cache creates */
     CBC_SET_REMOTE,     /* the second-level cache */
     CBC_SET_DISABLE,    /* compile without the cache */
+    CBC_SET_BASE_DIR,   /* paths keyed relative to it, so checkouts share entries */
     CBC_SET_BUNDLE_PATH, /* (libcubincache) where programs look for installed bundles */
     CBC_SET_LIBCUDA,    /* (libcubincache, test builds) the driver library to open */
     CBC_SET_PUBLISH_DELAY, /* (tests) stall between writing and publishing a file */

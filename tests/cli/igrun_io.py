@@ -17,7 +17,6 @@ import json
 import re
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 
@@ -34,31 +33,11 @@ from igrun_noise import igrun_noise  # noqa: E402
 
 IGRUN = os.path.join(os.environ["BUILDDIR"], "tools", "igrun", "igrun")
 tmp = tempfile.mkdtemp(prefix="cbc-igrun.")
-failures = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from igrun_checks import Checks  # noqa: E402
 
-
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL: " + msg, file=sys.stderr)
-
-
-def igrun(*args):
-    p = subprocess.run([IGRUN, "--device", "cpu", *args], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, timeout=120)
-    if p.returncode < 0:
-        fail("igrun %s died of signal %d" % (" ".join(args), -p.returncode))
-    return p.returncode, p.stdout.decode(errors="replace")
-
-
-def expect(code, needles, *args):
-    rc, out = igrun(*args)
-    if rc != code:
-        fail("igrun %s exited %d, expected %d: %s" % (" ".join(args), rc, code, out[-400:]))
-    for n in needles if isinstance(needles, (list, tuple)) else [needles]:
-        if n not in out:
-            fail("igrun %s: output lacks '%s': %s" % (" ".join(args), n, out[-400:]))
-    return out
+C = Checks(IGRUN)
+fail, igrun, expect = C.fail, C.igrun, C.expect
 
 
 def path(name):
@@ -430,9 +409,5 @@ with open(path("model.pt"), "wb") as f:
 expect(2, ["PyTorch checkpoint", "not safetensors", "save_file(model.state_dict()"], "--model",
        path("model.pt"), "--input", path("x.npy"))
 
-print("# igrun: 4 model dtypes x 3 output formats, 24 .npy dtype/order inputs, 2 csv forms, "
-      "15 damaged files; targets (pred, a list, a file), several baselines, NoiseTunnel")
-if failures:
-    print("%d failures" % failures, file=sys.stderr)
-    sys.exit(1)
-print("ok")
+C.finish("# igrun: 4 model dtypes x 3 output formats, 24 .npy dtype/order inputs, 2 csv forms, "
+         "15 damaged files; targets (pred, a list, a file), several baselines, NoiseTunnel")

@@ -10,7 +10,7 @@ export CUBINCACHE_DIR="$T/cache" NO_COLOR=1
 # running side by side do not throttle each other
 mkdir -m 700 "$T/xdg"
 export XDG_RUNTIME_DIR="$T/xdg"
-unset CUDA_COMPUTE_CAP NVCC NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS CUBINCACHE_DISABLE
+unset CUDA_COMPUTE_CAP NVCC NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS CUBINCACHE_DISABLE CUBINCACHE_BASEDIR
 NVCC_REAL=${NVCC_REAL:-/usr/local/cuda/bin/nvcc}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }

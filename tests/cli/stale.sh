@@ -10,7 +10,8 @@
 #     link, a --depfile or stamp that is a device;
 #  6. __TIME__, a header with a future mtime, a side output of a host
 #     compiler flag, the depfile of arches served by direct mode;
-#  7. a one-arch compile's device code reused when an arch is added.
+#  7. a one-arch compile's device code reused when an arch is added;
+#  8. the input as spelled (__FILE__), relative or absolute.
 . "$(dirname "$0")/lib.sh"
 C=$CUBINCACHE
 export NVCC_REAL
@@ -165,3 +166,12 @@ expect_out 0 "device code of 2 of 2 virtual archs from the cache (2 not preproce
     CUBINCACHE_LAUNCH_DEBUG=1 "$C" "$NVCC_REAL" -c src/k.cu -o m.o "$g89" "$g90" -I inc1 -MD -MF m.d
 "$NVCC_REAL" -c src/k.cu -o m.o "$g89" "$g90" -I inc1 -MD -MF mr.d
 cmp m.d mr.d || fail "depfile of served archs: $(diff m.d mr.d | head -5)"
+
+note "8. the input as spelled: __FILE__ of 'src/f.cu' and of its absolute path differ"
+printf '#include <cstdio>\nextern "C" __global__ void f() { printf("%%s\\n", __FILE__); }\n' > src/f.cu
+age src/f.cu
+"$C" "$NVCC_REAL" -cubin -arch=sm_90 src/f.cu -o f1.cubin || fail "launcher"
+"$C" "$NVCC_REAL" -cubin -arch=sm_90 "$T/src/f.cu" -o f2.cubin || fail "launcher"
+"$NVCC_REAL" -cubin -arch=sm_90 "$T/src/f.cu" -o fr.cubin
+cmp f2.cubin fr.cubin || fail "the absolute spelling hit the relative one's __FILE__"
+grep -q "$T/src/f.cu" f2.cubin || fail "the cubin lacks the absolute __FILE__"

@@ -5,7 +5,10 @@
  * input and batches split into chunks), finite differences within 5%,
  * the per-feature loop agreeing with the batched one, completeness at 50
  * steps, and the closed forms (linear, sum of squares, x + x^2 + xy, the
- * paper's ReLU example, Captum's toy model). Exit 77 without a GPU. */
+ * paper's ReLU example, Captum's toy model); a target per input in one
+ * call on the fused and layered paths, residuals and constant scales on
+ * the layered path, both precisions (FP32 FMA, the default, and 3xTF32).
+ * Exit 77 without a GPU. */
 #include "gpu_test.h"
 
 #include <cubincache/ig.h>
@@ -722,6 +725,138 @@ static void layered_models(void)
     }
 }
 
+/* A target per input in one engine call (cbc_ig_request.targets) on the
+ * fused kernels (one layer, two, three with an identity output, whose last
+ * hidden delta then comes from the output kernel, four with a tanh output)
+ * and on the layered path, against the CPU reference, which takes the same
+ * request; a small budget splits the inputs into chunks. */
+static void per_row_targets(void)
+{
+    printf("a target per input in one call (cbc_ig_request.targets):\n");
+    static const struct {
+        const char *name;
+        int layers, sizes[5];
+        enum cbc_act acts[4];
+        bool layernorm;
+    } v[] = {
+        {"one layer 40-10", 1, {40, 10}, {CBC_ACT_IDENTITY}, false},
+        {"two layers 40-64-10 tanh", 2, {40, 64, 10}, {CBC_ACT_TANH, CBC_ACT_IDENTITY}, false},
+        {"784-128-64-10 relu/tanh (the classifier's shape)", 3, {784, 128, 64, 10},
+         {CBC_ACT_RELU, CBC_ACT_TANH, CBC_ACT_IDENTITY}, false},
+        {"4 layers 50-70-33-20-10, tanh output", 4, {50, 70, 33, 20, 10},
+         {CBC_ACT_GELU, CBC_ACT_SILU, CBC_ACT_RELU, CBC_ACT_TANH}, false},
+        {"layered: LayerNorm, relu; softmax output", 2, {60, 48, 10},
+         {CBC_ACT_RELU, CBC_ACT_SOFTMAX}, true},
+    };
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        struct model m;
+        make(&m, v[k].sizes, v[k].layers, v[k].acts, true);
+        float *ln = NULL;
+        if (v[k].layernorm) {
+            ln = random_inputs((size_t)v[k].sizes[1], 1, 0.5f);
+            m.L[0].norm = CBC_NORM_BEFORE_ACT, m.L[0].norm_w = ln;
+        }
+        const size_t n = 37, F = (size_t)v[k].sizes[0];
+        float *x = random_inputs(n, F, 1.5f);
+        int t[37];
+        for (size_t b = 0; b < n; b++)
+            t[b] = (int)((b * 7 + 3) % 10);
+        struct cbc_ig_request r;
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = n, r.targets = t, r.target = 0;
+        char what[160];
+        snprintf(what, sizeof what, "%s, 37 inputs", v[k].name);
+        compare(what, &m.m, &r, TOL_ANALYTIC);
+        r.mem_budget = 48u << 10; /* a few inputs per chunk */
+        snprintf(what, sizeof what, "%s, chunks", v[k].name);
+        compare(what, &m.m, &r, TOL_ANALYTIC);
+        free(x), free(ln);
+        unmake(&m);
+    }
+    /* bad targets are refused before the GPU runs */
+    const int s2[] = {8, 3};
+    const enum cbc_act a2[] = {CBC_ACT_IDENTITY};
+    struct model m;
+    make(&m, s2, 1, a2, true);
+    float *x = random_inputs(2, 8, 1.0f);
+    int bad[2] = {1, 3};
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = x, r.n = 2, r.targets = bad;
+    struct results o;
+    alloc_results(&o, 2, 8);
+    struct cbc_err err = {0};
+    struct cbc_ig_gpu_model *gm = NULL;
+    CHECK(cbc_ig_gpu_upload(G, &m.m, &gm, &err) == CBC_OK, "%s", err.msg);
+    CHECK(gm && cbc_ig_gpu_mlp(gm, &r, &o.o, &err) == CBC_E_USAGE && strstr(err.msg, "target 3"),
+          "a target beyond the outputs: %s", err.msg);
+    cbc_ig_gpu_model_free(gm);
+    free_results(&o);
+    free(x);
+    unmake(&m);
+}
+
+/* Residuals and constant scales (what ONNX models carry) run on the
+ * layered path: a residual after the activation and one before it, scales
+ * and shifts, a LayerNorm among them, a target per input and chunks,
+ * against the CPU reference; a residual of the input is refused. */
+static void residual_models(void)
+{
+    printf("residuals and scales (layered path):\n");
+    const int sizes[5] = {50, 64, 64, 64, 10};
+    const enum cbc_act acts[4] = {CBC_ACT_RELU, CBC_ACT_TANH, CBC_ACT_GELU, CBC_ACT_IDENTITY};
+    struct model m;
+    make(&m, sizes, 4, acts, true);
+    float *vec[6];
+    for (int q = 0; q < 6; q++) {
+        vec[q] = random_inputs(64, 1, 0.5f);
+        for (int j = 0; j < 64; j++)
+            vec[q][j] += q % 2 ? 0 : 1; /* scales near 1, shifts near 0 */
+    }
+    /* h1 = h0 + s * relu... : layer 1 adds layer 0 after its activation,
+     * layer 2 adds layer 1 before its activation, layer 3 scales its output */
+    m.L[1].residual = CBC_RESIDUAL_AFTER, m.L[1].residual_from = 0, m.L[1].residual_mul = vec[0];
+    m.L[1].mul = vec[2], m.L[1].add = vec[1];
+    m.L[2].residual = CBC_RESIDUAL_BEFORE_ACT, m.L[2].residual_from = 1;
+    m.L[2].norm = CBC_NORM_AFTER_ACT, m.L[2].norm_w = vec[4], m.L[2].norm_b = vec[3];
+    m.L[3].mul = vec[4], m.L[3].add = vec[5];
+    const size_t n = 29;
+    float *x = random_inputs(n, 50, 1.5f), *base = random_inputs(n, 50, 0.3f);
+    int t[29];
+    for (size_t b = 0; b < n; b++)
+        t[b] = (int)((b * 3) % 10);
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = x, r.n = n, r.target = 4;
+    compare("50-64-64-64-10 with 2 residuals and scales, target 4", &m.m, &r, TOL_ANALYTIC);
+    r.targets = t, r.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_PER_INPUT, 0, base};
+    r.mem_budget = 64u << 10;
+    compare("the same, a target and a baseline per input, chunks", &m.m, &r, TOL_ANALYTIC);
+    /* two residuals of the same layer, one of them into the last layer */
+    m.L[3].residual = CBC_RESIDUAL_NONE;
+    m.L[2].residual_from = 0;
+    r.targets = NULL, r.mem_budget = 0;
+    compare("layers 1 and 2 both add layer 0", &m.m, &r, TOL_ANALYTIC);
+    r.n = 4, r.gradient = CBC_IG_FD;
+    compare("the same, central differences through the forward", &m.m, &r, 5e-2);
+    /* the input as a residual: the CPU runs it, the GPU refuses it by name */
+    const int s1[3] = {50, 50, 10};
+    struct model m1;
+    make(&m1, s1, 2, acts, true);
+    m1.L[0].residual = CBC_RESIDUAL_AFTER, m1.L[0].residual_from = -1;
+    struct cbc_err err = {0};
+    struct cbc_ig_gpu_model *gm = NULL;
+    CHECK(cbc_ig_gpu_upload(G, &m1.m, &gm, &err) == CBC_E_UNSUPPORTED &&
+              strstr(err.msg, "layer 0 adds the model's input") && strstr(err.remedy, "--device cpu"),
+          "the input as a residual: %s", err.msg);
+    cbc_ig_gpu_model_free(gm);
+    unmake(&m1);
+    free(x), free(base);
+    for (int q = 0; q < 6; q++)
+        free(vec[q]);
+    unmake(&m);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0); /* keep what was printed if a check crashes */
@@ -732,6 +867,9 @@ int main(void)
         return 1;
     }
     printf("engine: %s\n", cbc_ig_gpu_describe(G));
+    /* the default is the accurate mode: FP32 FMA GEMMs, as PyTorch float32 */
+    CHECK(strstr(cbc_ig_gpu_describe(G), "FP32 FMA") != NULL, "the default precision: %s",
+          cbc_ig_gpu_describe(G));
     analytic_closed_forms();
     analytic_matches_cpu();
     repeated_requests();
@@ -739,13 +877,16 @@ int main(void)
     device_pointers();
     explanations();
     layered_models();
-    /* --precision fp32: FP32 FMA GEMMs, against the same reference */
-    printf("precision fp32 (FP32 FMA GEMMs):\n");
-    cbc_ig_gpu_set_precision(G, CBC_IG_PRECISION_FP32);
-    CHECK(strstr(cbc_ig_gpu_describe(G), "FP32 FMA") != NULL, "%s", cbc_ig_gpu_describe(G));
+    per_row_targets();
+    residual_models();
+    /* --precision fast: 3xTF32 tensor cores (opt-in), against the same reference */
+    printf("precision fast (3xTF32 tensor cores):\n");
+    cbc_ig_gpu_set_precision(G, CBC_IG_PRECISION_FAST);
     analytic_matches_cpu();
     layered_models();
-    cbc_ig_gpu_set_precision(G, CBC_IG_PRECISION_FAST);
+    per_row_targets();
+    residual_models();
+    cbc_ig_gpu_set_precision(G, CBC_IG_PRECISION_FP32);
     const char *bdir = getenv("CBC_BUNDLES");
     struct cbc_bundle *b = NULL;
     struct cbc_module *box = NULL;

@@ -13,6 +13,10 @@ with plain nvcc's for the same command in the same world:
             byte (objects are compared with nvcc's tmpxft_<pid> names masked);
   --peer ccache  `ccache nvcc -c ...` the same way (ccache caches no -cubin).
 
+The project lives in two checkouts of one tree (a and b, each with .git,
+so the base directory is their root); the command runs in the tree's root,
+b1 or b1/deep, with its paths absolute or relative to that directory.
+
 The edits: a header edited (sometimes to the same size with its mtime put
 back), a new header earlier on the include path or beside the source,
 one removed, -I order and membership changed, an -isystem directory, a
@@ -20,7 +24,9 @@ __has_include target appearing and going, the generated header rewritten,
 the symlink retargeted, every environment variable the key covers set and
 unset (the profile's INCLUDES, PTXAS_FLAGS, CUDAFE_FLAGS; NVCC_*_FLAGS,
 CPATH, CPLUS_INCLUDE_PATH), host and device flags, the arch list, touches
-and future modification times.
+and future modification times; the working directory moved, the paths
+spelled relative or absolute, and the other checkout made the one built
+(it keeps its own state: edits go to the checkout in use).
 
 Reference outputs are memoized by the whole world the fuzzer controls
 (every file's bytes, every link's target, the command and the
@@ -71,7 +77,10 @@ class World:
         self.dev = []
         self.archs = ["89", "90"]
         self.counter = 0
-        for d in ("src", "inc1", "inc2", "inc3", "sys", "gen", "alt"):
+        self.cwd = ""                      # the working directory, below the tree's root
+        self.rel = False                   # paths spelled relative to it
+        self.trees = [root]
+        for d in ("src", "inc1", "inc2", "inc3", "sys", "gen", "alt", ".git", "b1/deep"):
             os.makedirs(os.path.join(root, d), exist_ok=True)
         self.write("inc1/a.h", "#define A_VAL %s\n" % self.num())
         self.write("inc1/b.h", "#pragma once\n#define B_VAL %s\n" % self.num())
@@ -92,6 +101,13 @@ class World:
     def path(self, rel):
         return os.path.join(self.root, rel)
 
+    def cwd_path(self):
+        return os.path.join(self.root, self.cwd)
+
+    def spell(self, p):
+        """A path as the command names it."""
+        return os.path.relpath(p, self.cwd_path()) if self.rel else p
+
     def write(self, rel, text):
         with open(self.path(rel), "w") as f:
             f.write(text)
@@ -108,10 +124,10 @@ class World:
     def flags(self):
         f = []
         for d in self.idirs:
-            f += ["-I", self.path(d)]
+            f += ["-I", self.spell(self.path(d))]
         if self.sysdir:
-            f += ["-isystem", self.path("sys")]
-        f += ["-I", self.path("gen")]
+            f += ["-isystem", self.spell(self.path("sys"))]
+        f += ["-I", self.spell(self.path("gen"))]
         return f + self.host + self.dev
 
     def environ(self):
@@ -128,7 +144,7 @@ class World:
         for d, dirs, files in sorted(os.walk(self.root)):
             dirs.sort()
             rel = os.path.relpath(d, self.root)
-            if rel.split(os.sep)[0] in ("out", "ref", "cache", "work", "ccache"):
+            if rel.split(os.sep)[0] in ("out", "ref", "cache", "work", "ccache", ".git"):
                 continue
             for f in sorted(files):
                 p = os.path.join(d, f)
@@ -138,7 +154,7 @@ class World:
                 else:
                     with open(p, "rb") as fh:
                         h.update(b"F" + fh.read())
-        h.update(json.dumps([self.flags(), self.archs, sorted(
+        h.update(json.dumps([self.cwd_path(), self.flags(), self.archs, sorted(
             (k, v) for k, v in self.env.items() if v is not None)]).encode())
         return h.hexdigest()
 
@@ -148,7 +164,7 @@ class World:
         kinds = [self.edit, self.edit_same_size, self.shadow, self.unshadow, self.reorder,
                  self.toggle_dir, self.toggle_sys, self.has_include, self.regenerate,
                  self.relink, self.env_knob, self.host_flags, self.dev_flags, self.arch_list,
-                 self.touch, self.future]
+                 self.touch, self.future, self.move_cwd, self.toggle_rel, self.switch_tree]
         return r.choice(kinds)()
 
     def headers(self):
@@ -258,6 +274,18 @@ class World:
         os.utime(self.path(h))
         return "touch %s" % h
 
+    def move_cwd(self):
+        self.cwd = self.rng.choice([d for d in ("", "b1", "b1/deep") if d != self.cwd])
+        return "cd %s" % (self.cwd or "the root")
+
+    def toggle_rel(self):
+        self.rel = not self.rel
+        return "paths %s" % ("relative" if self.rel else "absolute")
+
+    def switch_tree(self):
+        self.root = self.trees[1] if self.root == self.trees[0] else self.trees[0]
+        return "build in checkout %s" % os.path.basename(os.path.dirname(self.root))
+
     def future(self):
         h = self.rng.choice(self.headers())
         t = time.time() + 7200
@@ -313,8 +341,8 @@ class Runner:
         self.cbc = args.cubincache
         self.stats = {"steps": 0, "compares": 0, "memo_hits": 0}
 
-    def run(self, argv, env, out=None):
-        p = subprocess.run(argv, env=env, cwd=self.root, stdout=subprocess.PIPE,
+    def run(self, argv, env, out=None, cwd=None):
+        p = subprocess.run(argv, env=env, cwd=cwd or self.root, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
         if p.returncode != 0:
             raise RuntimeError("%s exited %d: %s" % (" ".join(argv), p.returncode,
@@ -329,16 +357,18 @@ class Runner:
         if k in self.memo:
             self.stats["memo_hits"] += 1
             return self.memo[k]
-        data = self.run([self.nvcc] + argv, env, out)
+        data = self.run([self.nvcc] + argv, env, out, w.cwd_path())
         self.memo[k] = data
         return data
 
     def step(self, w, env, step_no, what):
         """Every comparison of one world; returns the list of failures."""
         bad = []
-        src = w.path("src/k.cu")
+        src = w.spell(w.path("src/k.cu"))
         fl = w.flags()
-        os.makedirs(os.path.join(self.root, "work"), exist_ok=True)
+        cwd = w.cwd_path()
+        work = os.path.join(self.root, "work")
+        os.makedirs(work, exist_ok=True)
         cache_env = dict(env, CUBINCACHE_DIR=os.path.join(self.root, "cache"),
                          CCACHE_DIR=os.path.join(self.root, "ccache"))
         gencode = []
@@ -351,43 +381,48 @@ class Runner:
                 bad.append("%s differs from nvcc's" % label)
 
         if self.a.peer == "ccache":
-            argv = ["-c", src, "-o", "work/obj.o"] + fl + gencode
-            got = self.run([self.a.ccache, self.nvcc] + argv, cache_env, "work/obj.o")
-            want = self.reference(w, env, "obj", argv[:3] + ["work/ref.o"] + argv[4:],
-                                  "work/ref.o")
+            argv = ["-c", src, "-o", work + "/obj.o"] + fl + gencode
+            got = self.run([self.a.ccache, self.nvcc] + argv, cache_env, work + "/obj.o", cwd)
+            want = self.reference(w, env, "obj", argv[:3] + [work + "/ref.o"] + argv[4:],
+                                  work + "/ref.o")
             compare("ccache's object", got, want, True)
             return bad
         # the launcher, one -cubin (the whole-command path)
         a = self.a_rng.choice(w.archs)
-        argv = ["-cubin", "-arch=sm_%s" % a, src, "-o", "work/l.cubin"] + fl
-        got = self.run([self.cbc, self.nvcc] + argv, cache_env, "work/l.cubin")
+        argv = ["-cubin", "-arch=sm_%s" % a, src, "-o", work + "/l.cubin"] + fl
+        got = self.run([self.cbc, self.nvcc] + argv, cache_env, work + "/l.cubin", cwd)
         want = self.reference(w, env, "cubin" + a,
-                              argv[:3] + ["-o", "work/r.cubin"] + argv[5:], "work/r.cubin")
+                              argv[:3] + ["-o", work + "/r.cubin"] + argv[5:],
+                              work + "/r.cubin")
         compare("the launcher's sm_%s cubin" % a, got, want, False)
         # the launcher, -c: split into steps, each arch's device code cached
         if step_no % self.a.object_every == 0:
-            argv = ["-c", src, "-o", "work/obj.o"] + fl + gencode
-            got = self.run([self.cbc, self.nvcc] + argv, cache_env, "work/obj.o")
-            want = self.reference(w, env, "obj", argv[:3] + ["work/ref.o"] + argv[4:],
-                                  "work/ref.o")
+            argv = ["-c", src, "-o", work + "/obj.o"] + fl + gencode
+            got = self.run([self.cbc, self.nvcc] + argv, cache_env, work + "/obj.o", cwd)
+            want = self.reference(w, env, "obj", argv[:3] + [work + "/ref.o"] + argv[4:],
+                                  work + "/ref.o")
             compare("the launcher's object", got, want, True)
         # build: one cubin per target
         out = os.path.join(self.root, "out")
         self.run([self.cbc, "build", "-q", "-a", ",".join(w.archs), "-o", out, "-n", "k", src,
-                  "--"] + fl, cache_env)
+                  "--"] + fl, cache_env, None, cwd)
         for t in w.archs:
             with open(os.path.join(out, "k.sm_%s.cubin" % t), "rb") as f:
                 got = f.read()
             want = self.reference(w, env, "build" + t,
                                   ["-cubin", "-gencode", "arch=compute_%s,code=sm_%s" % (t, t),
-                                   "-o", "work/b.cubin", src] + fl, "work/b.cubin")
+                                   "-o", work + "/b.cubin", w.path("src/k.cu")] + fl,
+                                  work + "/b.cubin")
             compare("build's sm_%s cubin" % t, got, want, False)
         return bad
 
     def fuzz(self, seed, steps):
         rng = random.Random(seed)
         self.a_rng = random.Random(seed ^ 0x5eed)
-        w = World(self.root, rng)
+        w = World(os.path.join(self.root, "a", "proj"), rng)
+        other = os.path.join(self.root, "b", "proj")
+        shutil.copytree(w.root, other, symlinks=True)
+        w.trees.append(other)
         failures = []
         time.sleep(1.1)  # the aged files' ctimes settle: stamps are trusted
         for i in range(1, steps + 1):

@@ -89,7 +89,7 @@ static void open_session(struct session *s, bool read_only)
                            : cbc_store_open(root, &s->store, NULL),
                  CBC_OK);
     s->memo = cbc_filememo_new();
-    cr_assert_eq(cbc_cache_init(&s->cache, s->store, s->memo, on_msg, s, NULL), CBC_OK);
+    cr_assert_eq(cbc_cache_init(&s->cache, s->store, s->memo, NULL, NULL, on_msg, s, NULL), CBC_OK);
 }
 
 static void close_session(struct session *s)

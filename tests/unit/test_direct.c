@@ -32,7 +32,7 @@ Test(direct, lists_round_trip_under_their_id)
     size_t len;
     uint8_t *bytes = cbc_dep_list_encode(&l, &len);
     cr_assert_not_null(bytes);
-    cr_assert_eq(cbc_dep_list_decode(bytes, len, &l.id, &back, NULL), CBC_OK);
+    cr_assert_eq(cbc_dep_list_decode(bytes, len, &l.id, NULL, &back, NULL), CBC_OK);
     cr_assert_eq(back.n, 3);
     cr_assert_str_eq(back.deps[2].path, "/inc/2.h");
     cr_assert_eq(back.recorded_ns, 1001);
@@ -64,18 +64,18 @@ Test(direct, lists_refuse_truncation_garbage_and_the_wrong_id)
     size_t len;
     uint8_t *bytes = cbc_dep_list_encode(&l, &len);
     for (size_t cut = 0; cut < len; cut++)
-        cr_assert_eq(cbc_dep_list_decode(bytes, cut, &l.id, &back, NULL), CBC_E_FORMAT,
+        cr_assert_eq(cbc_dep_list_decode(bytes, cut, &l.id, NULL, &back, NULL), CBC_E_FORMAT,
                      "cut at %zu", cut);
     uint8_t *more = malloc(len + 1);
     memcpy(more, bytes, len);
     more[len] = 0;
-    cr_assert_eq(cbc_dep_list_decode(more, len + 1, &l.id, &back, NULL), CBC_E_FORMAT);
+    cr_assert_eq(cbc_dep_list_decode(more, len + 1, &l.id, NULL, &back, NULL), CBC_E_FORMAT);
     memcpy(more, bytes, len);
     more[16] = 0xff; /* a lying file count */
-    cr_assert_eq(cbc_dep_list_decode(more, len, &l.id, &back, NULL), CBC_E_FORMAT);
+    cr_assert_eq(cbc_dep_list_decode(more, len, &l.id, NULL, &back, NULL), CBC_E_FORMAT);
     memcpy(more, bytes, len);
     more[len - 50] ^= 1; /* a flipped content hash: not the list asked for */
-    cr_assert_eq(cbc_dep_list_decode(more, len, &l.id, &back, NULL), CBC_E_FORMAT);
+    cr_assert_eq(cbc_dep_list_decode(more, len, &l.id, NULL, &back, NULL), CBC_E_FORMAT);
     free(more);
     free(bytes);
     cbc_dep_list_release(&l);
@@ -85,7 +85,7 @@ Test(direct, records_round_trip_and_refuse_bad_sizes)
 {
     struct cbc_direct_rec r = {0}, back;
     for (int i = 0; i < 3; i++) {
-        struct cbc_direct_cand c = {{{(uint8_t)(i + 1)}}, {{(uint8_t)(i + 10)}}};
+        struct cbc_direct_cand c = {{{(uint8_t)(i + 1)}}, {{(uint8_t)(i + 10)}}, 0};
         cbc_direct_push(&r, &c);
     }
     size_t len;
@@ -108,12 +108,12 @@ Test(direct, records_keep_the_newest_candidates_and_one_per_result)
 {
     struct cbc_direct_rec r = {0};
     for (int i = 0; i < CBC_DIRECT_MAX + 3; i++) {
-        struct cbc_direct_cand c = {{{(uint8_t)i}}, {{0}}};
+        struct cbc_direct_cand c = {{{(uint8_t)i}}, {{0}}, 0};
         cbc_direct_push(&r, &c);
     }
     cr_assert_eq(r.n, CBC_DIRECT_MAX);
     cr_assert_eq(r.c[0].result.b[0], CBC_DIRECT_MAX + 2);
-    struct cbc_direct_cand again = {{{CBC_DIRECT_MAX}}, {{7}}};
+    struct cbc_direct_cand again = {{{CBC_DIRECT_MAX}}, {{7}}, 0};
     cbc_direct_push(&r, &again);
     cr_assert_eq(r.n, CBC_DIRECT_MAX);
     cr_assert_eq(r.c[0].list.b[0], 7);
@@ -213,7 +213,7 @@ static bool lookup_once(const struct scratch *s, const struct cbc_hash *dk, stru
     struct cbc_store *st;
     cr_assert_eq(cbc_store_open(s->root, &st, NULL), CBC_OK);
     struct cbc_filememo *m = cbc_filememo_new();
-    struct cbc_direct *d = cbc_direct_new(st, m);
+    struct cbc_direct *d = cbc_direct_new(st, m, NULL);
     struct cbc_direct_target t = {.direct_key = *dk};
     bool matched = false;
     cr_assert_eq(cbc_direct_lookup(d, &t, &matched, result, NULL), CBC_OK);
@@ -246,14 +246,14 @@ Test(direct, a_recorded_compile_is_found_by_the_next_build)
     struct cbc_store *st;
     cr_assert_eq(cbc_store_open(s.root, &st, NULL), CBC_OK);
     struct cbc_filememo *m = cbc_filememo_new();
-    struct cbc_direct *d = cbc_direct_new(st, m);
+    struct cbc_direct *d = cbc_direct_new(st, m, NULL);
     for (int k = 0; k < 2; k++) {
         struct cbc_direct_target t = {.direct_key = dk[k]};
         bool matched;
         cr_assert_eq(cbc_direct_lookup(d, &t, &matched, &got, NULL), CBC_OK);
         cr_assert_not(matched);
         struct cbc_dep_list l = read_list(&s, m);
-        cr_assert(cbc_direct_record(d, &t, &res[k], &l, NULL));
+        cr_assert(cbc_direct_record(d, &t, &res[k], 0, &l, NULL));
         cbc_dep_list_release(&l);
     }
     cbc_direct_free(d);
@@ -316,17 +316,17 @@ Test(direct, probes_round_trip_and_are_part_of_the_id)
     size_t len;
     uint8_t *bytes = cbc_dep_list_encode(&l, &len);
     cr_assert_not_null(bytes);
-    cr_assert_eq(cbc_dep_list_decode(bytes, len, &l.id, &back, NULL), CBC_OK);
+    cr_assert_eq(cbc_dep_list_decode(bytes, len, &l.id, NULL, &back, NULL), CBC_OK);
     cr_assert_eq(back.n_probes, 1);
     cr_assert_eq(back.n_names, 3);
     cr_assert_str_eq(back.probes[0].dir, s.dir);
     cr_assert_str_eq(back.names[back.probes[0].first + 2], "sub/x.h");
     cr_assert(cbc_stamp_eq(&back.probes[0].stamp, &l.probes[0].stamp));
     for (size_t cut = 0; cut < len; cut++)
-        cr_assert_eq(cbc_dep_list_decode(bytes, cut, &l.id, &back, NULL), CBC_E_FORMAT,
+        cr_assert_eq(cbc_dep_list_decode(bytes, cut, &l.id, NULL, &back, NULL), CBC_E_FORMAT,
                      "cut at %zu", cut);
     bytes[20] = 0xff; /* a lying directory count */
-    cr_assert_eq(cbc_dep_list_decode(bytes, len, NULL, &back, NULL), CBC_E_FORMAT);
+    cr_assert_eq(cbc_dep_list_decode(bytes, len, NULL, NULL, &back, NULL), CBC_E_FORMAT);
     free(bytes);
     struct cbc_hash before = l.id, after;
     free(l.names[2]);

@@ -334,3 +334,176 @@ Test(ig_cpu, bad_inputs_and_models_are_refused_naming_the_tensor)
     cr_assert_eq(cbc_ig_cpu_mlp(&m, &r, &out, &err), CBC_E_USAGE);
     cr_assert(strstr(err.msg, "target 5"), "%s", err.msg);
 }
+
+/* ---- residuals, constant scales, targets per input ------------------------- */
+
+Test(ig_cpu, a_scaled_layer_with_a_residual_of_the_input_has_its_closed_form)
+{
+    /* h = 3 (2 x) + 1 + 0.5 x = 6.5 x + 1: IG from 0 is 6.5 x */
+    const float w = 2, mul = 3, add = 1, rmul = 0.5f, x[2] = {0.7f, -1.3f};
+    struct cbc_mlp_layer L = {.in = 1, .out = 1, .w = &w, .act = CBC_ACT_IDENTITY, .mul = &mul,
+                              .add = &add, .residual = CBC_RESIDUAL_AFTER, .residual_from = -1,
+                              .residual_mul = &rmul};
+    struct cbc_mlp m = {1, &L};
+    struct run o;
+    run_mlp(&m, x, 2, 0, CBC_IG_ANALYTIC, 8, &o);
+    for (int b = 0; b < 2; b++) {
+        cr_assert_float_eq(o.attr[b], 6.5 * x[b], 1e-6, "input %d: %g", b, o.attr[b]);
+        cr_assert_float_eq(o.fx[b], 6.5 * x[b] + 1, 1e-6);
+        cr_assert_float_eq(o.fb[b], 1, 1e-6);
+    }
+    /* before the activation: relu(2x + 0.5x) scaled by 3, plus 1 */
+    L.residual = CBC_RESIDUAL_BEFORE_ACT;
+    L.act = CBC_ACT_RELU;
+    run_mlp(&m, x, 2, 0, CBC_IG_ANALYTIC, 8, &o);
+    cr_assert_float_eq(o.attr[0], 3 * 2.5 * x[0], 1e-6, "%g", o.attr[0]);
+    cr_assert_float_eq(o.attr[1], 0, 1e-7, "%g", o.attr[1]);
+}
+
+/* A model with every kind of residual and scale: input -> 6 (tanh, residual
+ * of the input before it), 6 (silu, LayerNorm before it, residual of layer 0
+ * after it, scaled), 6 (elu, LayerNorm after it, residual of the input),
+ * 3 (identity, scale and shift). */
+struct graph_mlp {
+    struct rnd_mlp r;
+    float vec[12][6];
+    struct cbc_mlp_layer L[4];
+    struct cbc_mlp m;
+};
+
+static void make_graph_mlp(struct graph_mlp *g)
+{
+    const int sizes[5] = {6, 6, 6, 6, 3};
+    make_mlp(&g->r, sizes, 4, CBC_ACT_TANH);
+    for (int k = 0; k < 12; k++)
+        for (int j = 0; j < 6; j++)
+            g->vec[k][j] = 0.5f + 0.5f * urand() * (k % 2 ? -1 : 1);
+    memcpy(g->L, g->r.L, sizeof g->L);
+    g->L[0].residual = CBC_RESIDUAL_BEFORE_ACT, g->L[0].residual_from = -1;
+    g->L[0].residual_mul = g->vec[0];
+    g->L[1].act = CBC_ACT_SILU, g->L[1].norm = CBC_NORM_BEFORE_ACT;
+    g->L[1].norm_w = g->vec[1], g->L[1].norm_b = g->vec[2];
+    g->L[1].residual = CBC_RESIDUAL_AFTER, g->L[1].residual_from = 0;
+    g->L[1].mul = g->vec[3], g->L[1].add = g->vec[4], g->L[1].residual_mul = g->vec[5];
+    g->L[2].act = CBC_ACT_ELU, g->L[2].act_param = 0.7f, g->L[2].norm = CBC_NORM_AFTER_ACT;
+    g->L[2].norm_w = g->vec[6], g->L[2].norm_b = g->vec[7];
+    g->L[2].residual = CBC_RESIDUAL_AFTER, g->L[2].residual_from = -1;
+    g->L[3].mul = g->vec[8], g->L[3].add = g->vec[9];
+    g->m = (struct cbc_mlp){4, g->L};
+}
+
+Test(ig_cpu, residuals_and_scales_backpropagate_as_central_differences_say)
+{
+    struct graph_mlp g;
+    make_graph_mlp(&g);
+    cr_assert_eq(cbc_mlp_validate(&g.m, NULL), CBC_OK);
+    float x[12];
+    for (int i = 0; i < 12; i++)
+        x[i] = urand() * 2;
+    /* one right-Riemann step from 0: attr_i = x_i dF/dx_i (x), the gradient itself */
+    for (int t = 0; t < 3; t++) {
+        struct run a, f;
+        struct cbc_ig_request r;
+        cbc_ig_request_defaults(&r);
+        r.x = x, r.n = 2, r.target = t, r.method = CBC_IG_RIEMANN_RIGHT, r.steps = 1;
+        struct cbc_ig_output oa = outputs(&a), of = outputs(&f);
+        struct cbc_err err = {0};
+        cr_assert_eq(cbc_ig_cpu_mlp(&g.m, &r, &oa, &err), CBC_OK, "%s", err.msg);
+        r.gradient = CBC_IG_FD;
+        cr_assert_eq(cbc_ig_cpu_mlp(&g.m, &r, &of, &err), CBC_OK, "%s", err.msg);
+        for (int i = 0; i < 12; i++)
+            cr_assert(fabs(a.attr[i] - f.attr[i]) <= 2e-5 * (fabs(a.attr[i]) + 1e-2),
+                      "target %d feature %d: backprop %g, central differences %g", t, i,
+                      a.attr[i], f.attr[i]);
+        /* and completeness over the whole path (ELU's derivative jumps at 0, so
+         * the quadrature converges slowly: measured 1e-4 of F(x) - F(x')) */
+        r.gradient = CBC_IG_ANALYTIC, r.method = CBC_IG_GAUSS_LEGENDRE, r.steps = 256;
+        cr_assert_eq(cbc_ig_cpu_mlp(&g.m, &r, &oa, &err), CBC_OK, "%s", err.msg);
+        for (int b = 0; b < 2; b++)
+            cr_assert(fabs(a.delta[b]) <= 1e-3 * (fabs(a.fx[b]) + fabs(a.fb[b]) + 1e-2),
+                      "target %d input %d: delta %g", t, b, a.delta[b]);
+    }
+    free_mlp(&g.r);
+}
+
+Test(ig_cpu, a_target_per_input_is_one_call_per_target)
+{
+    struct graph_mlp g;
+    make_graph_mlp(&g);
+    float x[18];
+    for (int i = 0; i < 18; i++)
+        x[i] = urand() * 2;
+    const int targets[3] = {2, 0, 2};
+    struct run all;
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = x, r.n = 3, r.targets = targets;
+    float base[18];
+    for (int i = 0; i < 18; i++)
+        base[i] = 0.1f * (float)i;
+    r.baseline = (struct cbc_ig_baseline){CBC_IG_BASELINE_PER_INPUT, 0, base};
+    struct cbc_ig_output o = outputs(&all);
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_ig_cpu_mlp(&g.m, &r, &o, &err), CBC_OK, "%s", err.msg);
+    for (int b = 0; b < 3; b++) {
+        struct run one;
+        struct cbc_ig_request r1 = r;
+        r1.targets = NULL, r1.target = targets[b], r1.x = x + 6 * b, r1.n = 1;
+        r1.baseline.data = base + 6 * b;
+        struct cbc_ig_output o1 = outputs(&one);
+        cr_assert_eq(cbc_ig_cpu_mlp(&g.m, &r1, &o1, &err), CBC_OK, "%s", err.msg);
+        for (int i = 0; i < 6; i++)
+            cr_assert_eq(one.attr[i], all.attr[6 * b + i], "input %d feature %d", b, i);
+        cr_assert_eq(one.fx[0], all.fx[b]);
+        cr_assert_eq(one.delta[0], all.delta[b]);
+    }
+    const int bad[3] = {0, 3, 1};
+    r.targets = bad;
+    cr_assert_eq(cbc_ig_cpu_mlp(&g.m, &r, &o, &err), CBC_E_USAGE);
+    cr_assert(strstr(err.msg, "target 3 (entry 1)"), "%s", err.msg);
+    free_mlp(&g.r);
+}
+
+Test(ig_cpu, residuals_from_nowhere_or_of_another_width_are_refused)
+{
+    struct graph_mlp g;
+    make_graph_mlp(&g);
+    struct cbc_err err = {0};
+    g.L[1].residual_from = 1;
+    cr_assert_eq(cbc_mlp_validate(&g.m, &err), CBC_E_USAGE);
+    cr_assert(strstr(err.msg, "layer 1 adds a residual from layer 1"), "%s", err.msg);
+    g.L[1].residual_from = 0;
+    g.L[3].residual = CBC_RESIDUAL_AFTER, g.L[3].residual_from = 2;
+    cr_assert_eq(cbc_mlp_validate(&g.m, &err), CBC_E_SHAPE);
+    cr_assert(strstr(err.msg, "layer 3 (3 outputs) adds a residual from layer 2, which has 6"),
+              "%s", err.msg);
+    g.L[3].residual = CBC_RESIDUAL_NONE;
+    g.vec[8][2] = NAN;
+    cr_assert_eq(cbc_mlp_validate(&g.m, &err), CBC_E_NUMERIC);
+    cr_assert(strstr(err.msg, "layer 3 scale [2] is nan"), "%s", err.msg);
+    free_mlp(&g.r);
+}
+
+Test(ig_cpu, check_outputs_passes_rounding_and_refuses_another_model)
+{
+    struct graph_mlp g;
+    make_graph_mlp(&g);
+    float x[12], y[6];
+    double yd[6];
+    for (int i = 0; i < 12; i++)
+        x[i] = urand() * 2;
+    cr_assert_eq(cbc_mlp_forward(&g.m, x, 2, yd, NULL), CBC_OK);
+    for (int i = 0; i < 6; i++)
+        y[i] = (float)yd[i] * (1 + 3e-7f); /* float32 rounding and a little more */
+    struct cbc_err err = {0};
+    double worst = -1;
+    cr_assert_eq(cbc_mlp_check_outputs(&g.m, x, 2, y, 3, &worst, &err), CBC_OK, "%s", err.msg);
+    cr_assert(worst >= 0 && worst < 1e-6, "%g", worst);
+    /* the same layers without the residual of layer 1: another model */
+    g.L[1].residual = CBC_RESIDUAL_NONE;
+    cr_assert_eq(cbc_mlp_check_outputs(&g.m, x, 2, y, 3, &worst, &err), CBC_E_VERIFY);
+    cr_assert(strstr(err.msg, "input 0, output") && strstr(err.msg, "not the model"), "%s",
+              err.msg);
+    cr_assert_eq(cbc_mlp_check_outputs(&g.m, x, 2, y, 2, NULL, &err), CBC_E_SHAPE);
+    free_mlp(&g.r);
+}

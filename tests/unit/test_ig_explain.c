@@ -268,26 +268,42 @@ Test(models, batchnorm_folded_equals_the_unfolded_network_before_and_after_the_a
     seq2[5].name = "2.running_var";
     st_write(p2, seq2, 8, "\"activations\":\"nn.Tanh,torch.nn.Identity()\"");
     check_folded(p2, NULL, false);
-    /* named layers, stored fc1, bn1, fc2: the storage order is the model's */
+    /* named layers: their order is the layer_order metadata (state_dict()'s
+     * keys) or --layers, never the file's (save_file sorts it by name) */
     struct st_tensor named[8];
     memcpy(named, seq1, sizeof seq1);
     const char *names[] = {"fc1.weight",       "fc1.bias",          "bn1.weight", "bn1.bias",
                            "bn1.running_mean", "bn1.running_var", "fc2.weight", "fc2.bias"};
     for (int i = 0; i < 8; i++)
         named[i].name = names[i];
-    st_write(p3, named, 8, "\"activations\":\"tanh,identity\"");
+    const char *order = "\"activations\":\"tanh,identity\",\"layer_order\":\"fc1.weight,"
+                        "fc1.bias,bn1.weight,bn1.bias,bn1.running_mean,bn1.running_var,"
+                        "bn1.num_batches_tracked,fc2.weight,fc2.bias\"";
+    st_write(p3, named, 8, order);
     check_folded(p3, NULL, true);
     check_folded(p3, "fc1,bn1,fc2", true);
-    /* stored fc2 first: storage order is wrong, and the error names both
-     * tensors; --layers states the order */
+    /* stored fc2 first, as the sorted file would have it: the metadata still
+     * says the order; without it the file is refused with both fixes */
     struct st_tensor rev[8] = {named[6], named[7], named[0], named[1],
                                named[2], named[3], named[4], named[5]};
+    st_write(p3, rev, 8, order);
+    check_folded(p3, NULL, true);
     st_write(p3, rev, 8, "\"activations\":\"tanh,identity\"");
     struct cbc_mlp_owned *m = NULL;
     struct cbc_err e = {0};
-    cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, NULL, &m, &e), CBC_E_SHAPE);
-    cr_assert(strstr(e.msg, "fc1.weight") && strstr(e.msg, "fc2.weight"), "%s", e.msg);
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, NULL, &m, &e), CBC_E_USAGE);
+    cr_assert(strstr(e.msg, "'fc2'") && strstr(e.msg, "'fc1'") && strstr(e.msg, "not numbered") &&
+                  strstr(e.msg, "sorts tensors by name") && strstr(e.remedy, "layer_order") &&
+                  strstr(e.remedy, "--layers") && strstr(e.remedy, "torch.onnx.export"),
+              "%s / %s", e.msg, e.remedy);
     check_folded(p3, "fc1,bn1,fc2", true);
+    /* metadata that names a layer the file lacks, or leaves one out, is refused */
+    st_write(p3, rev, 8, "\"activations\":\"tanh,identity\",\"layer_order\":\"fc1,fc9,fc2\"");
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, NULL, &m, &e), CBC_E_FORMAT);
+    cr_assert(strstr(e.msg, "layer_order names 'fc9'"), "%s", e.msg);
+    st_write(p3, rev, 8, "\"activations\":\"tanh,identity\",\"layer_order\":\"fc1,fc2\"");
+    cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, NULL, &m, &e), CBC_E_FORMAT);
+    cr_assert(strstr(e.msg, "layer_order does not name 'bn1'"), "%s", e.msg);
     memset(&e, 0, sizeof e);
     cr_assert_eq(cbc_mlp_load_safetensors_layers(p3, NULL, "fc1,fc2", &m, &e), CBC_E_USAGE);
     cr_assert(strstr(e.msg, "does not name 'bn1'"), "%s", e.msg);
@@ -457,7 +473,8 @@ Test(models, layernorm_before_and_after_the_activation_is_the_network_pytorch_ru
             {names[k][2], 1, {3, 0}, G},         {names[k][3], 1, {3, 0}, BE},
             {names[k][4], 2, {1, 3}, &W2[0][0]}, {names[k][5], 1, {1, 0}, B2},
         };
-        st_write(p, t, 6, "\"activations\":\"Tanh,Identity\"");
+        st_write(p, t, 6, k < 2 ? "\"activations\":\"Tanh,Identity\""
+                                : "\"activations\":\"Tanh,Identity\",\"layer_order\":\"fc1,ln1,fc2\"");
         struct cbc_mlp_owned *m = NULL;
         struct cbc_err e = {0};
         cr_assert_eq(cbc_mlp_load_safetensors_layers(p, NULL, NULL, &m, &e), CBC_OK, "%s", e.msg);
@@ -636,4 +653,85 @@ Test(ig_cpu, layernorm_softmax_and_parameters_backpropagate_as_their_forward_dif
                 cr_assert(vals[0][b] > 0 && vals[0][b] < 1, "F(x) %g", vals[0][b]);
         }
     }
+}
+
+/* An engine that is not built in: counts its calls and whether each had a
+ * target per row, then runs the CPU reference. */
+struct counting {
+    const struct cbc_mlp *m;
+    int calls, with_targets;
+};
+
+static enum cbc_status counting_engine(void *ctx, const struct cbc_ig_request *r,
+                                       struct cbc_ig_output *out, struct cbc_err *err)
+{
+    struct counting *c = ctx;
+    c->calls++;
+    c->with_targets += r->targets != NULL;
+    return cbc_ig_cpu_mlp(c->m, r, out, err);
+}
+
+Test(explain, built_in_engines_take_a_target_per_row_and_others_one_call_per_target)
+{
+    struct cbc_mlp_layer L;
+    struct cbc_mlp m = linear3(&L);
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = &X4[0][0];
+    r.n = 3;
+    r.steps = 8;
+    int tg[6] = {2, 0, 0, 2, 1, 2}; /* two per input, three distinct */
+    struct cbc_ig_plan p = {.targets = tg, .n_targets = 2, .noise = CBC_IG_SMOOTHGRAD,
+                            .samples = 3, .stdev = 0.2, .seed = 4};
+    float a1[24], a2[24];
+    double v1[24], v2[24];
+    struct cbc_ig_output o1 = {a1, v1, v1 + 6, v1 + 12, v1 + 18},
+                         o2 = {a2, v2, v2 + 6, v2 + 12, v2 + 18};
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_ig_explain(cbc_ig_engine_cpu, &m, 4, &r, &p, &o1, NULL, &e), CBC_OK, "%s",
+                 e.msg);
+    struct counting c = {&m, 0, 0};
+    cr_assert_eq(cbc_ig_explain(counting_engine, &c, 4, &r, &p, &o2, NULL, &e), CBC_OK, "%s",
+                 e.msg);
+    cr_assert_eq(c.calls, 3, "one call per distinct target, not %d", c.calls);
+    cr_assert_eq(c.with_targets, 0);
+    for (int i = 0; i < 24; i++)
+        cr_assert_float_eq(a1[i], a2[i], 1e-6, "attribution %d: %g vs %g", i, a1[i], a2[i]);
+    for (int i = 0; i < 24; i++)
+        cr_assert_float_eq(v1[i], v2[i], 1e-6, "value %d", i);
+}
+
+Test(explain, more_rows_than_one_call_takes_are_sliced_with_the_same_result)
+{
+    /* 4100 inputs x 16 noisy copies: 65600 rows, past the 65536 of one call */
+    struct cbc_mlp_layer L;
+    struct cbc_mlp m = linear3(&L);
+    const size_t n = 4100, F = 4;
+    float *x = malloc(n * F * sizeof *x), *a1 = malloc(n * F * sizeof *a1),
+          *a2 = malloc(n * F * sizeof *a2);
+    double *v1 = malloc(4 * n * sizeof *v1), *v2 = malloc(4 * n * sizeof *v2);
+    int *tg = malloc(n * sizeof *tg);
+    cr_assert(x && a1 && a2 && v1 && v2 && tg);
+    for (size_t i = 0; i < n * F; i++)
+        x[i] = X4[i % 3][i % 4] * (float)(1 + i % 5);
+    for (size_t b = 0; b < n; b++)
+        tg[b] = (int)(b % 3);
+    struct cbc_ig_request r;
+    cbc_ig_request_defaults(&r);
+    r.x = x, r.n = n, r.steps = 2;
+    struct cbc_ig_plan p = {.targets = tg, .noise = CBC_IG_SMOOTHGRAD, .samples = 16,
+                            .stdev = 0.1, .seed = 2};
+    struct cbc_ig_output o1 = {a1, v1, v1 + n, v1 + 2 * n, v1 + 3 * n},
+                         o2 = {a2, v2, v2 + n, v2 + 2 * n, v2 + 3 * n};
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_ig_explain(cbc_ig_engine_cpu, &m, F, &r, &p, &o1, NULL, &e), CBC_OK, "%s",
+                 e.msg);
+    struct counting c = {&m, 0, 0};
+    cr_assert_eq(cbc_ig_explain(counting_engine, &c, F, &r, &p, &o2, NULL, &e), CBC_OK, "%s",
+                 e.msg);
+    for (size_t i = 0; i < n * F; i++)
+        cr_assert_float_eq(a1[i], a2[i], 1e-5, "attribution %zu: %g vs %g", i, a1[i], a2[i]);
+    for (size_t i = 0; i < 4 * n; i++)
+        cr_assert_float_eq(v1[i], v2[i], 1e-5, "value %zu", i);
+    free(x), free(a1), free(a2), free(v1), free(v2), free(tg);
 }

@@ -346,9 +346,9 @@ Test(key, stamp_match_skips_reading_the_file)
  * record it in the manifest if `check` must see it, add it to the tests
  * below and only then update the sizes. */
 #if UINTPTR_MAX == 0xffffffffffffffffu
-_Static_assert(sizeof(struct cbc_key_inputs) == 1136,
+_Static_assert(sizeof(struct cbc_key_inputs) == 1144,
                "a key input was added: see the tripwire in tests/unit/test_key.c");
-_Static_assert(sizeof(struct cbc_key_now) == 88,
+_Static_assert(sizeof(struct cbc_key_now) == 96,
                "an input of now was added: see the tripwire in tests/unit/test_key.c");
 #endif
 
@@ -371,7 +371,7 @@ static struct cbc_key_now now_base(struct cbc_hash *src, struct cbc_hash *nvcc,
     *host = (struct cbc_hash){{0x33}};
     env_now = env_now_of();
     return (struct cbc_key_now){"/src/k.cu", src, "nvcc", "13.0.88", nvcc, "g++", host,
-                                flags_a, 2, &env_now, "/build"};
+                                flags_a, 2, &env_now, "/build", NULL};
 }
 
 static void keys_of(const struct cbc_key_now *now, struct cbc_hash *result, struct cbc_hash *direct)
@@ -446,4 +446,111 @@ Test(key, the_builder_refuses_what_it_cannot_key)
     now = now_base(&s_, &n_, &h_);
     now.host_id = NULL;
     cr_assert_not(cbc_key_inputs_make(&now, &t, NULL, 0, &in), "keyed an unknown host compiler");
+}
+
+/* ---- the base directory ---------------------------------------------------- */
+
+static char *templ(const char *base, const char *text)
+{
+    struct cbc_buf b = {0};
+    cbc_base_template(base, text, strlen(text), &b);
+    cbc_buf_append(&b, "", 1);
+    return cbc_buf_detach(&b);
+}
+
+static char *expand(const char *base, const char *text)
+{
+    struct cbc_buf b = {0};
+    cbc_base_expand(base, text, strlen(text), &b);
+    cbc_buf_append(&b, "", 1);
+    return cbc_buf_detach(&b);
+}
+
+Test(base, spells_the_tree_only_where_a_path_of_it_starts)
+{
+    static const struct { const char *in, *want; } cases[] = {
+        {"/w/proj/src/k.cu", "@BASE@/src/k.cu"},
+        {"/w/proj", "@BASE@"},
+        {"-I/w/proj/inc", "-I@BASE@/inc"},
+        {"k.o: /w/proj/a.h \\\n /w/proj/b.h", "k.o: @BASE@/a.h \\\n @BASE@/b.h"},
+        {"\"/w/proj/x\"", "\"@BASE@/x\""},
+        {"/w/proj2/k.cu", "/w/proj2/k.cu"},     /* a sibling named alike */
+        {"/w/proj.old/k.cu", "/w/proj.old/k.cu"},
+        {"/x/w/proj/k.cu", "/x/w/proj/k.cu"},   /* the base inside another path */
+        {"-isystem/w/proj/i", "-isystem@BASE@/i"},
+        {"-Xcompiler=-I/w/proj/i,-DA=/w/proj", "-Xcompiler=-I@BASE@/i,-DA=@BASE@"},
+        {"a-I/w/proj", "a-I/w/proj"},
+        {"a@BASE@b", "a@@BASE@@b"},             /* a literal mark stays itself */
+        {"@@", "@@@@"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *t = templ("/w/proj", cases[i].in);
+        cr_assert_str_eq(t, cases[i].want, "template of '%s'", cases[i].in);
+        char *back = expand("/w/proj", t);
+        cr_assert_str_eq(back, cases[i].in, "expand(template('%s'))", cases[i].in);
+        free(t);
+        free(back);
+    }
+    char *other = expand("/ci/run7", "k.o: @BASE@/a.h @@x");
+    cr_assert_str_eq(other, "k.o: /ci/run7/a.h @x", "another tree gets its own base back");
+    free(other);
+}
+
+Test(base, two_checkouts_share_keys_and_other_paths_do_not)
+{
+    struct cbc_hash s, n, h, ra, da, rb, db, rc, dc;
+    char *fa[] = {"-I/w/a/inc", "-O3"}, *fb[] = {"-I/w/b/inc", "-O3"};
+    struct cbc_dep dep_a[] = {{"/w/a/inc/h.h", {{1}}}}, dep_b[] = {{"/w/b/inc/h.h", {{1}}}};
+    struct cbc_key_now a = now_base(&s, &n, &h), b, c;
+    a.source = "/w/a/k.cu", a.flags = fa, a.cwd = "/w/a", a.base = "/w/a";
+    b = a, b.source = "/w/b/k.cu", b.flags = fb, b.cwd = "/w/b", b.base = "/w/b";
+    c = b, c.base = NULL;
+    struct cbc_target t;
+    cbc_target_parse("sm_90", &t);
+    struct cbc_key_inputs in;
+    cbc_key_inputs_make(&a, &t, dep_a, 1, &in);
+    cbc_key_result(&in, &ra), cbc_key_direct(&in, &da);
+    cbc_key_inputs_make(&b, &t, dep_b, 1, &in);
+    cbc_key_result(&in, &rb), cbc_key_direct(&in, &db);
+    cbc_key_inputs_make(&c, &t, dep_b, 1, &in);
+    cbc_key_result(&in, &rc), cbc_key_direct(&in, &dc);
+    cr_assert(cbc_hash_eq(&ra, &rb) && cbc_hash_eq(&da, &db), "the same tree in two places");
+    cr_assert_not(cbc_hash_eq(&rb, &rc) || cbc_hash_eq(&db, &dc), "no base: absolute paths");
+}
+
+Test(base, detection_finds_the_checkout_and_honours_the_setting)
+{
+    char dir[] = "/tmp/cbc-base.XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char git[256], src[256], sub[256];
+    snprintf(git, sizeof git, "%s/.git", dir);
+    snprintf(sub, sizeof sub, "%s/src", dir);
+    snprintf(src, sizeof src, "%s/src/k.cu", dir);
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    char *none = cbc_base_detect("auto", src);
+    cr_assert_null(none, "no checkout, no base: got '%s'", none ? none : "");
+    cr_assert_eq(mkdir(git, 0700), 0);
+    char *got = cbc_base_detect("auto", src);
+    cr_assert_str_eq(got, dir);
+    free(got);
+    cr_assert_null(cbc_base_detect("none", src));
+    cr_assert_null(cbc_base_detect("/", src), "the whole file system is no base");
+    got = cbc_base_detect(sub, src);
+    cr_assert_str_eq(got, sub);
+    free(got);
+    cr_assert_null(cbc_base_rel("/w", "@BASE@/x"), "a path that reads back as the base");
+    got = cbc_base_rel("/w", "/w/x");
+    cr_assert_str_eq(got, "@BASE@/x");
+    free(got);
+    rmdir(git), rmdir(sub), rmdir(dir);
+}
+
+Test(base, an_output_that_names_the_tree_is_told_apart)
+{
+    const char with[] = "\x7f" "ELF..../w/proj/src/k.cu..", without[] = "\x7f" "ELF..src/k.cu..";
+    cr_assert(cbc_base_names("/w/proj", "/w/proj/build", (const uint8_t *)with, sizeof with));
+    cr_assert_not(cbc_base_names("/w/proj", "/w/proj/build", (const uint8_t *)without,
+                                 sizeof without));
+    cr_assert(cbc_base_names(NULL, "/w/proj", (const uint8_t *)with, sizeof with),
+              "the working directory counts without a base");
 }

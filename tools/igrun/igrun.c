@@ -1,6 +1,6 @@
 /* igrun.c: the bundled Integrated Gradients driver.
  *
- *   igrun --model FILE.safetensors --input X.npy|X.csv [--baseline B|zeros|mean|VALUE]
+ *   igrun --model FILE.onnx|FILE.safetensors --input X.npy|X.csv [--baseline B|zeros|mean|VALUE]
  *         [--steps 50] [--method gausslegendre] [--target K] [--device auto|cuda|cpu]
  *         [--gradient auto|analytic|fd] [--out FILE.json|.csv|.npy] [--plot FILE.svg]
  *         [--tolerance T] [--demo]
@@ -35,8 +35,14 @@
 #endif
 
 static const char usage[] =
-    "usage: igrun --model FILE.safetensors --input X.npy|X.csv [options]\n"
+    "usage: igrun --model FILE.onnx|FILE.safetensors --input X.npy|X.csv [options]\n"
     "       igrun --demo [options]\n"
+    "  --model FILE         the model: ONNX (torch.onnx.export(model, x, 'm.onnx'): read\n"
+    "                       from its graph), or a safetensors state_dict (its layers\n"
+    "                       inferred from the tensors; see --check-outputs)\n"
+    "  --check-outputs Y.npy  the model's own outputs for the inputs ([n][outputs], e.g.\n"
+    "                       np.save('y.npy', model(x).detach().numpy())): refuse to\n"
+    "                       explain when the model read computes something else\n"
     "  --baseline B.npy|B.csv|zeros|mean|VALUE   default zeros; mean: each feature's\n"
     "                       mean over the inputs\n"
     "  --steps N            quadrature points (default 50)\n"
@@ -53,11 +59,15 @@ static const char usage[] =
     "                       each input's range (max - min)\n"
     "  --seed N             the noise generator's seed (default 0)\n"
     "  --device D           auto (default: the GPU, else the CPU, saying why), cuda, cpu\n"
-    "  --precision P        GPU arithmetic: fast (default: 3xTF32 tensor cores) or fp32\n"
-    "                       (FP32 FMA GEMMs); README has the accuracy of each\n"
+    "  --precision P        GPU arithmetic: fp32 (default: FP32 FMA GEMMs, as PyTorch\n"
+    "                       float32) or fast (3xTF32 tensor cores, as PyTorch's TF32:\n"
+    "                       faster, less accurate); README has the accuracy of each\n"
     "  --gradient G         auto (default: analytic), analytic, fd; naive is a\n"
     "                       per-feature loop, a benchmark baseline\n"
-    "  --activations LIST   one per Linear layer (default: from the file's metadata), in\n"
+    "  --layers LIST        safetensors: the layers in forward()'s order (default: the\n"
+    "                       file's layer_order metadata, or an nn.Sequential's indices)\n"
+    "  --activations LIST   safetensors: one per Linear layer (default: from the file's\n"
+    "                       metadata), in\n"
     "                       igrun's or PyTorch's spelling: relu, tanh, GELU, SiLU,\n"
     "                       LeakyReLU(0.2), ELU(alpha=0.5), ...; the last may be\n"
     "                       Softmax or LogSoftmax (the target's probability)\n"
@@ -412,6 +422,39 @@ static enum cbc_status resolve_targets(const struct target_spec *ts, const struc
     return CBC_OK;
 }
 
+/* --check-outputs: the model read must compute the outputs the model gave
+ * for these inputs. */
+static enum cbc_status check_outputs(const char *path, const struct cbc_mlp *m,
+                                     const struct cbc_matrix *X, int verbosity,
+                                     struct cbc_err *err)
+{
+    struct cbc_matrix Y = {0};
+    enum cbc_status st = cbc_matrix_load(path, &Y, err);
+    size_t outs = (size_t)m->layers[m->n_layers - 1].out;
+    if (st == CBC_OK && Y.rows == 1 && Y.cols == X->rows && outs == 1) /* 1-D: one per input */
+        Y.rows = X->rows, Y.cols = 1;
+    if (st == CBC_OK && (Y.rows != X->rows || Y.cols != outs)) {
+        st = cbc_err_set(err, CBC_E_SHAPE, "--check-outputs '%s' is %zux%zu; the model gives %zu "
+                         "outputs for each of the %zu inputs", path, Y.rows, Y.cols, outs, X->rows);
+        cbc_err_hint(err, "save the model's outputs for exactly these inputs: "
+                          "np.save('y.npy', model(x).detach().numpy())");
+    }
+    double worst = 0;
+    if (st == CBC_OK)
+        st = cbc_mlp_check_outputs(m, X->data, X->rows, Y.data, Y.cols, &worst, err);
+    if (st == CBC_E_VERIFY) {
+        cbc_err_prefix(err, "--check-outputs '%s'", path);
+        cbc_err_hint(err, "the layers were read wrongly or forward() does more than its "
+                          "parameters show: export ONNX (torch.onnx.export(model, x, "
+                          "'model.onnx')); for safetensors, check --layers and --activations");
+    } else if (st == CBC_OK && verbosity > 0) {
+        fprintf(stderr, "igrun: the model's outputs agree with '%s' (largest relative "
+                        "difference %.2g)\n", path, worst);
+    }
+    cbc_matrix_release(&Y);
+    return st;
+}
+
 int main(int argc, char **argv)
 {
     struct tool t;
@@ -419,7 +462,7 @@ int main(int argc, char **argv)
     enum {
         O_MODEL = 256, O_INPUT, O_BASE, O_STEPS, O_METHOD, O_TARGET, O_DEVICE, O_GRAD, O_OUT, O_PLOT,
         O_TOL, O_DEMO, O_ACTS, O_IMAGE, O_BUDGET, O_BASES, O_NOISE, O_SAMPLES, O_STDEV, O_SEED,
-        O_LAYERS, O_PRECISION, O_PLOT_INPUTS, O_FNAMES, O_HELP
+        O_LAYERS, O_PRECISION, O_PLOT_INPUTS, O_FNAMES, O_CHECK_OUT, O_HELP
     };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},   {"input", required_argument, NULL, O_INPUT},
@@ -436,19 +479,21 @@ int main(int argc, char **argv)
         {"precision", required_argument, NULL, O_PRECISION},
         {"plot-inputs", required_argument, NULL, O_PLOT_INPUTS},
         {"feature-names", required_argument, NULL, O_FNAMES},
+        {"check-outputs", required_argument, NULL, O_CHECK_OUT},
         {"quiet", no_argument, NULL, 'q'},             {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, O_HELP},           {NULL, 0, NULL, 0},
     };
     const char *model = NULL, *input = NULL, *baseline = "zeros", *device = "auto",
                *gradient = "auto", *outp = NULL, *plot = NULL, *acts = NULL, *image = NULL,
-               *bases = NULL, *layers = NULL, *plot_inputs = NULL, *fnames_path = NULL;
+               *bases = NULL, *layers = NULL, *plot_inputs = NULL, *fnames_path = NULL,
+               *check_out = NULL;
     double tol = -1;
     bool demo = false;
     struct cbc_ig_request req;
     cbc_ig_request_defaults(&req);
     struct cbc_ig_plan plan = {.samples = 5, .stdev = 1.0};
     struct target_spec ts = {0};
-    enum cbc_ig_precision precision = CBC_IG_PRECISION_FAST;
+    enum cbc_ig_precision precision = CBC_IG_PRECISION_FP32;
     opterr = 0;
     int c;
     char *end;
@@ -481,6 +526,7 @@ int main(int argc, char **argv)
         case O_PLOT: plot = optarg; break;
         case O_PLOT_INPUTS: plot_inputs = optarg; break;
         case O_FNAMES: fnames_path = optarg; break;
+        case O_CHECK_OUT: check_out = optarg; break;
         case O_TOL:
             errno = 0;
             tol = strtod(optarg, &end);
@@ -615,16 +661,31 @@ int main(int argc, char **argv)
     int *targets = NULL;
     char **names = NULL;
     size_t T = 1;
-    enum cbc_status st = cbc_mlp_load_safetensors_layers(model, acts, layers, &m, &err);
+    size_t F = 0;
+    bool onnx = ends_with(model, ".onnx");
+    if (onnx && (acts || layers)) {
+        tool_errorf(&t, "--%s with an ONNX model: the graph says what the layers are and do",
+                    acts ? "activations" : "layers");
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    enum cbc_status st = onnx ? cbc_mlp_load_onnx(model, &m, &err)
+                              : cbc_mlp_load_safetensors_layers(model, acts, layers, &m, &err);
     if (st == CBC_OK)
         st = cbc_matrix_load(input, &X, &err);
-    size_t F = 0;
     if (st == CBC_OK) {
         F = (size_t)m->mlp.layers[0].in;
         if (X.cols != F)
             st = cbc_err_set(&err, CBC_E_SHAPE, "'%s' has %zu features per input but the model "
                              "'%s' takes %zu", input, X.cols, model, F);
     }
+    if (st == CBC_OK && check_out)
+        st = check_outputs(check_out, &m->mlp, &X, t.verbosity, &err);
+    else if (st == CBC_OK && !m->from_graph && t.verbosity >= 0 && !demo)
+        tool_warn(&t, "'%s': layers inferred from its tensors; what forward() does without "
+                  "parameters (a residual add, a scaling) is not in the file: export ONNX "
+                  "(torch.onnx.export(model, x, 'model.onnx')) or pass --check-outputs Y.npy "
+                  "with the model's outputs for these inputs", model);
     if (st == CBC_OK)
         st = resolve_targets(&ts, &m->mlp, &X, &targets, &T, &err);
     if (st == CBC_OK)
@@ -747,8 +808,9 @@ int main(int argc, char **argv)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), ", averaged over %zu baselines",
                  K);
     if (t.verbosity >= 0)
-        fprintf(stderr, "igrun: %s (%s; %s), %zu input%s, %s %d steps, %s%s, %s gradients, on %s\n",
-                model, arch, m->activations, X.rows, X.rows == 1 ? "" : "s",
+        fprintf(stderr, "igrun: %s (%s; %s%s%s), %zu input%s, %s %d steps, %s%s, %s gradients, "
+                "on %s\n", model, arch, m->activations, m->layer_names ? "; layers " : "",
+                m->layer_names ? m->layer_names : "", X.rows, X.rows == 1 ? "" : "s",
                 cbc_ig_method_name(req.method), req.steps, what, extra,
                 req.gradient == CBC_IG_ANALYTIC ? "analytic" : req.gradient == CBC_IG_FD ? "finite-difference" : "naive",
                 where);

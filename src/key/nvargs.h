@@ -1,4 +1,4 @@
-/* nvargs.h: an nvcc command line as the compiler launcher sees it: what it
+/* nvargs.h: an nvcc command line as the compiler launcher and keys see it: what it
  * makes (an object, a cubin, PTX, a fatbin, a device-linked object), from
  * which input, into which file, with which dependency file, for which GPU
  * code, and whether the launcher can cache it at all.
@@ -59,5 +59,16 @@ void cbc_nv_release(struct cbc_nv_args *a);
 /* Whether argument i is one the key must not see as it is: the output and
  * depfile names and the depfile's target (they are replayed, not keyed). */
 bool cbc_nv_is_output_arg(const struct cbc_nv_args *a, size_t i);
+
+/* Whether nvcc arguments name a path relative to the working directory,
+ * so what they mean moves with it: an input not starting with '/', the
+ * value of a path option (-I, -isystem, -include, -ccbin, -L, -ldir, and
+ * the host compiler's -I, -iquote, -idirafter, -imacros, -B, --sysroot,
+ * inside -Xcompiler's values too) that does not, and any "./". Only then
+ * is the working directory in a direct key (key.c); an argument it cannot
+ * classify counts as relative. `skip(i, ctx)`, when given, leaves out
+ * arguments (the output and depfile names). */
+bool cbc_nv_names_relative(char *const *argv, size_t argc, bool (*skip)(size_t i, void *ctx),
+                           void *ctx);
 
 #endif

@@ -350,3 +350,105 @@ bool cbc_nv_is_output_arg(const struct cbc_nv_args *a, size_t i)
         return true;
     return !strncmp(arg, "-MT=", 4) || !strncmp(arg, "--dependency-target-name=", 25);
 }
+
+/* ---- paths relative to the working directory ------------------------------ */
+
+static bool relative(const char *v)
+{
+    return v && v[0] != '/';
+}
+
+/* nvcc's options whose value is a file or a directory. */
+static bool path_option(const char *name)
+{
+    static const char *const paths[] = {"--include-path", "--system-include", "--pre-include",
+                                        "--compiler-bindir", "--library-path",
+                                        "--libdevice-directory", "--output-directory",
+                                        "--keep-dir", "--options-file", "--archiver-binary"};
+    for (size_t i = 0; i < CBC_ARRAY_LEN(paths); i++)
+        if (!strcmp(name, paths[i]))
+            return true;
+    return false;
+}
+
+/* A host compiler option naming a path, attached ("-Iinc") or not ("-I"
+ * with the path in the next piece: *pending). */
+static bool host_piece_relative(const char *p, bool *pending)
+{
+    static const char *const pre[] = {"-I", "-iquote", "-isystem", "-idirafter", "-imacros",
+                                      "-include", "-B", "--sysroot=", "-isysroot", "-L"};
+    if (*pending) {
+        *pending = false;
+        return relative(p);
+    }
+    if (strstr(p, "./"))
+        return true;
+    for (size_t i = 0; i < CBC_ARRAY_LEN(pre); i++) {
+        size_t n = strlen(pre[i]);
+        if (!strncmp(p, pre[i], n)) {
+            if (!p[n]) {
+                *pending = true;
+                return false;
+            }
+            return relative(p + n);
+        }
+    }
+    return false;
+}
+
+/* -Xcompiler's value: host options, comma-separated. */
+static bool host_relative(const char *v, bool *pending)
+{
+    char piece[4096];
+    for (const char *p = v;;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (n >= sizeof piece)
+            return true; /* unreadable: count it as relative */
+        memcpy(piece, p, n);
+        piece[n] = '\0';
+        if (host_piece_relative(piece, pending))
+            return true;
+        if (!comma)
+            return false;
+        p = comma + 1;
+    }
+}
+
+bool cbc_nv_names_relative(char *const *argv, size_t argc, bool (*skip)(size_t i, void *ctx),
+                           void *ctx)
+{
+    bool host_pending = false; /* a host option split across -Xcompiler values */
+    for (size_t i = 0; i < argc; i++) {
+        if (skip && skip(i, ctx))
+            continue;
+        const char *arg = argv[i];
+        if (strstr(arg, "./"))
+            return true;
+        if (arg[0] != '-' || !arg[1]) {
+            if (relative(arg))
+                return true; /* an input, or a value this does not know */
+            continue;
+        }
+        struct opt o = classify(arg);
+        if (!o.takes_value) {
+            /* forwarded to the host compiler; a separate value ("-iquote inc")
+             * is the next argument, judged as an input is */
+            bool next = false;
+            if (host_piece_relative(arg, &next))
+                return true;
+            continue;
+        }
+        const char *val = o.attached;
+        if (!val) {
+            if (i + 1 >= argc)
+                return false;
+            val = argv[++i];
+        }
+        if (path_option(o.name) && relative(val))
+            return true;
+        if (!strcmp(o.name, "--compiler-options") && host_relative(val, &host_pending))
+            return true;
+    }
+    return false;
+}
