@@ -297,6 +297,34 @@ static uint64_t deadline_of(const struct cbc_remote *r, uint64_t t0)
     return t0 + (uint64_t)r->cfg.op_ms * 1000;
 }
 
+/* What every operation on a key starts with: its clock (and so its one
+ * deadline), the backend, the key in hex, room for the server's words. */
+struct op {
+    uint64_t t0, deadline;
+    struct cbc_remote_backend *b;
+    char hex[CBC_HASH_HEX_LEN + 1];
+    char detail[400];
+};
+
+static bool op_begin(struct cbc_remote *r, const struct cbc_hash *key, struct op *o,
+                     struct cbc_err *err)
+{
+    o->t0 = cbc_remote_now_us();
+    o->deadline = deadline_of(r, o->t0);
+    o->detail[0] = '\0';
+    o->b = backend(r, err);
+    if (key)
+        cbc_hash_hex(key, o->hex);
+    return o->b != NULL;
+}
+
+/* Ends an operation: its time counted; returns st. */
+static enum cbc_status op_end(struct cbc_remote *r, const struct op *o, enum cbc_status st)
+{
+    r->st.time_us += cbc_remote_now_us() - o->t0;
+    return st;
+}
+
 /* get and peek: `lookup` refreshes the time to live and counts hits and
  * misses, a peek does neither. */
 static enum cbc_status fetch(struct cbc_remote *r, const char *kind, const struct cbc_hash *key,
@@ -304,58 +332,45 @@ static enum cbc_status fetch(struct cbc_remote *r, const char *kind, const struc
                              size_t why_len, struct cbc_err *err)
 {
     *bad_value = false;
-    uint64_t t0 = cbc_remote_now_us();
-    struct cbc_remote_backend *b = backend(r, err);
-    if (!b)
+    struct op o;
+    if (!op_begin(r, key, &o, err))
         return CBC_E_CACHE;
-    char hex[CBC_HASH_HEX_LEN + 1], detail[400] = "";
-    cbc_hash_hex(key, hex);
     uint64_t touch = lookup && r->cfg.expire_s && cbc_remote_writable(r) && !r->no_touch
                          ? r->cfg.expire_s
                          : 0;
     uint8_t *v = NULL;
     size_t vl = 0;
     bool touch_refused = false;
-    enum rb_result res = b->ops->get(b, kind, hex, r->cfg.max_value + VALUE_HEADER, touch,
-                                     deadline_of(r, t0), &v, &vl, &touch_refused, detail,
-                                     sizeof detail);
+    enum rb_result res = o.b->ops->get(o.b, kind, o.hex, r->cfg.max_value + VALUE_HEADER, touch,
+                                       o.deadline, &v, &vl, &touch_refused, o.detail,
+                                       sizeof o.detail);
     if (touch_refused)
         r->no_touch = true; /* a user that may read only: reads go on */
-    enum cbc_status st;
-    switch (res) {
-    case RB_OK: {
+    enum cbc_status st = CBC_E_NOT_FOUND;
+    char w[400] = "";
+    bool bad = res == RB_BAD;
+    if (res == RB_OK) {
         r->st.bytes_read += vl;
-        char w[300];
         st = cbc_remote_decode_max(v, vl, r->cfg.max_value, data, len, w, sizeof w);
         free(v);
-        if (st == CBC_OK) {
+        if (st == CBC_OK)
             r->st.hits += lookup;
-        } else {
-            snprintf(why, why_len, "%s %s: %s", kind, hex, w);
-            r->st.errors++;
-            r->st.bad_values++;
-            *bad_value = true;
-            st = CBC_E_NOT_FOUND;
-        }
-        break;
-    }
-    case RB_ABSENT:
+        bad = st != CBC_OK;
+    } else if (res == RB_ABSENT) {
         r->st.misses += lookup;
-        st = CBC_E_NOT_FOUND;
-        break;
-    case RB_BAD:
-        snprintf(why, why_len, "%s %s: %s", kind, hex, detail);
+    } else if (res == RB_BAD) {
+        snprintf(w, sizeof w, "%s", o.detail);
+    } else {
+        return op_end(r, &o, op_failed(r, res, "lookup", o.detail, err));
+    }
+    if (bad) { /* a bad value: a miss, counted */
+        snprintf(why, why_len, "%s %s: %s", kind, o.hex, w);
         r->st.errors++;
         r->st.bad_values++;
         *bad_value = true;
         st = CBC_E_NOT_FOUND;
-        break;
-    default:
-        st = op_failed(r, res, "lookup", detail, err);
-        break;
     }
-    r->st.time_us += cbc_remote_now_us() - t0;
-    return st;
+    return op_end(r, &o, st);
 }
 
 enum cbc_status cbc_remote_get(struct cbc_remote *r, const char *kind, const struct cbc_hash *key,
@@ -372,13 +387,28 @@ enum cbc_status cbc_remote_peek(struct cbc_remote *r, const char *kind, const st
     return fetch(r, kind, key, false, data, len, bad_value, why, why_len, err);
 }
 
-/* Encodes, and leaves out (CBC_E_NOT_FOUND) what readers would refuse. */
-static enum cbc_status encode_for(struct cbc_remote *r, const void *data, size_t len, uint8_t **v,
-                                  size_t *vl, struct cbc_err *err)
+/* Stores the value of data under the key (if_absent: only when the key is
+ * not there): RB_OK or RB_EXISTS, counted; what readers would refuse (over
+ * max-value) is left out as RB_OK. */
+static enum rb_result store(struct cbc_remote *r, struct op *o, const char *kind,
+                            const void *data, size_t len, bool if_absent, bool *written,
+                            enum cbc_status *st, struct cbc_err *err)
 {
+    *written = false;
+    uint8_t *v;
+    size_t vl;
     if (len > r->cfg.max_value)
-        return CBC_E_NOT_FOUND;
-    return cbc_remote_encode(data, len, v, vl, err);
+        return RB_OK;
+    if ((*st = cbc_remote_encode(data, len, &v, &vl, err)) != CBC_OK)
+        return RB_OK;
+    enum rb_result res = o->b->ops->put(o->b, kind, o->hex, v, vl, r->cfg.expire_s, if_absent,
+                                        o->deadline, o->detail, sizeof o->detail);
+    free(v);
+    if (res == RB_OK) {
+        r->st.bytes_written += vl;
+        *written = true;
+    }
+    return res;
 }
 
 enum cbc_status cbc_remote_put(struct cbc_remote *r, const char *kind, const struct cbc_hash *key,
@@ -386,71 +416,44 @@ enum cbc_status cbc_remote_put(struct cbc_remote *r, const char *kind, const str
 {
     if (!cbc_remote_writable(r))
         return CBC_OK;
-    uint64_t t0 = cbc_remote_now_us();
-    struct cbc_remote_backend *b = backend(r, err);
-    if (!b)
+    struct op o;
+    if (!op_begin(r, key, &o, err))
         return CBC_E_CACHE;
-    uint8_t *v;
-    size_t vl;
-    enum cbc_status st = encode_for(r, data, len, &v, &vl, err);
-    if (st != CBC_OK)
-        return st == CBC_E_NOT_FOUND ? CBC_OK : st;
-    char hex[CBC_HASH_HEX_LEN + 1], detail[400] = "";
-    cbc_hash_hex(key, hex);
-    enum rb_result res = b->ops->put(b, kind, hex, v, vl, r->cfg.expire_s, false,
-                                     deadline_of(r, t0), detail, sizeof detail);
-    free(v);
-    if (res == RB_OK)
-        r->st.bytes_written += vl;
-    else
-        st = op_failed(r, res, "store", detail, err);
-    r->st.time_us += cbc_remote_now_us() - t0;
-    return st;
+    enum cbc_status st = CBC_OK;
+    bool written;
+    enum rb_result res = store(r, &o, kind, data, len, false, &written, &st, err);
+    if (res != RB_OK)
+        st = op_failed(r, res, "store", o.detail, err);
+    return op_end(r, &o, st);
 }
 
 enum cbc_status cbc_remote_reshare(struct cbc_remote *r, const char *kind,
                                    const struct cbc_hash *key, const void *data, size_t len,
                                    bool *written, struct cbc_err *err)
 {
+    bool w = false;
     if (written)
         *written = false;
     if (!r->cfg.reshare || !cbc_remote_writable(r))
         return CBC_OK;
-    uint64_t t0 = cbc_remote_now_us();
-    uint64_t deadline = deadline_of(r, t0);
-    struct cbc_remote_backend *b = backend(r, err);
-    if (!b)
+    struct op o;
+    if (!op_begin(r, key, &o, err))
         return CBC_E_CACHE;
-    char hex[CBC_HASH_HEX_LEN + 1], detail[400] = "";
-    cbc_hash_hex(key, hex);
     enum cbc_status st = CBC_OK;
     /* there already (its time to live refreshed): nothing to send */
-    enum rb_result res = b->ops->touch(b, kind, hex, r->cfg.expire_s, deadline, detail,
-                                       sizeof detail);
+    enum rb_result res = o.b->ops->touch(o.b, kind, o.hex, r->cfg.expire_s, o.deadline, o.detail,
+                                         sizeof o.detail);
     if (res == RB_ABSENT) {
-        uint8_t *v;
-        size_t vl;
-        st = encode_for(r, data, len, &v, &vl, err);
-        if (st != CBC_OK) {
-            r->st.time_us += cbc_remote_now_us() - t0;
-            return st == CBC_E_NOT_FOUND ? CBC_OK : st;
-        }
-        res = b->ops->put(b, kind, hex, v, vl, r->cfg.expire_s, true, deadline, detail,
-                          sizeof detail);
-        free(v);
-        if (res == RB_OK) {
-            r->st.bytes_written += vl;
-            r->st.reshared++;
-            if (written)
-                *written = true;
-        }
+        res = store(r, &o, kind, data, len, true, &w, &st, err);
         if (res == RB_EXISTS) /* another wrote it meanwhile */
             res = RB_OK;
     }
+    r->st.reshared += w;
+    if (written)
+        *written = w;
     if (res != RB_OK)
-        st = op_failed(r, res, "reshare", detail, err);
-    r->st.time_us += cbc_remote_now_us() - t0;
-    return st;
+        st = op_failed(r, res, "reshare", o.detail, err);
+    return op_end(r, &o, st);
 }
 
 enum cbc_status cbc_remote_delete(struct cbc_remote *r, const char *kind,
@@ -459,17 +462,13 @@ enum cbc_status cbc_remote_delete(struct cbc_remote *r, const char *kind,
     if (r->cfg.read_only)
         return cbc_err_set(err, CBC_E_USAGE, "remote cache %s is read-only: nothing is deleted "
                                              "there", r->cfg.name);
-    uint64_t t0 = cbc_remote_now_us();
-    struct cbc_remote_backend *b = backend(r, err);
-    if (!b)
+    struct op o;
+    if (!op_begin(r, key, &o, err))
         return CBC_E_CACHE;
-    char hex[CBC_HASH_HEX_LEN + 1], detail[400] = "";
-    cbc_hash_hex(key, hex);
-    enum rb_result res = b->ops->del(b, kind, hex, deadline_of(r, t0), detail, sizeof detail);
-    enum cbc_status st = res == RB_OK || res == RB_ABSENT ? CBC_OK
-                                                          : op_failed(r, res, "delete", detail, err);
-    r->st.time_us += cbc_remote_now_us() - t0;
-    return st;
+    enum rb_result res = o.b->ops->del(o.b, kind, o.hex, o.deadline, o.detail, sizeof o.detail);
+    return op_end(r, &o, res == RB_OK || res == RB_ABSENT
+                             ? CBC_OK
+                             : op_failed(r, res, "delete", o.detail, err));
 }
 
 /* ---- leases ----------------------------------------------------------------------- */
@@ -484,14 +483,11 @@ enum cbc_status cbc_remote_lease_acquire(struct cbc_remote *r, const struct cbc_
                                              "time to live");
     if (r->failed)
         return CBC_OK;
-    uint64_t t0 = cbc_remote_now_us();
-    struct cbc_remote_backend *b = backend(r, err);
-    if (!b)
+    struct op o;
+    if (!op_begin(r, key, &o, err))
         return CBC_E_CACHE;
-    if (!b->ops->acquire)
+    if (!o.b->ops->acquire)
         return CBC_OK;
-    char hex[CBC_HASH_HEX_LEN + 1], detail[400] = "";
-    cbc_hash_hex(key, hex);
     enum rb_result res;
     enum cbc_status st = CBC_OK;
     if (!cbc_remote_writable(r)) {
@@ -499,24 +495,24 @@ enum cbc_status cbc_remote_lease_acquire(struct cbc_remote *r, const struct cbc_
         uint8_t *v = NULL;
         size_t vl = 0;
         bool tr = false;
-        res = b->ops->get(b, "lease", hex, 4096, 0, deadline_of(r, t0), &v, &vl, &tr, detail,
-                          sizeof detail);
+        res = o.b->ops->get(o.b, "lease", o.hex, 4096, 0, o.deadline, &v, &vl, &tr, o.detail,
+                            sizeof o.detail);
         free(v);
         if (res == RB_OK || res == RB_BAD)
             *out = CBC_REMOTE_LEASE_HELD;
         else if (res != RB_ABSENT)
-            st = op_failed(r, res, "lease", detail, err);
+            st = op_failed(r, res, "lease", o.detail, err);
     } else {
-        res = b->ops->acquire(b, hex, token, ttl_ms, deadline_of(r, t0), detail, sizeof detail);
+        res = o.b->ops->acquire(o.b, o.hex, token, ttl_ms, o.deadline, o.detail,
+                                sizeof o.detail);
         if (res == RB_OK)
             *out = CBC_REMOTE_LEASE_ACQUIRED;
         else if (res == RB_EXISTS)
             *out = CBC_REMOTE_LEASE_HELD;
         else if (res != RB_UNSUPPORTED)
-            st = op_failed(r, res, "lease", detail, err);
+            st = op_failed(r, res, "lease", o.detail, err);
     }
-    r->st.time_us += cbc_remote_now_us() - t0;
-    return st;
+    return op_end(r, &o, st);
 }
 
 enum cbc_status cbc_remote_lease_release(struct cbc_remote *r, const struct cbc_hash *key,
@@ -526,23 +522,19 @@ enum cbc_status cbc_remote_lease_release(struct cbc_remote *r, const struct cbc_
         *released = false;
     if (r->failed || !token || !*token)
         return CBC_OK;
-    uint64_t t0 = cbc_remote_now_us();
-    struct cbc_remote_backend *b = backend(r, err);
-    if (!b)
+    struct op o;
+    if (!op_begin(r, key, &o, err))
         return CBC_E_CACHE;
-    if (!b->ops->release || !cbc_remote_writable(r))
+    if (!o.b->ops->release || !cbc_remote_writable(r))
         return CBC_OK;
-    char hex[CBC_HASH_HEX_LEN + 1], detail[400] = "";
-    cbc_hash_hex(key, hex);
-    enum rb_result res = b->ops->release(b, hex, token, deadline_of(r, t0), detail,
-                                         sizeof detail);
+    enum rb_result res = o.b->ops->release(o.b, o.hex, token, o.deadline, o.detail,
+                                           sizeof o.detail);
     enum cbc_status st = CBC_OK;
     if (res == RB_OK && released)
         *released = true;
     else if (res != RB_OK && res != RB_ABSENT && res != RB_UNSUPPORTED)
-        st = op_failed(r, res, "lease release", detail, err);
-    r->st.time_us += cbc_remote_now_us() - t0;
-    return st;
+        st = op_failed(r, res, "lease release", o.detail, err);
+    return op_end(r, &o, st);
 }
 
 /* ---- operators ---------------------------------------------------------------------- */
