@@ -13,6 +13,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -20,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct cbc_remote_cfg parse_ok(const char *spec)
@@ -498,39 +501,63 @@ Test(remote, a_value_over_the_cap_is_refused_before_its_bytes)
 struct redis_srv {
     char dir[64];
     int port;
+    pid_t pid;
 };
 
+/* A redis-server of this test's own on a loopback port, in a temporary
+ * directory, as tests/cli/remote.sh starts one; a child that dies with the
+ * test process (PR_SET_PDEATHSIG), so a failed assertion leaves no server
+ * behind. */
 static bool redis_start(struct redis_srv *rs)
 {
     if (system("command -v redis-server > /dev/null 2>&1") != 0)
         return false;
     snprintf(rs->dir, sizeof rs->dir, "/tmp/cbc-remote-test.XXXXXX");
     cr_assert_not_null(mkdtemp(rs->dir));
+    pid_t parent = getpid();
     for (int tries = 0; tries < 8; tries++) {
-        rs->port = 20000 + (int)((unsigned)getpid() * 7919u + (unsigned)tries * 104729u) % 40000;
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "redis-server --port %d --bind 127.0.0.1 --save '' "
-                                  "--appendonly no --dir %s --daemonize yes --pidfile %s/pid "
-                                  "--logfile %s/log > /dev/null 2>&1",
-                 rs->port, rs->dir, rs->dir, rs->dir);
-        if (system(cmd) != 0)
-            continue;
+        rs->port = 20000 + (int)((unsigned)parent * 7919u + (unsigned)tries * 104729u) % 40000;
+        char port[16], log[96];
+        snprintf(port, sizeof port, "%d", rs->port);
+        snprintf(log, sizeof log, "%s/log", rs->dir);
+        rs->pid = fork();
+        cr_assert(rs->pid >= 0);
+        if (rs->pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent)
+                _exit(127);
+            int null = open("/dev/null", O_RDWR);
+            dup2(null, 0), dup2(null, 1), dup2(null, 2);
+            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
+                   "--save", "", "--appendonly", "no", "--dir", rs->dir, "--logfile", log,
+                   (char *)NULL);
+            _exit(127);
+        }
         for (int i = 0; i < 50; i++) {
+            char cmd[128];
             snprintf(cmd, sizeof cmd, "redis-cli -p %d ping 2>/dev/null | grep -q PONG",
                      rs->port);
             if (system(cmd) == 0)
                 return true;
+            if (waitpid(rs->pid, NULL, WNOHANG) == rs->pid)
+                break; /* the port was taken: another */
             usleep(100000);
         }
+        kill(rs->pid, SIGKILL);
+        waitpid(rs->pid, NULL, 0);
     }
-    cr_assert_fail("redis-server did not start");
+    cr_assert_fail("redis-server did not start (%s/log)", rs->dir);
     return false;
 }
 
+/* Gone before it returns: a test may go on to use the remote without it. */
 static void redis_stop(struct redis_srv *rs)
 {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "kill $(cat %s/pid) 2>/dev/null; rm -rf %s", rs->dir, rs->dir);
+    cr_assert_eq(kill(rs->pid, SIGTERM), 0);
+    int status;
+    cr_assert_eq(waitpid(rs->pid, &status, 0), rs->pid);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", rs->dir);
     cr_assert_eq(system(cmd), 0);
 }
 
