@@ -297,31 +297,41 @@ static uint64_t deadline_of(const struct cbc_remote *r, uint64_t t0)
     return t0 + (uint64_t)r->cfg.op_ms * 1000;
 }
 
-/* What every operation on a key starts with: its clock (and so its one
- * deadline), the backend, the key in hex, room for the server's words. */
+/* What every operation starts with: its clock (and so its one deadline),
+ * the backend, the key in hex (empty for an operation on no key), room for
+ * the server's words. Every operation that op_begin started ends in
+ * op_end, on every path, so its time is counted once. */
 struct op {
     uint64_t t0, deadline;
+    uint64_t time0; /* r->st.time_us when it began */
     struct cbc_remote_backend *b;
     char hex[CBC_HASH_HEX_LEN + 1];
     char detail[400];
 };
 
+/* false (err set by backend(): the remote failed or is not built) when
+ * there is nothing to ask; the operation then has not begun. */
 static bool op_begin(struct cbc_remote *r, const struct cbc_hash *key, struct op *o,
                      struct cbc_err *err)
 {
     o->t0 = cbc_remote_now_us();
     o->deadline = deadline_of(r, o->t0);
+    o->time0 = r->st.time_us;
     o->detail[0] = '\0';
-    o->b = backend(r, err);
+    o->hex[0] = '\0';
     if (key)
         cbc_hash_hex(key, o->hex);
+    o->b = backend(r, err);
     return o->b != NULL;
 }
 
-/* Ends an operation: its time counted; returns st. */
+/* Ends an operation: the time on the remote is what it was when the
+ * operation began plus its wall time, so an operation made inside another
+ * (verify's peek and delete, called back from a listing's batch) is not
+ * counted twice. Returns st. */
 static enum cbc_status op_end(struct cbc_remote *r, const struct op *o, enum cbc_status st)
 {
-    r->st.time_us += cbc_remote_now_us() - o->t0;
+    r->st.time_us = o->time0 + (cbc_remote_now_us() - o->t0);
     return st;
 }
 
@@ -387,9 +397,11 @@ enum cbc_status cbc_remote_peek(struct cbc_remote *r, const char *kind, const st
     return fetch(r, kind, key, false, data, len, bad_value, why, why_len, err);
 }
 
-/* Stores the value of data under the key (if_absent: only when the key is
- * not there): RB_OK or RB_EXISTS, counted; what readers would refuse (over
- * max-value) is left out as RB_OK. */
+/* Stores the value of data under o's key (if_absent: only when the key is
+ * not there) and returns what the backend said; *written says whether it
+ * stored, its bytes counted. What readers would refuse (over max-value) is
+ * left out: RB_OK, nothing written. When encoding fails (out of memory),
+ * *st says so and the result is RB_OK: nothing was asked of the server. */
 static enum rb_result store(struct cbc_remote *r, struct op *o, const char *kind,
                             const void *data, size_t len, bool if_absent, bool *written,
                             enum cbc_status *st, struct cbc_err *err)
@@ -486,8 +498,8 @@ enum cbc_status cbc_remote_lease_acquire(struct cbc_remote *r, const struct cbc_
     struct op o;
     if (!op_begin(r, key, &o, err))
         return CBC_E_CACHE;
-    if (!o.b->ops->acquire)
-        return CBC_OK;
+    if (!o.b->ops->acquire) /* HTTP: UNSUPPORTED, the caller compiles */
+        return op_end(r, &o, CBC_OK);
     enum rb_result res;
     enum cbc_status st = CBC_OK;
     if (!cbc_remote_writable(r)) {
@@ -525,8 +537,8 @@ enum cbc_status cbc_remote_lease_release(struct cbc_remote *r, const struct cbc_
     struct op o;
     if (!op_begin(r, key, &o, err))
         return CBC_E_CACHE;
-    if (!o.b->ops->release || !cbc_remote_writable(r))
-        return CBC_OK;
+    if (!o.b->ops->release || !cbc_remote_writable(r)) /* it ends with its ttl */
+        return op_end(r, &o, CBC_OK);
     enum rb_result res = o.b->ops->release(o.b, o.hex, token, o.deadline, o.detail,
                                            sizeof o.detail);
     enum cbc_status st = CBC_OK;
@@ -575,13 +587,6 @@ enum cbc_status cbc_remote_list(struct cbc_remote *r, bool all, bool sizes, uint
                                 bool *complete, struct cbc_err *err)
 {
     *complete = false;
-    struct cbc_remote_backend *b = backend(r, err);
-    if (!b)
-        return CBC_E_CACHE;
-    if (!b->ops->list)
-        return cbc_err_set(err, CBC_E_UNSUPPORTED, "remote cache %s cannot list what it holds "
-                                                   "(an HTTP server has no listing cubincache "
-                                                   "can rely on)", r->cfg.name);
     char pattern[128];
     if (!all && r->cfg.ns_name)
         snprintf(pattern, sizeof pattern, "cubincache:v1:%s:*", r->cfg.ns_name);
@@ -589,16 +594,23 @@ enum cbc_status cbc_remote_list(struct cbc_remote *r, bool all, bool sizes, uint
         snprintf(pattern, sizeof pattern, "cubincache:v1:*");
     struct list_ctx lc = {r, all, 0, max_keys, fn, ctx, false};
     char cursor[32] = "0";
+    /* one operation per batch, each with its own deadline */
     do {
-        uint64_t t0 = cbc_remote_now_us();
-        if (deadline_us && t0 >= deadline_us)
+        if (deadline_us && cbc_remote_now_us() >= deadline_us)
             return CBC_OK;
-        char detail[400] = "";
-        enum rb_result res = b->ops->list(b, cursor, pattern, 1000, sizes, list_one, &lc,
-                                          deadline_of(r, t0), detail, sizeof detail);
-        r->st.time_us += cbc_remote_now_us() - t0;
+        struct op o;
+        if (!op_begin(r, NULL, &o, err))
+            return CBC_E_CACHE;
+        if (!o.b->ops->list)
+            return op_end(r, &o, cbc_err_set(err, CBC_E_UNSUPPORTED,
+                                             "remote cache %s cannot list what it holds (an "
+                                             "HTTP server has no listing cubincache can rely "
+                                             "on)", r->cfg.name));
+        enum rb_result res = o.b->ops->list(o.b, cursor, pattern, 1000, sizes, list_one, &lc,
+                                            o.deadline, o.detail, sizeof o.detail);
         if (res != RB_OK)
-            return op_failed(r, res, "list", detail, err);
+            return op_end(r, &o, op_failed(r, res, "list", o.detail, err));
+        op_end(r, &o, CBC_OK);
     } while (!lc.stop && strcmp(cursor, "0") != 0);
     *complete = !lc.stop;
     return CBC_OK;
@@ -607,15 +619,14 @@ enum cbc_status cbc_remote_list(struct cbc_remote *r, bool all, bool sizes, uint
 enum cbc_status cbc_remote_server_version(struct cbc_remote *r, char *out, size_t len,
                                           struct cbc_err *err)
 {
-    struct cbc_remote_backend *b = backend(r, err);
-    if (!b)
+    struct op o;
+    if (!op_begin(r, NULL, &o, err))
         return CBC_E_CACHE;
-    if (!b->ops->version)
-        return cbc_err_set(err, CBC_E_UNSUPPORTED, "remote cache %s does not say its version",
-                           r->cfg.name);
-    uint64_t t0 = cbc_remote_now_us();
-    char detail[400] = "";
-    enum rb_result res = b->ops->version(b, out, len, deadline_of(r, t0), detail, sizeof detail);
-    r->st.time_us += cbc_remote_now_us() - t0;
-    return res == RB_OK ? CBC_OK : op_failed(r, res, "version", detail, err);
+    if (!o.b->ops->version)
+        return op_end(r, &o, cbc_err_set(err, CBC_E_UNSUPPORTED,
+                                         "remote cache %s does not say its version",
+                                         r->cfg.name));
+    enum rb_result res = o.b->ops->version(o.b, out, len, o.deadline, o.detail,
+                                           sizeof o.detail);
+    return op_end(r, &o, res == RB_OK ? CBC_OK : op_failed(r, res, "version", o.detail, err));
 }

@@ -608,6 +608,58 @@ Test(remote, a_lease_is_held_by_one_at_a_time_and_released_only_by_its_holder)
     redis_stop(&srv);
 }
 
+struct peek_all {
+    struct cbc_remote *r;
+    unsigned peeked;
+};
+
+static bool peek_one(void *ctx, const char *key, const struct cbc_remote_key *k, uint64_t bytes)
+{
+    (void)key, (void)bytes;
+    struct peek_all *pa = ctx;
+    uint8_t *d = NULL;
+    size_t n = 0;
+    bool bad = false;
+    char why[200];
+    struct cbc_err e = {0};
+    cr_assert_not_null(k);
+    cr_assert_eq(cbc_remote_peek(pa->r, k->kind, &k->hash, &d, &n, &bad, why, sizeof why, &e),
+                 CBC_OK, "%s", e.msg);
+    free(d);
+    pa->peeked++;
+    return true;
+}
+
+Test(remote, time_on_the_remote_counts_an_operation_inside_a_listing_once)
+{
+    struct redis_srv srv;
+    if (!redis_start(&srv))
+        cr_skip_test("redis-server is not installed");
+    struct cbc_remote *r = remote_for("redis://127.0.0.1:%d|namespace=tm", srv.port);
+    struct cbc_err e = {0};
+    for (unsigned i = 0; i < 300; i++) {
+        struct cbc_hash key = {{(uint8_t)i, (uint8_t)(i >> 8), 0x7e}};
+        cr_assert_eq(cbc_remote_put(r, "objects", &key, "value", 5, &e), CBC_OK, "%s", e.msg);
+    }
+    struct cbc_remote_stats before, after;
+    cbc_remote_stats(r, &before);
+    struct peek_all pa = {r, 0};
+    bool complete = false;
+    uint64_t t0 = cbc_remote_now_us();
+    cr_assert_eq(cbc_remote_list(r, false, false, 1000, 0, peek_one, &pa, &complete, &e), CBC_OK,
+                 "%s", e.msg);
+    uint64_t wall = cbc_remote_now_us() - t0;
+    cbc_remote_stats(r, &after);
+    cr_assert(complete);
+    cr_assert_eq(pa.peeked, 300);
+    uint64_t counted = after.time_us - before.time_us;
+    /* the 300 peeks ran inside the listing's batches: counted in them, not again */
+    cr_assert(counted > 0 && counted <= wall, "%llu us counted in %llu us",
+              (unsigned long long)counted, (unsigned long long)wall);
+    cbc_remote_free(r);
+    redis_stop(&srv);
+}
+
 Test(remote, leases_through_the_store)
 {
     struct redis_srv srv;
