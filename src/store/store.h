@@ -156,37 +156,87 @@ bool cbc_store_last_remote(const struct cbc_store *s);
 
 /* ---- compile once per fleet: leases on the remote ---------------------------- */
 
-/* A builder about to compile what `key` names (a result key, say) takes a
- * lease on it in the remote first, so that of N cold builders one
- * compiles and the others wait for its result:
+/* Of N cold builders about to compile the same unit, one compiles and the
+ * others use its result: before compiling a miss, a builder takes a lease
+ * on the key that missed (the direct key of the unit, say) in the remote.
+ * The lease only says who compiles; the result travels as any other entry
+ * (the holder's cbc_store_put writes it through, a waiter's lookup asks
+ * the remote on its local miss).
+ *
+ * How a caller uses it, for one unit whose lookup just missed (a scheduler
+ * polls each waiting unit in turn while others compile; nothing here
+ * sleeps):
  *
  *   struct cbc_store_lease l;
- *   switch (cbc_store_remote_lease_acquire(s, &key, 120000, &l)) {
- *   case CBC_LEASE_ACQUIRED: compile; cbc_store_put (written through);
- *                            cbc_store_remote_lease_release(s, &l); break;
- *   case CBC_LEASE_HELD:     until a deadline of your choosing, every
- *                            100-250 ms: cbc_store_get (a local miss asks
- *                            the remote) and, on a miss, acquire again (the
- *                            holder may have died: its lease ends with its
- *                            ttl; or released it without a result); at the
- *                            deadline compile anyway;
- *   case CBC_LEASE_NONE:     compile now.
+ *   bool waited = false;
+ *   uint64_t until = 0;              // the wait's end, set at the first HELD
+ *   for (;;) {
+ *       enum cbc_lease_state ls = cbc_store_remote_lease_acquire(s, &key, TTL_MS, &l);
+ *       if (ls == CBC_LEASE_HELD) {  // another builder compiles it
+ *           if (!waited)
+ *               waited = true, until = now + WAIT_MS;
+ *           if (now >= until)
+ *               { compile; put; break; }        // bounded: compile without a lease
+ *           sleep or serve other units for POLL_MS; continue;
+ *       }
+ *       // ACQUIRED (this builder holds it) or NONE (no lease to be had)
+ *       if (waited && the same lookup hits now)  // the holder's result arrived
+ *           { cbc_store_remote_lease_release(s, &l); use the hit; break; }
+ *       compile; publish as now: every record the lookup reads (entry,
+ *       direct record, dependency list), written through to the remote;
+ *       cbc_store_remote_lease_release(s, &l);  // after the puts, also when the
+ *       break;                                  // compile failed; no-op unless ACQUIRED
  *   }
  *
- * A lease is "cubincache:v1:[NAMESPACE:]lease:<key>" set to a token of
- * this process (128 random bits) with SET NX PX ttl_ms: atomic across the
- * fleet; it ends at release or after ttl_ms, whichever comes first, so a
- * builder that dies never blocks the others beyond ttl_ms (choose it above
- * the compile's usual time; a compile that outlives it is only done
- * twice). Release deletes it only while it still holds this token (a Lua
- * compare-and-delete), never another's.
+ * - Poll with acquire, not with lookups: while the lease is held a poll is
+ *   one SET NX of a few bytes and counts no remote miss; it returns
+ *   ACQUIRED once the holder released it (look up again: its result is
+ *   there) or its ttl ran out (the holder died: the lookup misses and this
+ *   builder compiles, and holds the lease for the others meanwhile).
+ * - Look up again only after a wait: an ACQUIRED at the first call means
+ *   nobody held the lease when the lookup missed a moment before, so
+ *   compiling is right (a result that landed in between costs one compile,
+ *   as without leases).
+ * - Release only after every put the waiters' lookup needs: releasing
+ *   first makes the next waiter's lookup miss and compile again. A holder
+ *   whose compile failed releases too (without puts): the next waiter then
+ *   compiles, so a failing unit is compiled by the waiters one after
+ *   another, each bounded by its WAIT_MS.
+ * - TTL_MS: above the unit's usual compile time (say 2 to 5 minutes); a
+ *   compile that outlives it lets a waiter compile it too (twice, not
+ *   wrong). WAIT_MS: how long a waiter trusts the holder, from its first
+ *   HELD (TTL_MS is the natural choice: by then the holder released or its
+ *   lease expired). POLL_MS: 100 to 250 ms, with jitter.
+ * - NONE at any call: compile now (after a wait, look up first, as above).
  *
- * NONE: no remote, the remote failed or is skipped (one warning, as for
- * any remote operation), the backend has no leases (HTTP), or this client
- * may not write (read-only) and nobody holds it. A read-only client gets
- * HELD when a writer holds it (it may wait for the writer's result).
- * Each call is one round trip bounded by the remote's operation timeout.
- * Never fails otherwise: the caller can always just compile. */
+ * What acquire returns, on every call a fresh `*lease` (key, a new token,
+ * acquired):
+ *   ACQUIRED  this process holds "cubincache:v1:[NAMESPACE:]lease:<32 hex
+ *             of key>", set to the lease's token (128 random bits, new for
+ *             each acquire) by SET NX PX TTL_MS: atomic across the fleet;
+ *             it ends at release or after TTL_MS, whichever comes first,
+ *             so a builder that dies holds the others up at most TTL_MS;
+ *             lease->acquired is true.
+ *   HELD      another holds it (a read-only remote says this too, from a
+ *             GET, when a writer holds it).
+ *   NONE      no lease to be had: no remote attached, TTL_MS 0, the remote
+ *             failed now or is skipped by v1/remote-skip (a failure warns
+ *             once through the attached message function and marks it, as
+ *             any remote operation does), the backend has no leases (HTTP),
+ *             or the client may not write (read-only, or the server refused
+ *             a write) and nobody holds it.
+ * Each call is one remote operation (connecting first when there is no
+ * connection), bounded by the remote's operation timeout. Neither call
+ * fails otherwise: the caller can always compile. Not thread-safe, as the
+ * store is not.
+ *
+ * release gives the lease back only while it still holds this lease's
+ * token (a server-side compare-and-delete, one Lua EVAL): a lease that
+ * expired and was taken by another builder stays that builder's. It does
+ * nothing for a lease not acquired (HELD, NONE, released already), clears
+ * lease->acquired, and when the remote failed, stopped taking writes
+ * (full) or refuses EVAL (an ACL) it leaves the lease to expire by its
+ * ttl. */
 enum cbc_lease_state {
     CBC_LEASE_ACQUIRED = 0,
     CBC_LEASE_HELD = 1,
@@ -195,11 +245,10 @@ enum cbc_lease_state {
 struct cbc_store_lease {
     struct cbc_hash key;
     char token[CBC_HASH_HEX_LEN + 1];
-    bool acquired; /* set by acquire, cleared by release */
+    bool acquired; /* true after ACQUIRED, until release */
 };
 enum cbc_lease_state cbc_store_remote_lease_acquire(struct cbc_store *s, const struct cbc_hash *key,
                                                     unsigned ttl_ms, struct cbc_store_lease *lease);
-/* Gives an acquired lease back (nothing for one not acquired). */
 void cbc_store_remote_lease_release(struct cbc_store *s, struct cbc_store_lease *lease);
 
 /* ---- settings (settings.h) ------------------------------------------------ */

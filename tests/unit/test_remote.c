@@ -608,6 +608,20 @@ Test(remote, a_lease_is_held_by_one_at_a_time_and_released_only_by_its_holder)
     redis_stop(&srv);
 }
 
+/* A redis-cli command's output, its trailing newline cut. */
+static void redis_cli(const struct redis_srv *srv, const char *args, char *out, size_t len)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "redis-cli -p %d %s", srv->port, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        out[--n] = '\0';
+    cr_assert_eq(pclose(p), 0, "%s", cmd);
+}
+
 struct peek_all {
     struct cbc_remote *r;
     unsigned peeked;
@@ -658,6 +672,97 @@ Test(remote, time_on_the_remote_counts_an_operation_inside_a_listing_once)
               (unsigned long long)counted, (unsigned long long)wall);
     cbc_remote_free(r);
     redis_stop(&srv);
+}
+
+Test(remote, a_lease_through_the_store_ends_with_its_ttl_and_only_its_holder_releases_it)
+{
+    struct redis_srv srv;
+    if (!redis_start(&srv))
+        cr_skip_test("redis-server is not installed");
+    char root1[] = "/tmp/cbc-lease-a.XXXXXX", root2[] = "/tmp/cbc-lease-b.XXXXXX";
+    cr_assert_not_null(mkdtemp(root1));
+    cr_assert_not_null(mkdtemp(root2));
+    struct cbc_store *s1, *s2;
+    struct cbc_err e = {0};
+    cr_assert_eq(cbc_store_open(root1, &s1, &e), CBC_OK);
+    cr_assert_eq(cbc_store_open(root2, &s2, &e), CBC_OK);
+    char spec[128];
+    snprintf(spec, sizeof spec, "redis://127.0.0.1:%d|namespace=ls", srv.port);
+    cr_assert_eq(cbc_store_attach_remote(s1, spec, NULL, NULL, &e), CBC_OK, "%s", e.msg);
+    cr_assert_eq(cbc_store_attach_remote(s2, spec, NULL, NULL, &e), CBC_OK, "%s", e.msg);
+    struct cbc_hash key = {{0x5e, 0xed}};
+    const char *lease_key = "cubincache:v1:ls:lease:5eed0000000000000000000000000000";
+    char got[128], args[160];
+
+    /* the protocol of store.h: the holder publishes, then releases; the
+     * waiter's next acquire is ACQUIRED and its lookup hits, from the remote */
+    struct cbc_store_lease holder, waiter;
+    struct cbc_target t = cbc_store_result_target();
+    uint8_t *data = NULL;
+    size_t len = 0;
+    enum cbc_lookup res;
+    char why[200];
+    cr_assert_eq(cbc_store_remote_lease_acquire(s1, &key, 5000, &holder), CBC_LEASE_ACQUIRED);
+    cr_assert_eq(cbc_store_remote_lease_acquire(s2, &key, 5000, &waiter), CBC_LEASE_HELD);
+    cr_assert_eq(cbc_store_put(s1, &key, &t, (const uint8_t *)"compiled", 8, &e), CBC_OK, "%s",
+                 e.msg);
+    cbc_store_remote_lease_release(s1, &holder);
+    cr_assert_eq(cbc_store_remote_lease_acquire(s2, &key, 5000, &waiter), CBC_LEASE_ACQUIRED);
+    cr_assert_eq(cbc_store_get(s2, &key, &t, &data, &len, &res, why, sizeof why, &e), CBC_OK,
+                 "%s", e.msg);
+    cr_assert_eq(res, CBC_LOOKUP_HIT, "the waiter misses the holder's result");
+    cr_assert(cbc_store_last_remote(s2));
+    cr_assert(len == 8 && !memcmp(data, "compiled", 8));
+    free(data);
+    cbc_store_remote_lease_release(s2, &waiter);
+
+    /* a holder that dies: held for its ttl (in ms: PX), free after it */
+    struct cbc_store_lease dead, l2;
+    cr_assert_eq(cbc_store_remote_lease_acquire(s1, &key, 1000, &dead), CBC_LEASE_ACQUIRED);
+    cr_assert_eq(cbc_store_remote_lease_acquire(s2, &key, 5000, &l2), CBC_LEASE_HELD);
+    cr_assert(!l2.acquired);
+    snprintf(args, sizeof args, "get %s", lease_key);
+    redis_cli(&srv, args, got, sizeof got);
+    cr_assert_str_eq(got, dead.token, "the lease's value is its holder's token");
+    snprintf(args, sizeof args, "pttl %s", lease_key);
+    redis_cli(&srv, args, got, sizeof got);
+    long pttl = strtol(got, NULL, 10);
+    cr_assert(pttl > 0 && pttl <= 1000, "pttl %s for a ttl of 1000 ms", got);
+    usleep(1200000);
+    cr_assert_eq(cbc_store_remote_lease_acquire(s2, &key, 5000, &l2), CBC_LEASE_ACQUIRED,
+                 "a lease whose holder never released it is free after its ttl");
+
+    /* the late holder's release leaves the new holder's lease alone */
+    cbc_store_remote_lease_release(s1, &dead);
+    cr_assert(!dead.acquired);
+    snprintf(args, sizeof args, "get %s", lease_key);
+    redis_cli(&srv, args, got, sizeof got);
+    cr_assert_str_eq(got, l2.token, "another's release took the holder's lease");
+    /* nor does a lease of the same key with another token */
+    struct cbc_store_lease forged = l2;
+    forged.token[0] = forged.token[0] == '0' ? '1' : '0';
+    cbc_store_remote_lease_release(s1, &forged);
+    redis_cli(&srv, args, got, sizeof got);
+    cr_assert_str_eq(got, l2.token, "a release with another token took the holder's lease");
+    cr_assert_eq(cbc_store_remote_lease_acquire(s1, &key, 5000, &dead), CBC_LEASE_HELD);
+
+    /* the holder's release frees it at once */
+    cbc_store_remote_lease_release(s2, &l2);
+    snprintf(args, sizeof args, "exists %s", lease_key);
+    redis_cli(&srv, args, got, sizeof got);
+    cr_assert_str_eq(got, "0", "the holder's release left the lease in place");
+    cr_assert_eq(cbc_store_remote_lease_acquire(s1, &key, 5000, &dead), CBC_LEASE_ACQUIRED);
+    cbc_store_remote_lease_release(s1, &dead);
+
+    /* a remote that fails: NONE, the caller compiles */
+    redis_stop(&srv);
+    cr_assert_eq(cbc_store_remote_lease_acquire(s1, &key, 5000, &dead), CBC_LEASE_NONE);
+    cr_assert(!dead.acquired);
+    cbc_store_close(s1);
+    cbc_store_close(s2);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", root1, root2);
+    cr_assert_eq(system(cmd), 0);
 }
 
 Test(remote, leases_through_the_store)
