@@ -10,7 +10,8 @@
 # changes).
 # GPU_RUN_PART=tests stops before the benchmarks and GPU_RUN_PART=bench
 # runs only them (on a build-gpu an earlier call left), so each part fits
-# one call of the GPU machine's time limit.
+# one call of the GPU machine's time limit. GPU_RUN_PART=cnn builds, runs
+# the network tests (gpu_net) and bench/cnn_captum.py only: issue 31's run.
 set -uo pipefail
 out=${1:?usage: scripts/gpu_run.sh OUTDIR}
 part=${GPU_RUN_PART:-all}
@@ -37,10 +38,22 @@ fi
 grep -E '"(rule|detail)":|"target":' build-gpu/kernels/ig_kernels.bundle/ig_kernels.manifest.json | tee -a "$S"
 build-gpu/tools/cubincache devices build-gpu/kernels/ig_kernels.bundle/ig_kernels.manifest.json 2>&1 | tee -a "$S"
 
+if [ "$part" = cnn ]; then
+    say "== convolutional networks: gpu_net (GPU against the CPU reference and Captum float64)"
+    step timeout 600 meson test -C build-gpu gpu_net igrun_cnn -v > "$out/gpu-tests.log" 2>&1
+    grep -E '^(engine|gpu_net:|FAIL|  .*rel L2|  every operator|  central differences on|#)|^ *[0-9]+/[0-9]+ ' "$out/gpu-tests.log" | tee -a "$S"
+    say "== image models: igrun against Captum 0.9 (bench/cnn_captum.py)"
+    : > "$out/bench.jsonl"
+    step timeout 1500 python3 bench/cnn_captum.py build-gpu/tools/igrun/igrun /tmp/cnn-bench >> "$out/bench.jsonl" 2>> "$S"
+    { echo "### Image models against Captum (bench/cnn_captum.py)"; echo
+      python3 bench/cnn_captum.py --table "$out/bench.jsonl"; } > "$out/tables.md"
+    cat "$out/tables.md" | tee -a "$S"
+    exit 0
+fi
 if [ "$part" != bench ]; then
 say "== GPU test suite"
 step timeout 900 meson test -C build-gpu --suite gpu -v > "$out/gpu-tests.log" 2>&1
-grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|  8 calls|FAIL|gpu_ig:|gpu_loader:|explanations|layered models|precision fp32|  --precision|  torch.save|torch_models:)' "$out/gpu-tests.log" | tee -a "$S"
+grep -E '^(engine|GPU 0|project kernels|sm_89|the driver|PTX-only|  warning|sm_90 \+|cubin patched|the loader|  [a-zA-Z0-9].*rel L2|  paper|  Captum|  x \+|  completeness|  naive|  device|  a NaN|  8 calls|FAIL|gpu_ig:|gpu_loader:|gpu_net:|  every operator|  central differences on|explanations|layered models|precision fp32|  --precision|  torch.save|torch_models:)' "$out/gpu-tests.log" | tee -a "$S"
 grep -E '^ *[0-9]+/[0-9]+ ' "$out/gpu-tests.log" | tee -a "$S"
 say "== deploy-gate corpus: each program run, its kernels' results read back"
 step bash tests/corpus/run_truth.sh build-gpu/tests/corpus "$out/truth-sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .').txt" > /dev/null 2>&1
@@ -121,11 +134,15 @@ step timeout 300 build-gpu/bench/loader_bench >> "$out/bench.jsonl" 2>> "$S"
 step timeout 300 build-gpu/bench/first_load_floor >> "$out/bench.jsonl" 2>> "$S"
 step timeout 900 build-gpu/bench/ig_bench /tmp/ig-bench-data >> "$out/bench.jsonl" 2>> "$S"
 step timeout 900 python3 bench/torch_ig.py /tmp/ig-bench-data build-gpu/tools/igrun/igrun >> "$out/bench.jsonl" 2>> "$S"
+say "== image models: igrun against Captum 0.9 (bench/cnn_captum.py: time, accuracy, memory)"
+step timeout 1500 python3 bench/cnn_captum.py build-gpu/tools/igrun/igrun /tmp/cnn-bench >> "$out/bench.jsonl" 2>> "$S"
 say "== the GPU tables of BENCHMARKS.md (bench/report.py), in tables.md"
 machine="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nvcc --version | tail -1), $(nproc) CPU cores, $(python3 -c 'import torch; print("PyTorch", torch.__version__)' 2>/dev/null)"
 [ -s "$out/accuracy.jsonl" ] && cat "$out/accuracy.jsonl" >> "$out/bench.jsonl"
 python3 bench/report.py --commit "${GPU_RUN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" \
     --machine "$machine" --command "scripts/gpu_run.sh OUT" "$out/bench.jsonl" > "$out/tables.md"
+{ echo; echo "### Image models against Captum (bench/cnn_captum.py)"; echo
+  python3 bench/cnn_captum.py --table "$out/bench.jsonl"; } >> "$out/tables.md"
 if [ -n "${GPU_RUN_PROFILE:-}" ] && command -v ncu >/dev/null; then
     say "== ncu: per-kernel time of 784 features, one input and 1024"
     IG_BENCH_QUICK=1 step timeout 300 ncu --clock-control none --print-summary per-kernel \

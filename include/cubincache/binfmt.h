@@ -179,8 +179,11 @@ CBC_API enum cbc_status cbc_host_elf_parse(const uint8_t *data, size_t len, cons
 /* ---- bundles compiled in by `cubincache embed` ---------------------------- */
 /* `cubincache embed` writes each bundle as one record in the section
  * CBC_EMBED_SECTION, so `check`, `inspect` and `select` find the images a
- * program carries without running it. Records follow each other (zero
- * padding between them is skipped); all integers are little-endian:
+ * program carries without running it. The loader reads the same record
+ * with the same reader (cbc_bundle_open_embedded refuses a generated
+ * struct that says anything else of it), so what check judges is what the
+ * loader loads. Records follow each other (zero padding between them is
+ * skipped); all integers are little-endian:
  *
  *   0   8  magic CBC_EMBED_MAGIC
  *   8   8  record size in bytes, padding included (a multiple of 8)

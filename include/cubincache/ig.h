@@ -222,6 +222,117 @@ CBC_API enum cbc_status cbc_mlp_check_outputs(const struct cbc_mlp *m, const flo
                                               const float *y, size_t y_cols, double *worst,
                                               struct cbc_err *err);
 
+/* ---- convolutional networks (since 0.4) ---------------------------------- */
+
+/* A network as a graph of operators over each input's tensor, for image
+ * models: values are numbered, 0 the input and k + 1 node k's output, and
+ * each node reads earlier values only. A value is one input's [C][H][W]
+ * in C order (a 1-D signal [C][L] is H = 1, W = L; a flat vector of F
+ * features is C = F, H = W = 1), so Flatten, and a Reshape between shapes
+ * of as many elements, change no data and are no nodes: a node says how it
+ * reads its input (ic, ih, iw) where the shape matters. */
+enum cbc_net_op {
+    CBC_NET_CONV = 0,     /* y[o] = bias[o] + sum over the group's inputs and the kernel of
+                             weight[o][i][kh][kw] x[g i][oh sh - pt + kh dh][ow sw - pl + kw dw]
+                             (zero outside), as nn.Conv1d/2d; weight [C][in_C/groups][kh][kw] */
+    CBC_NET_MAXPOOL = 1,  /* the largest of each window (padding never wins); its gradient
+                             goes to the first largest element in scan order, as autograd's */
+    CBC_NET_AVGPOOL = 2,  /* the mean of each window: over kh kw elements, or the ones inside
+                             the input when count_include_pad is false */
+    CBC_NET_GLOBAL_AVGPOOL = 3, /* [C][H][W] -> [C][1][1] */
+    CBC_NET_LINEAR = 4,   /* y = weight x + bias over the input's elements, flattened;
+                             weight [C][in elements] */
+    CBC_NET_AFFINE = 5,   /* y[ch] = x[ch] mul[ch] + add[ch] over each channel (a BatchNorm
+                             not folded into a Conv or Linear, a Mul or Add by a constant) */
+    CBC_NET_ACT = 6,      /* an activation of every element; CBC_ACT_SOFTMAX and
+                             CBC_ACT_LOG_SOFTMAX over the whole (flat) value */
+    CBC_NET_ADD = 7,      /* y = in[0] + in[1] (as many elements): a residual connection */
+    CBC_NET_CONCAT = 8,   /* the inputs' elements one after another: channels, when they
+                             share H and W */
+    CBC_NET_LAYERNORM = 9 /* LayerNorm of the whole (flat) value: weight, bias [C] or NULL, eps */
+};
+
+#define CBC_NET_INPUTS_MAX 64 /* inputs of one node (a Concat) */
+
+struct cbc_net_node {
+    enum cbc_net_op op;
+    const char *name;    /* the model's name for it (messages), or NULL */
+    int n_in;            /* values read: 1, 2 (ADD), 2 to CBC_NET_INPUTS_MAX (CONCAT) */
+    int in[CBC_NET_INPUTS_MAX];
+    int c, h, w;         /* the output's shape (AFFINE: per channel of this shape) */
+    int ic, ih, iw;      /* CONV, MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL: in[0] read as [ic][ih][iw]
+                            (as many elements as it has: a Reshape is no node); the other
+                            operators take their inputs' elements as they are */
+    int kh, kw;          /* CONV, MAXPOOL, AVGPOOL: the window */
+    int sh, sw, dh, dw;  /* strides and dilations (0 counts as 1) */
+    int pt, pl, pb, pr;  /* zero padding: top, left, bottom, right */
+    int groups;          /* CONV (0 counts as 1); groups == in_C == C is depthwise */
+    bool count_include_pad; /* AVGPOOL */
+    const float *weight; /* CONV, LINEAR, LAYERNORM (NULL: ones) */
+    const float *bias;   /* CONV, LINEAR, LAYERNORM [C], or NULL */
+    const float *mul, *add; /* AFFINE [C] each, or NULL for 1 and 0 */
+    float eps;           /* LAYERNORM (0: 1e-5) */
+    enum cbc_act act;    /* ACT */
+    float act_param;     /* ACT: LeakyReLU's slope, ELU's alpha (0: PyTorch's default) */
+};
+
+struct cbc_net {
+    int c, h, w;         /* the input's shape: F = c h w features */
+    int n_nodes;
+    const struct cbc_net_node *nodes; /* the last one's output is the model's */
+};
+
+/* Checks every node: inputs are earlier values, of the shapes the operator
+ * takes; the output shape is what the operator gives (a Conv's and pool's
+ * from the window, strides, dilations and padding, as PyTorch computes them
+ * with ceil_mode off); groups divide both channel counts; parameters are
+ * present and finite; sizes stay below 2^31 elements per value.
+ * CBC_E_SHAPE / CBC_E_NUMERIC / CBC_E_USAGE naming the node. */
+CBC_API enum cbc_status cbc_net_validate(const struct cbc_net *n, struct cbc_err *err);
+/* Features of the input (c h w) and outputs of the last node. */
+CBC_API size_t cbc_net_features(const struct cbc_net *n);
+CBC_API size_t cbc_net_outputs(const struct cbc_net *n);
+
+struct cbc_net_owned {
+    struct cbc_net net;
+    struct cbc_net_node *nodes;
+    float *storage;
+    char *names;   /* the nodes' names, each NUL-terminated */
+    char *summary; /* "1x28x28 conv(6,5x5) relu maxpool ... linear(10)", for messages */
+};
+CBC_API void cbc_net_owned_free(struct cbc_net_owned *n);
+
+/* Reads an ONNX model (as cbc_mlp_load_onnx) into a network: Conv (1-D and
+ * 2-D; strides, padding, dilations, groups), MaxPool, AveragePool
+ * (ceil_mode off), GlobalAveragePool and ReduceMean over the spatial axes,
+ * BatchNormalization (folded into the Conv, Gemm or MatMul before it when
+ * nothing else reads that, else a per-channel scale and shift), Add of two
+ * tensors, Concat along channels, Flatten and Reshape, Gemm and MatMul by
+ * constants, Add/Sub/Mul/Div by constants of one value or one per channel,
+ * the activations of cbc_mlp_load_onnx (the Erf form of GELU and Sigmoid
+ * times its input too), LayerNormalization, Softmax and LogSoftmax over the
+ * features of a flat value, Identity, Dropout, Cast to float, Constant and
+ * Transpose of constants. Any other operator, and an attribute of these it
+ * does not run (ceil_mode, auto_pad SAME, an axis other than the channels),
+ * is refused naming the node, the operator or attribute, and the fix.
+ * Since 0.4. */
+CBC_API enum cbc_status cbc_net_load_onnx(const char *path, struct cbc_net_owned **out,
+                                          struct cbc_err *err);
+/* An ONNX model as igrun reads it: a graph with a Conv, MaxPool,
+ * AveragePool or GlobalAveragePool node becomes a network (*net), any other
+ * the chain of layers of cbc_mlp_load_onnx (*mlp); the other is NULL.
+ * Since 0.4. */
+CBC_API enum cbc_status cbc_onnx_load(const char *path, struct cbc_mlp_owned **mlp,
+                                      struct cbc_net_owned **net, struct cbc_err *err);
+
+/* The network's outputs for n inputs [n][F], in double: out [n][outputs]. */
+CBC_API enum cbc_status cbc_net_forward(const struct cbc_net *net, const float *x, size_t n,
+                                        double *out, struct cbc_err *err);
+/* As cbc_mlp_check_outputs, for a network. */
+CBC_API enum cbc_status cbc_net_check_outputs(const struct cbc_net *net, const float *x, size_t n,
+                                              const float *y, size_t y_cols, double *worst,
+                                              struct cbc_err *err);
+
 /* A dense float matrix. */
 struct cbc_matrix {
     float *data;
@@ -239,7 +350,8 @@ CBC_API enum cbc_status cbc_matrix_load(const char *path, struct cbc_matrix *out
 /* Writes a float32 .npy. */
 CBC_API enum cbc_status cbc_matrix_save_npy(const char *path, const struct cbc_matrix *m,
                                             struct cbc_err *err);
-/* Writes a float32 .npy of 1 to 4 dimensions (row-major). Since 0.2. */
+/* Writes a float32 .npy of 1 to 5 dimensions (row-major; 5 since 0.4, for
+ * attributions [n][T][C][H][W]). Since 0.2. */
 CBC_API enum cbc_status cbc_tensor_save_npy(const char *path, const float *data,
                                             const size_t *dims, int ndim, struct cbc_err *err);
 CBC_API void cbc_matrix_release(struct cbc_matrix *m);
@@ -308,6 +420,13 @@ CBC_API enum cbc_status cbc_ig_validate_request(const struct cbc_ig_request *r, 
 CBC_API enum cbc_status cbc_ig_cpu_mlp(const struct cbc_mlp *m, const struct cbc_ig_request *r,
                                        struct cbc_ig_output *out, struct cbc_err *err);
 
+/* IG of a network on the CPU: per input and quadrature point a forward
+ * pass and backpropagation through every node in double (or central
+ * differences with CBC_IG_FD); a target per input (r->targets) taken.
+ * Since 0.4. */
+CBC_API enum cbc_status cbc_ig_cpu_net(const struct cbc_net *net, const struct cbc_ig_request *r,
+                                       struct cbc_ig_output *out, struct cbc_err *err);
+
 /* A black-box function of F features, evaluated on `rows` points at once:
  * out[r] = F(in[r][0..F)). Return CBC_OK, or an error (which aborts). */
 typedef enum cbc_status (*cbc_ig_host_fn)(void *ctx, const double *in, size_t rows, size_t F,
@@ -350,13 +469,19 @@ struct cbc_ig_plan {
 };
 
 /* An IG engine: cbc_ig_engine_cpu (ctx: const struct cbc_mlp *) or
- * cbc_ig_engine_gpu (ctx: struct cbc_ig_gpu_model *). */
+ * cbc_ig_engine_gpu (ctx: struct cbc_ig_gpu_model *); for networks below. */
 typedef enum cbc_status (*cbc_ig_engine_fn)(void *ctx, const struct cbc_ig_request *r,
                                             struct cbc_ig_output *out, struct cbc_err *err);
 CBC_API enum cbc_status cbc_ig_engine_cpu(void *mlp, const struct cbc_ig_request *r,
                                           struct cbc_ig_output *out, struct cbc_err *err);
 CBC_API enum cbc_status cbc_ig_engine_gpu(void *model, const struct cbc_ig_request *r,
                                           struct cbc_ig_output *out, struct cbc_err *err);
+/* The same for networks (since 0.4): cbc_ig_engine_cpu_net (ctx: const
+ * struct cbc_net *) and cbc_ig_engine_gpu_net (ctx: struct cbc_ig_gpu_net *). */
+CBC_API enum cbc_status cbc_ig_engine_cpu_net(void *net, const struct cbc_ig_request *r,
+                                              struct cbc_ig_output *out, struct cbc_err *err);
+CBC_API enum cbc_status cbc_ig_engine_gpu_net(void *net, const struct cbc_ig_request *r,
+                                              struct cbc_ig_output *out, struct cbc_err *err);
 
 /* IG of a request under a plan. Each input is expanded into its noisy
  * copies times its baselines; with the built-in engines (cbc_ig_engine_cpu,
@@ -422,6 +547,29 @@ CBC_API void cbc_ig_gpu_model_free(struct cbc_ig_gpu_model *m);
  * (one stream, one workspace). */
 CBC_API enum cbc_status cbc_ig_gpu_mlp(struct cbc_ig_gpu_model *m, const struct cbc_ig_request *r,
                                        struct cbc_ig_output *out, struct cbc_err *err);
+
+struct cbc_ig_gpu_net; /* a network's parameters on the device */
+
+/* A network on the device: its weights, and the plan of its per-row
+ * buffers (a buffer is reused once nothing later reads it). The first
+ * network uploaded loads the network kernels (their own bundle,
+ * ig_net_kernels, embedded as ig_kernels is). Since 0.4. */
+CBC_API enum cbc_status cbc_ig_gpu_upload_net(struct cbc_ig_gpu *g, const struct cbc_net *net,
+                                              struct cbc_ig_gpu_net **out, struct cbc_err *err);
+CBC_API void cbc_ig_gpu_net_free(struct cbc_ig_gpu_net *m);
+/* IG of an uploaded network: rows (input, step) of as many inputs as the
+ * memory budget holds go forward and backward through every node at once,
+ * one kernel per node; a target per input (r->targets) in the same call;
+ * CBC_IG_FD uses the forward as a black box. Convolutions and pools are
+ * the project's own kernels (implicit GEMM; depthwise ones direct); at
+ * CBC_IG_PRECISION_FP32, the default, their sums are accumulated in double
+ * (products of float32 are exact there), at FAST in float. The CPU
+ * reference (cbc_ig_cpu_net) is the oracle of tests/gpu. Since 0.4. */
+CBC_API enum cbc_status cbc_ig_gpu_net(struct cbc_ig_gpu_net *m, const struct cbc_ig_request *r,
+                                       struct cbc_ig_output *out, struct cbc_err *err);
+/* Device bytes one row (input, quadrature point) takes; a call of n inputs
+ * and S steps uses about n (S + 2) times this, chunked to the budget. */
+CBC_API size_t cbc_ig_gpu_net_row_bytes(const struct cbc_ig_gpu_net *m);
 
 /* A black-box forward on the device: out[r] = F(in[r][0..F)) for `rows`
  * rows of device memory (addresses as CUdeviceptr values), queued on

@@ -37,10 +37,13 @@ extern "C" {
 /* ---- bundles ----------------------------------------------------------- */
 
 /* What `cubincache embed` generates: one per bundle, with the images' bytes
- * and the hashes the manifest recorded for them. */
+ * and the hashes the manifest recorded for them. The bytes live in the
+ * bundle's record in the program's CBC_EMBED_SECTION (cubincache/binfmt.h),
+ * which is what `check`, `inspect` and `select` read; the fields here are
+ * a convenience for C and must say exactly what the record says. */
 struct cbc_embedded_image {
     const char *target;        /* "sm_90", "compute_120" */
-    const unsigned char *data;
+    const unsigned char *data; /* inside `record` */
     size_t size;
     const char *xxh3;          /* 32 hex digits, XXH3-128 of data */
 };
@@ -50,6 +53,12 @@ struct cbc_embedded_bundle {
     size_t n;
     const struct cbc_embedded_image *images;
     const char *arch_detail;   /* how the targets were chosen, for messages */
+    /* The bundle's record in CBC_EMBED_SECTION: the one description of the
+     * bundle. cbc_bundle_open_embedded reads it with the reader `check`
+     * uses and refuses a struct that says anything else of it (an edited
+     * target, pointer, size or hash). */
+    const unsigned char *record;
+    size_t record_size;
 };
 
 struct cbc_bundle; /* opaque */
@@ -63,27 +72,38 @@ CBC_API enum cbc_status cbc_bundle_open_path(const char *path, const char *name,
                                              struct cbc_err *err);
 
 /* Opens an embedded bundle. No copy is made: `eb` must outlive the bundle.
- * An image's bytes are verified the first time they are loaded and then
- * trusted for the rest of the process under the same address, size, hash
- * and label, so they must not change while the process runs (as generated
- * code's read-only data cannot); bytes that may change belong in a bundle
- * on disk. */
+ * The record is parsed as `check` parses it, and every image's target,
+ * address, size and hash in the struct must be the record's: CBC_E_FORMAT
+ * for a missing or malformed record, CBC_E_VERIFY naming the field for a
+ * struct that disagrees with it. An image's bytes are verified the first
+ * time they are loaded and then trusted for the rest of the process under
+ * the same address, size, hash and label, so they must not change while
+ * the process runs (as generated code's read-only data cannot); bytes that
+ * may change belong in a bundle on disk. */
 CBC_API enum cbc_status cbc_bundle_open_embedded(const struct cbc_embedded_bundle *eb,
                                                  struct cbc_bundle **out, struct cbc_err *err);
 
-/* The bundle a program should use: the directory named by the environment
- * variable CUBINCACHE_BUNDLE_PATH, when set, holding eb->name's manifest
- * (updated cubins deployed without relinking), else the embedded one. */
+/* The bundle a program should use: eb->name's bundle from the first
+ * directory of CUBINCACHE_BUNDLE_PATH (colon-separated; updated cubins
+ * deployed without relinking) that holds it and may be trusted (as for
+ * cbc_bundle_open_installed), else the embedded one; so a list set for
+ * other programs changes nothing here. A bundle found there that does not
+ * open is an error, not a reason to fall back. The variable is ignored in
+ * setuid, setgid and capability-raising programs (secure_getenv). */
 CBC_API enum cbc_status cbc_bundle_open_default(const struct cbc_embedded_bundle *eb,
                                                 struct cbc_bundle **out, struct cbc_err *err);
 
 /* An installed bundle: the first of the directories of
- * CUBINCACHE_BUNDLE_PATH (colon-separated), share/cubincache beside the
- * program's own bin/ (BIN/../share/cubincache: a program installed with its
- * bundles under one prefix, wherever that prefix is moved), and
- * libcubincache's DATADIR/cubincache, that holds NAME.manifest.json or
- * NAME.bundle/NAME.manifest.json. CBC_E_NOT_FOUND names every place
- * looked at. */
+ * CUBINCACHE_BUNDLE_PATH (colon-separated; ignored in privileged
+ * programs), PREFIX/share/cubincache when the program is PREFIX/bin/PROGRAM
+ * (a program installed with its bundles under one prefix, wherever that
+ * prefix is moved), and libcubincache's DATADIR/cubincache, that holds
+ * NAME.manifest.json or NAME.bundle/NAME.manifest.json and may be trusted:
+ * the manifest and every directory above it owned by root or the
+ * program's effective user and writable by no one else (a sticky
+ * directory such as /tmp may lie above). Relative entries and
+ * places that fail are skipped. CBC_E_NOT_FOUND names every place looked
+ * at, and why each skipped one was. */
 CBC_API enum cbc_status cbc_bundle_open_installed(const char *name, struct cbc_bundle **out,
                                                   struct cbc_err *err);
 

@@ -1,6 +1,7 @@
 /* binfmt_int.h: helpers shared by the binary readers: the one error format
- * ("'<file>': offset 0x1f0: <what was expected>") and a bounds-checked
- * string fetch. Internal.
+ * ("'<file>': offset 0x1f0: <what was expected>", or "offset 0x1f0: ..."
+ * for bytes that are no file, which the caller's message names) and a
+ * bounds-checked string fetch. Internal.
  */
 #ifndef CBC_BINFMT_INT_H
 #define CBC_BINFMT_INT_H
@@ -23,8 +24,9 @@ static inline enum cbc_status cbc_fmt_err(struct cbc_err *err, enum cbc_status s
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return cbc_err_set(err, st, "'%s': offset %#llx: %s", name ? name : "<buffer>",
-                       (unsigned long long)offset, what);
+    if (!name)
+        return cbc_err_set(err, st, "offset %#llx: %s", (unsigned long long)offset, what);
+    return cbc_err_set(err, st, "'%s': offset %#llx: %s", name, (unsigned long long)offset, what);
 }
 
 /* The NUL-terminated string at [base+idx] inside [base, base+size) of a

@@ -9,6 +9,8 @@
  *   V2 (EI_ABIVERSION 8):  SM = (e_flags >> 8) & 0xff, virtual from
  *                          .note.nv.cuinfo, 'a' = .nv.compat attribute 9 == 1
  *   both: 'f' (and 'a' as a fallback) from the -arch in .note.nv.tkinfo.
+ * Only those two ABI versions are read: any other EI_ABIVERSION is refused
+ * (CBC_E_UNSUPPORTED), never decoded as the nearer one.
  * Invariant: no byte outside [data, data+len) is read; every table entry is
  * bounds-checked before it is decoded.
  */
@@ -199,7 +201,15 @@ static enum cbc_status parse(const uint8_t *data, size_t len, const char *name, 
     info.abi_version = data[8];
     info.e_type = cbc_rd16(data + 16);
     info.e_flags = cbc_rd32(data + 48);
-    bool v2 = info.abi_version >= 8 || info.osabi == 0x41;
+    /* the SM's byte in e_flags depends on the ABI: another value would be
+     * decoded as one of the two by guess, and the driver may read it as
+     * another SM */
+    if (info.abi_version != 7 && info.abi_version != 8)
+        return cbc_fmt_err(err, CBC_E_UNSUPPORTED, name, 8,
+                           "EI_ABIVERSION %u: nvcc writes 7 (ABI V1, CUDA 12 and older) or 8 "
+                           "(ABI V2, CUDA 13, and CUDA 12.8 for sm_100 and newer)",
+                           info.abi_version);
+    bool v2 = info.abi_version == 8;
     if (v2) {
         /* the e_flags bits above the SM differ for -G and -lineinfo by arch
          * (0x0f / 0x09 on sm_90, 0x10 / 0x09 on sm_120): the sections tell */

@@ -1,13 +1,18 @@
-/* embedded.c: reads the records `cubincache embed` puts in a program's
- * .cbc_bundle section (layout in cubincache/binfmt.h), so a deploy check
- * sees the images a binary carries exactly as the loader will.
+/* embedded.c: reads and writes the records `cubincache embed` puts in a
+ * program's .cbc_bundle section (layout in cubincache/binfmt.h). The record
+ * is the one description of an embedded bundle: a deploy check reads it
+ * from the binary, and the loader reads the same record at run time
+ * (cbc_bundle_open_embedded checks the generated struct against it), so
+ * the two see the images exactly alike.
  *
  * Invariants: every size and offset is checked against the record before
  * it is used, and the record against the section; names and targets must
  * be NUL-terminated inside their fields; images lie inside their record,
- * after its descriptors. Results point into the input.
+ * after its descriptors. Results point into the input. What the writer
+ * lays out, the reader accepts (tests/unit/test_binfmt.c round-trips it).
  */
 #include "binfmt_int.h"
+#include "embedded.h"
 
 #include <stdlib.h>
 
@@ -163,4 +168,50 @@ void cbc_embedded_release(struct cbc_embedded_list *l)
 {
     free(l->v);
     memset(l, 0, sizeof *l);
+}
+
+static uint64_t align64(uint64_t v)
+{
+    return (v + 63) / 64 * 64;
+}
+
+enum cbc_status cbc_embedded_write(const char *name, struct cbc_embedded_entry *v, size_t n,
+                                   struct cbc_buf *out, struct cbc_err *err)
+{
+    if (!cbc_name_valid(name))
+        return cbc_err_set(err, CBC_E_USAGE, "'%s' is not a bundle name", name);
+    /* layout: header, name, descriptors, then the images 64-byte aligned */
+    const uint64_t ns = (strlen(name) + 1 + 7) / 8 * 8;
+    uint64_t at = CBC_EMBED_HEADER + ns + (uint64_t)n * CBC_EMBED_DESC;
+    for (size_t i = 0; i < n; i++) {
+        v[i].offset = at = align64(at);
+        at += v[i].size + (v[i].target.kind == CBC_KIND_PTX ? 1 : 0); /* PTX: its NUL */
+    }
+    const uint64_t total = align64(at);
+    const size_t start = out->len;
+    uint8_t word[CBC_EMBED_HEADER] = {0};
+    memcpy(word, CBC_EMBED_MAGIC, 8);
+    cbc_wr64(word + 8, total);
+    cbc_wr32(word + 16, (uint32_t)n);
+    cbc_wr32(word + 20, (uint32_t)ns);
+    cbc_buf_append(out, word, sizeof word);
+    static const uint8_t zeros[64];
+    cbc_buf_append(out, name, strlen(name));
+    cbc_buf_append(out, zeros, (size_t)(ns - strlen(name)));
+    for (size_t i = 0; i < n; i++) {
+        uint8_t d[CBC_EMBED_DESC] = {0};
+        cbc_target_name(&v[i].target, (char *)d); /* at most 15 characters and the NUL */
+        cbc_wr64(d + 16, v[i].offset);
+        cbc_wr64(d + 24, v[i].size);
+        memcpy(d + 32, v[i].xxh3, CBC_HASH_HEX_LEN);
+        cbc_buf_append(out, d, sizeof d);
+    }
+    for (size_t i = 0; i < n && !out->oom; i++) {
+        cbc_buf_append(out, zeros, (size_t)(start + v[i].offset - out->len));
+        cbc_buf_append(out, v[i].data, (size_t)v[i].size);
+    }
+    /* PTX NULs and the tail: at most 64 bytes after the last image's end */
+    if (!out->oom)
+        cbc_buf_append(out, zeros, (size_t)(start + total - out->len));
+    return out->oom ? cbc_err_oom(err) : CBC_OK;
 }

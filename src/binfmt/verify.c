@@ -42,8 +42,12 @@ enum cbc_status cbc_binfmt_verify_target(const uint8_t *data, size_t len,
         if (want->kind == CBC_KIND_PTX)
             snprintf(gn, sizeof gn, "compute_%u%s", (unsigned)got.arch,
                      cbc_variant_suffix(got.variant));
-        return cbc_err_set(err, CBC_E_VERIFY, "'%s' is labelled %s but holds %s code%s",
-                           name ? name : "<buffer>", wn, gn, evidence);
+        /* without a file name the caller's message names the image */
+        if (!name)
+            return cbc_err_set(err, CBC_E_VERIFY, "labelled %s but holds %s code%s", wn, gn,
+                               evidence);
+        return cbc_err_set(err, CBC_E_VERIFY, "'%s' is labelled %s but holds %s code%s", name, wn,
+                           gn, evidence);
     }
     return CBC_OK;
 }

@@ -1648,10 +1648,11 @@ static enum cbc_status link_targets(struct ctx *c, struct cbc_build_result *res)
             say(c, CBC_MSG_EXPLAIN, "%s: link: miss", b->name);
             st = run_link(c, b, u);
             enum cbc_commit outcome;
-            b->u.path_dependent = cbc_base_names(c->base, c->cwd, b->data, b->len);
-            if (st == CBC_OK) /* keyed on the units' files, which their records vouch for */
+            if (st == CBC_OK) { /* keyed on the units' files, which their records vouch for */
+                b->u.path_dependent = cbc_base_names(c->base, c->cwd, b->data, b->len);
                 st = cbc_cache_commit(&c->cache, &b->u, NULL, &b->t, b->data, b->len, &outcome,
                                       NULL, 0, c->err);
+            }
         }
         if (b->state == T_HIT)
             res->hits++;

@@ -8,6 +8,9 @@
  * failure and leave outputs untouched; hashes are stored and printed in
  * XXH128's canonical (big-endian) form so on-disk keys are the same on every
  * host; every reader takes (pointer, length) and never reads past the end.
+ * This code is also in libcubincache, which privileged programs may link:
+ * every environment variable it reads is read with secure_getenv (none in
+ * a setuid, setgid or capability-raising program).
  */
 #ifndef CBC_COMMON_H
 #define CBC_COMMON_H
@@ -68,6 +71,21 @@ char *cbc_buf_detach(struct cbc_buf *b);
 /* snprintf into a fixed buffer where cutting a long text short is the
  * intended behaviour (messages); always NUL-terminates. */
 void cbc_fmt(char *buf, size_t len, const char *fmt, ...) CBC_PRINTF(3, 4);
+
+/* ---- printable text (escape.c) ---------------------------------------- */
+/* What is quoted into a message or printed may come from a file, the
+ * environment or the driver: every byte that is not printable is shown as
+ * an escape (\n, \t, \r, \xNN), C1 controls (U+0080..U+009F) and invalid
+ * UTF-8 included; printable ASCII and valid UTF-8 pass. Escaped text
+ * escapes to itself. */
+#define CBC_ESCAPE_UNIT_MAX 8
+/* The visible form of the next unit of s (n > 0 bytes left: one byte, or a
+ * whole UTF-8 sequence) into out, not NUL-terminated; returns its length
+ * and sets *used to the input bytes it stands for. */
+size_t cbc_escape_unit(const char *s, size_t n, char out[CBC_ESCAPE_UNIT_MAX], size_t *used);
+/* Into a fixed buffer (len > 0), NUL-terminated; a text that does not fit
+ * is cut between units and ends in "...", and false is returned. */
+bool cbc_escape(char *out, size_t len, const char *s);
 
 char *cbc_strdup(const char *s);
 char *cbc_strndup(const char *s, size_t n);

@@ -5,6 +5,12 @@
  * did not want details). cbc_err_set returns the status it was given, so a
  * failure can be reported and returned in one statement; the hint and
  * prefix decorators return nothing, so no status can come from them.
+ *
+ * Messages quote file names, file contents, environment values and what
+ * the driver says, and programs print them as they are: every text is
+ * escaped here, where it is made (escape.c: no control character, C1 or
+ * invalid UTF-8 reaches a terminal through a message), and a text cut to
+ * fit its field ends in "..." so nobody takes it for the whole.
  */
 #include "common.h"
 
@@ -38,13 +44,23 @@ const char *cbc_strerror(enum cbc_status status)
     return "unknown status";
 }
 
+/* Formats into a scratch buffer larger than the field, then escapes into
+ * it: a text longer than the field is cut by cbc_escape, with its mark. */
+static void put_text(char *field, size_t len, const char *fmt, va_list ap) CBC_PRINTF(3, 0);
+static void put_text(char *field, size_t len, const char *fmt, va_list ap)
+{
+    char raw[4 * CBC_ERR_MSG_MAX];
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    cbc_escape(field, len, raw);
+}
+
 enum cbc_status cbc_err_set(struct cbc_err *err, enum cbc_status status, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
         err->status = status;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        put_text(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
         err->remedy[0] = '\0';
     }
@@ -57,7 +73,7 @@ void cbc_err_hint(struct cbc_err *err, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->remedy, sizeof err->remedy, fmt, ap);
+    put_text(err->remedy, sizeof err->remedy, fmt, ap);
     va_end(ap);
 }
 
@@ -65,14 +81,14 @@ void cbc_err_prefix(struct cbc_err *err, const char *fmt, ...)
 {
     if (!err)
         return;
-    char head[CBC_ERR_MSG_MAX], old[CBC_ERR_MSG_MAX];
+    char head[CBC_ERR_MSG_MAX], both[2 * CBC_ERR_MSG_MAX + 2];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(head, sizeof head, fmt, ap);
     va_end(ap);
-    memcpy(old, err->msg, sizeof old);
-    if (snprintf(err->msg, sizeof err->msg, "%s: %s", head, old) >= (int)sizeof err->msg)
-        memcpy(err->msg + sizeof err->msg - 4, "...", 4); /* truncated: say so */
+    /* the old message is escaped already, and escapes to itself */
+    snprintf(both, sizeof both, "%s: %s", head, err->msg);
+    cbc_escape(err->msg, sizeof err->msg, both);
 }
 
 enum cbc_status cbc_err_oom(struct cbc_err *err)

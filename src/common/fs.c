@@ -28,7 +28,7 @@ void cbc_test_publish_delay(void)
 {
     static long ms = -1;
     if (ms < 0) {
-        const char *e = getenv("CUBINCACHE_TEST_PUBLISH_DELAY_MS");
+        const char *e = secure_getenv("CUBINCACHE_TEST_PUBLISH_DELAY_MS");
         ms = e ? strtol(e, NULL, 10) : 0;
         if (ms < 0)
             ms = 0;
@@ -93,7 +93,7 @@ enum cbc_status cbc_fd_read_max(int fd, const char *path, uint64_t max, uint8_t 
                                 size_t *len, struct cbc_err *err)
 {
     struct stat st;
-    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size < max
+    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size <= max
                      ? (size_t)st.st_size + 1
                      : 4096;
     uint8_t *p = malloc(cap);

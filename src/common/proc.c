@@ -34,7 +34,7 @@ char *cbc_which(const char *name)
 {
     if (strchr(name, '/'))
         return cbc_strdup(name);
-    const char *path = getenv("PATH");
+    const char *path = secure_getenv("PATH");
     if (!path)
         return NULL;
     for (const char *p = path;;) {
@@ -212,7 +212,7 @@ long cbc_proc_wait_any(const pid_t *pids, size_t n, int *code)
 enum cbc_status cbc_proc_run_capture(char *const argv[], char **output, int *exit_code,
                                      struct cbc_err *err)
 {
-    const char *td = getenv("TMPDIR");
+    const char *td = secure_getenv("TMPDIR");
     char *tmpl = cbc_asprintf("%s/cubincache-out.XXXXXX", td && *td == '/' ? td : "/tmp");
     if (!tmpl)
         return cbc_err_oom(err);

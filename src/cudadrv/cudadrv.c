@@ -5,6 +5,16 @@
  * naming the symbol. Optional entry points (graphs) are NULL when absent. The first
  * outcome (table or error) is cached for the life of the process: cuInit
  * is not retried, matching the driver's own behaviour.
+ *
+ * Trust: the library opened is libcuda.so.1, found by the dynamic loader
+ * (which ignores LD_LIBRARY_PATH in setuid, setgid and capability-raising
+ * programs). Nothing in the environment can name another library: a
+ * program linked with libcubincache, privileged or not, runs no code it
+ * did not ask for. The test suite's own build of this file alone
+ * (CBC_TEST_DRIVER_HOOK, tests/meson.build) also takes the fake driver's
+ * path from CUBINCACHE_LIBCUDA, and even there not in a setuid program
+ * (secure_getenv); that build is linked into test programs only, never
+ * into libcubincache.so or the commands.
  */
 #include "cudadrv.h"
 
@@ -29,11 +39,19 @@ static struct cbc_err g_err;
                                path, sym);                                                         \
     } while (0)
 
+static const char *driver_path(void)
+{
+#ifdef CBC_TEST_DRIVER_HOOK
+    const char *path = secure_getenv("CUBINCACHE_LIBCUDA");
+    if (path && *path)
+        return path;
+#endif
+    return "libcuda.so.1";
+}
+
 static enum cbc_status open_driver(struct cbc_cuda *cu, struct cbc_err *err)
 {
-    const char *path = getenv("CUBINCACHE_LIBCUDA");
-    if (!path || !*path)
-        path = "libcuda.so.1";
+    const char *path = driver_path();
     cu->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!cu->lib) {
         cbc_err_set(err, CBC_E_NO_DRIVER, "cannot load the CUDA driver (%s): %s", path, dlerror());

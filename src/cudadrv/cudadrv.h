@@ -5,8 +5,10 @@
  * cbc_cuda_get() opens and initialises the driver once per process and
  * returns the same table afterwards (or the same error). The table's
  * members have cuda.h's exact types; versioned entry points (_v2) are
- * looked up by their versioned names. CUBINCACHE_LIBCUDA overrides the
- * library path (tests use it to simulate a machine without a driver).
+ * looked up by their versioned names. Only the test suite's build of
+ * cudadrv.c lets CUBINCACHE_LIBCUDA name another library (the fake driver,
+ * or none to simulate a machine without one); what is installed opens
+ * libcuda.so.1 and nothing else.
  *
  * Internal and unstable: the loader's public API wraps what users need.
  */

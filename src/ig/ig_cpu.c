@@ -446,6 +446,19 @@ enum cbc_status cbc_mlp_check_outputs(const struct cbc_mlp *m, const float *x, s
     if (!f)
         return ig_err_oom(err);
     st = cbc_mlp_forward(m, x, n, f, err);
+    if (st == CBC_OK)
+        st = ig_compare_outputs(f, y, n, outs, worst, err);
+    free(f);
+    return st;
+}
+
+/* Whether the forward results f [n][outs] agree with the model's own
+ * outputs y: every row to 1e-4 of its largest magnitude (float32 rounding
+ * is far below that; a model read wrongly far above). */
+enum cbc_status ig_compare_outputs(const double *f, const float *y, size_t n, size_t outs,
+                                   double *worst, struct cbc_err *err)
+{
+    enum cbc_status st = CBC_OK;
     double w = 0;
     for (size_t b = 0; st == CBC_OK && b < n; b++) {
         /* the row's scale: its largest magnitude, ours or theirs */
@@ -470,7 +483,6 @@ enum cbc_status cbc_mlp_check_outputs(const struct cbc_mlp *m, const float *x, s
                             "magnitude; rounding stays below 1e-4): this is not the model that "
                             "computed them", b, at, f[b * outs + at], (double)y[b * outs + at], rel);
     }
-    free(f);
     if (worst)
         *worst = w;
     return st;

@@ -214,7 +214,10 @@ enum cbc_status cbc_ig_gpu_open(int device, struct cbc_bundle *bundle, const str
     if (!g)
         return ig_err_oom(err);
     g->rule_steps = -1;
-    g->graphs_off = getenv("CUBINCACHE_IG_NO_GRAPHS") != NULL;
+    g->graphs_off = secure_getenv("CUBINCACHE_IG_NO_GRAPHS") != NULL;
+    g->device = device;
+    if (o)
+        g->opts = *o;
     enum cbc_status st = ig_cuda_get(&g->cu, err);
     if (st == CBC_OK && !bundle) {
         st = cbc_bundle_open_default(&cbc_bundle_ig_kernels, &g->own_bundle, err);
@@ -299,6 +302,7 @@ void cbc_ig_gpu_close(struct cbc_ig_gpu *g)
         if (g->stream)
             g->cu->StreamDestroy(g->stream);
     }
+    ig_net_kernels_release(g);
     cbc_module_unload(g->mod);
     cbc_bundle_close(g->own_bundle);
     free(g->rule_al);

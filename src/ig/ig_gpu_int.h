@@ -49,11 +49,27 @@ enum {
 };
 
 
+/* The network kernels (kernels/ig_net_kernels.cu), in their own module. */
+enum {
+    NK_CONV0, /* conv_{fwd,bwd}_{t16,t32,t64}_{f,d}: 12 */
+    NK_DW0 = NK_CONV0 + 12, /* dwconv_{fwd,bwd}_{f,d}: 4 */
+    NK_POOL_FWD = NK_DW0 + 4,
+    NK_POOL_BWD,
+    NK_EW_FWD,
+    NK_EW_BWD,
+    NK_ROWS_FWD,
+    NK_ROWS_BWD,
+    NK_PATH,
+    NK_SEED,
+    NK_ATTR,
+    NK_COUNT
+};
+
 /* Device buffers kept between calls (grow-only). */
 enum {
     WS_AL, WS_WT, WS_X, WS_BASE, WS_UVIN, WS_UV, WS_D, WS_ATTR, WS_ENDS, WS_WORK, WS_SPLIT,
     WS_FLAG, WS_SUMS, WS_STEPQ, WS_FD_H, WS_FD_ROWS, WS_FD_VALS, WS_FD_POINTS, WS_FD_DENOM,
-    WS_FD_ACC, WS_TARGETS, WS_COUNT
+    WS_FD_ACC, WS_TARGETS, WS_NET, WS_COUNT
 };
 
 #define STAGE_MAX (256u << 10) /* transfers up to this size go through pinned memory */
@@ -94,6 +110,12 @@ struct cbc_ig_gpu {
     CUgraphExec gexec;
     unsigned ggen;
     bool graphs_off; /* CUBINCACHE_IG_NO_GRAPHS, or the driver refused to record once */
+    /* the network kernels (ig_gpu_net.c), loaded with the first network */
+    int device;
+    struct cbc_load_opts opts;
+    struct cbc_bundle *net_bundle;
+    struct cbc_module *net_mod;
+    CUfunction nk[NK_COUNT];
 };
 
 #define MAX_LAYERS 16
@@ -190,6 +212,11 @@ enum cbc_status ig_layered_chunks(struct cbc_ig_gpu_model *md, const struct cbc_
                                   CUdeviceptr d_u, CUdeviceptr d_v, CUdeviceptr d_al,
                                   CUdeviceptr d_wt, CUdeviceptr d_D, CUdeviceptr d_ends,
                                   CUdeviceptr d_targets, struct cbc_err *err);
+/* ---- networks (ig_gpu_net.c) ---------------------------------------------- */
+
+/* Unloads the network kernels (the engine closing). */
+void ig_net_kernels_release(struct cbc_ig_gpu *g);
+
 /* cbc_ig_gpu_mlp_forward for a layered model. */
 enum cbc_status ig_layered_forward(struct cbc_ig_gpu_model *md, CUdeviceptr in, CUdeviceptr out,
                                    size_t rows, struct cbc_err *err);

@@ -64,6 +64,12 @@ static inline void ig_wr32(uint8_t *p, uint32_t v)
  * and its directory holds any external data): what the fuzzer drives. */
 enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t len,
                                  struct cbc_mlp_owned **out, struct cbc_err *err);
+/* The same for any reader: want 0 the chain of layers, 1 a network, 2 a
+ * network when the graph has a Conv or pool, else the chain (mlp NULL: a
+ * network always). Exactly one of *mlp, *net is set on success. */
+enum cbc_status ig_onnx_load_any_mem(const char *path, const uint8_t *data, size_t len, int want,
+                                     struct cbc_mlp_owned **mlp, struct cbc_net_owned **net,
+                                     struct cbc_err *err);
 
 /* ---- shared by the CPU reference and the GPU engine ------------------ */
 
@@ -143,6 +149,12 @@ static inline float cbc_ig_base_at(const struct cbc_ig_baseline *bl, size_t b, s
 /* Quadrature for a request, validated (steps and method). */
 enum cbc_status cbc_ig_rule(const struct cbc_ig_request *r, double **alphas, double **weights,
                             struct cbc_err *err);
+
+/* Whether forward results f [n][outs] are the model's own outputs y (the
+ * rule of cbc_mlp_check_outputs): CBC_OK or CBC_E_VERIFY naming the first
+ * disagreement; *worst (may be NULL) the largest relative difference. */
+enum cbc_status ig_compare_outputs(const double *f, const float *y, size_t n, size_t outs,
+                                   double *worst, struct cbc_err *err);
 
 /* Fills sum and delta from attr, f_x and f_base. */
 void cbc_ig_finish(struct cbc_ig_output *out, size_t n, size_t F);

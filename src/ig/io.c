@@ -321,8 +321,9 @@ static enum cbc_status refuse_module(const char *path, const struct module *md, 
     const char *what = NULL, *fix = NULL;
     if (nd >= 3 && nd <= 5) {
         what = nd == 3 ? "a Conv1d" : nd == 4 ? "a Conv2d" : "a Conv3d";
-        fix = "igrun explains MLPs of Linear, BatchNorm1d and LayerNorm layers; explain a "
-              "convolutional network with Captum's IntegratedGradients";
+        fix = "a state_dict holds a convolutional network's weights, not its strides, padding "
+              "and pools: export it with torch.onnx.export(model.eval(), (x,), 'model.onnx'), "
+              "from whose graph igrun explains it";
     } else if (nd == 2 && !md->bias &&
                (name_has(md->name, "emb") || !strcmp(md->name, "wte") || !strcmp(md->name, "wpe") ||
                 (strlen(md->name) > 4 && (!strcmp(md->name + strlen(md->name) - 4, ".wte") ||
@@ -1178,10 +1179,10 @@ enum cbc_status cbc_matrix_save_npy(const char *path, const struct cbc_matrix *m
 enum cbc_status cbc_tensor_save_npy(const char *path, const float *data, const size_t *dims,
                                     int ndim, struct cbc_err *err)
 {
-    if (ndim < 1 || ndim > 4)
-        return ig_err_set(err, CBC_E_USAGE, "'%s': a %d-D array; 1 to 4 dimensions are written",
+    if (ndim < 1 || ndim > 5)
+        return ig_err_set(err, CBC_E_USAGE, "'%s': a %d-D array; 1 to 5 dimensions are written",
                           path, ndim);
-    char shape[128] = "";
+    char shape[160] = "";
     size_t n = 1, o = 0;
     for (int d = 0; d < ndim; d++) {
         if (dims[d] && n > SIZE_MAX / dims[d])

@@ -374,7 +374,7 @@ static enum cbc_status tensor_read(const char *path, const Onnx__TensorProto *t,
 
 /* ---- the graph's values -------------------------------------------------- */
 
-enum vkind { V_UNDEF, V_CONST, V_CHAIN };
+enum vkind { V_UNDEF, V_CONST, V_CHAIN, V_NET };
 
 /* Where a chain value stands in its layer. */
 enum phase {
@@ -393,8 +393,11 @@ struct val {
     int layer;   /* -1: the input */
     int version; /* of its layer */
     int width;   /* features per row; 0: unknown (an input of unknown shape) */
-    int rank;    /* of the input before Flatten/Reshape */
+    int rank;    /* of the input before Flatten/Reshape; V_NET: of the tensor (2 to 4) */
     int64_t dims[8];
+    /* V_NET: a value of the network (0 the input, k + 1 node k's) seen as
+     * one input's [nc][nh][nw] (rank 2: nc features) */
+    int netv, nc, nh, nw;
 };
 
 /* A layer while it is built, in double. */
@@ -493,6 +496,7 @@ struct ctx {
     /* the input: its pending scale and shift (folded into the first Linear) */
     double *in_mul, *in_add;
     int in_width, in_version, in_frozen;
+    struct nbuild *nb; /* the network being built (cbc_net_load_onnx) */
 };
 
 static size_t readers(const struct ctx *c, const char *name, struct node **first);
@@ -1252,8 +1256,8 @@ static const char *unsupported_hint(const char *op)
 {
     if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "MaxPool") ||
         !strcmp(op, "AveragePool") || !strcmp(op, "GlobalAveragePool"))
-        return "igrun explains MLPs (Linear layers): a convolutional network is not one; "
-               "explain it with Captum's IntegratedGradients";
+        return "a convolutional network: cbc_onnx_load or cbc_net_load_onnx reads it as one "
+               "(igrun --model does)";
     if (!strcmp(op, "Gather"))
         return "an embedding lookup (nn.Embedding) reads integer inputs: igrun explains "
                "float features; attribute to the embeddings' output with Captum's "
@@ -1285,6 +1289,42 @@ static bool known_op(const char *op)
     return false;
 }
 
+/* Whether operator op is an elementwise activation: *act and its parameter
+ * (PyTorch's spelling of LeakyRelu(0) is ReLU), or an error in *st naming
+ * the node (a parameter out of range, the tanh form of GELU). */
+static bool activation_of(struct ctx *c, const struct node *n, const char *op, enum cbc_act *act,
+                          double *param, enum cbc_status *st)
+{
+    static const struct {
+        const char *name;
+        enum cbc_act act;
+    } acts[] = {{"Relu", CBC_ACT_RELU},         {"Tanh", CBC_ACT_TANH},
+                {"Sigmoid", CBC_ACT_SIGMOID},   {"Softplus", CBC_ACT_SOFTPLUS},
+                {"Elu", CBC_ACT_ELU},           {"LeakyRelu", CBC_ACT_LEAKY_RELU},
+                {"Gelu", CBC_ACT_GELU}};
+    *st = CBC_OK;
+    for (size_t i = 0; i < IG_ARRAY_LEN(acts); i++) {
+        if (strcmp(op, acts[i].name))
+            continue;
+        double p = 0;
+        if (acts[i].act == CBC_ACT_ELU)
+            p = attr_float(n, "alpha", 1.0);
+        if (acts[i].act == CBC_ACT_LEAKY_RELU)
+            p = attr_float(n, "alpha", 0.01);
+        const Onnx__AttributeProto *ap = attr(n, "approximate");
+        if (!isfinite(p) || fabs(p) > 1e6)
+            *st = node_err(c, n, CBC_E_NUMERIC, NULL, "alpha %g", p);
+        else if (acts[i].act == CBC_ACT_GELU && ap && ap->has_s &&
+                 !(ap->s.len == 4 && !memcmp(ap->s.data, "none", 4)))
+            *st = node_err(c, n, CBC_E_UNSUPPORTED, "use nn.GELU() (approximate='none')",
+                           "is the tanh approximation of GELU");
+        *act = acts[i].act == CBC_ACT_LEAKY_RELU && p == 0 ? CBC_ACT_RELU : acts[i].act;
+        *param = *act == CBC_ACT_RELU ? 0 : p;
+        return true;
+    }
+    return false;
+}
+
 static enum cbc_status run_node(struct ctx *c, struct node *n)
 {
     const char *op = str_or(n->p->op_type, "");
@@ -1301,31 +1341,11 @@ static enum cbc_status run_node(struct ctx *c, struct node *n)
         return node_err(c, n, CBC_E_FORMAT, NULL, "has no output");
     if (n->p->n_input < 1 && strcmp(op, "Constant"))
         return node_err(c, n, CBC_E_FORMAT, NULL, "has no input");
-    static const struct {
-        const char *name;
-        enum cbc_act act;
-    } acts[] = {{"Relu", CBC_ACT_RELU},         {"Tanh", CBC_ACT_TANH},
-                {"Sigmoid", CBC_ACT_SIGMOID},   {"Softplus", CBC_ACT_SOFTPLUS},
-                {"Elu", CBC_ACT_ELU},           {"LeakyRelu", CBC_ACT_LEAKY_RELU},
-                {"Gelu", CBC_ACT_GELU}};
-    for (size_t i = 0; i < IG_ARRAY_LEN(acts); i++)
-        if (!strcmp(op, acts[i].name)) {
-            double p = 0;
-            if (acts[i].act == CBC_ACT_ELU)
-                p = attr_float(n, "alpha", 1.0);
-            if (acts[i].act == CBC_ACT_LEAKY_RELU)
-                p = attr_float(n, "alpha", 0.01);
-            if (!isfinite(p) || fabs(p) > 1e6)
-                return node_err(c, n, CBC_E_NUMERIC, NULL, "alpha %g", p);
-            const Onnx__AttributeProto *ap = attr(n, "approximate");
-            if (acts[i].act == CBC_ACT_GELU && ap && ap->has_s &&
-                !(ap->s.len == 4 && !memcmp(ap->s.data, "none", 4)))
-                return node_err(c, n, CBC_E_UNSUPPORTED, "use nn.GELU() (approximate='none')",
-                                "is the tanh approximation of GELU");
-            if (acts[i].act == CBC_ACT_LEAKY_RELU && p == 0)
-                return op_activation(c, n, CBC_ACT_RELU, 0, n->p->input[0]);
-            return op_activation(c, n, acts[i].act, p, n->p->input[0]);
-        }
+    enum cbc_act act;
+    double prm;
+    enum cbc_status ast;
+    if (activation_of(c, n, op, &act, &prm, &ast))
+        return ast != CBC_OK ? ast : op_activation(c, n, act, prm, n->p->input[0]);
     if (!strcmp(op, "Softmax"))
         return op_softmax(c, n, CBC_ACT_SOFTMAX);
     if (!strcmp(op, "LogSoftmax"))
@@ -1665,10 +1685,1007 @@ static enum cbc_status finish(struct ctx *c, struct cbc_mlp_owned **out)
     return CBC_OK;
 }
 
-enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t len,
-                                 struct cbc_mlp_owned **out, struct cbc_err *err)
+/* ---- networks: the graph as it is (cbc_net_load_onnx) --------------------
+ *
+ * The same nodes run onto a struct cbc_net instead: every value of the
+ * graph is a constant or a value of the network (V_NET: which one, and the
+ * shape the graph gives it, per input); a Conv, pool, Linear, activation,
+ * Add, Concat, LayerNorm or per-channel scale is a node of the network, a
+ * Flatten or Reshape only a new shape of the same value. A per-channel
+ * scale and shift (BatchNormalization, Mul/Add/Sub/Div by a constant) is
+ * folded, in double, into the Conv, Linear or scale that produced its
+ * input when nothing else reads that value, else a node of its own. */
+
+#define NET_NODES_MAX 16384
+#define NET_VALUE_MAX (1 << 28) /* elements of one value, as cbc_net_validate */
+
+struct nbnode {
+    struct cbc_net_node d;
+    double *w, *b, *mul, *add; /* weight (CONV, LINEAR, LAYERNORM), bias, AFFINE's */
+    size_t nw, nbias;
+    char name[128];
+};
+
+struct nbuild {
+    struct nbnode *v;
+    int n;
+    int in_c, in_h, in_w;
+};
+
+static void nbuild_free(struct nbuild *b)
 {
-    *out = NULL;
+    for (int i = 0; b && i < b->n; i++)
+        free(b->v[i].w), free(b->v[i].b), free(b->v[i].mul), free(b->v[i].add);
+    if (b)
+        free(b->v);
+    free(b);
+}
+
+#define NET_TAKES                                                                                  \
+    "Conv, MaxPool, AveragePool, GlobalAveragePool, ReduceMean over the spatial axes, "           \
+    "BatchNormalization, Add, Concat, Flatten, Reshape, Gemm, MatMul, Add/Sub/Mul/Div by "         \
+    "constants, Relu, Tanh, Sigmoid, Gelu, SiLU, Softplus, Elu, LeakyRelu, Softmax, "              \
+    "LogSoftmax, LayerNormalization, Identity, Dropout, Cast, Constant, Transpose"
+
+static const char *net_hint(const char *op)
+{
+    if (!strcmp(op, "Shape") || !strcmp(op, "Gather") || !strcmp(op, "Unsqueeze") ||
+        !strcmp(op, "Slice") || !strcmp(op, "Squeeze"))
+        return "a shape computed at run time (x.view(x.size(0), -1)): write x.flatten(1) or "
+               "nn.Flatten() instead";
+    if (!strcmp(op, "PRelu"))
+        return "igrun has no PReLU: use nn.LeakyReLU(slope) with the learned slope, or "
+               "explain with Captum";
+    if (!strcmp(op, "ConvTranspose") || !strcmp(op, "Resize") || !strcmp(op, "Upsample"))
+        return "igrun explains classifiers (convolutions, pools, a Linear head); an "
+               "upsampling decoder is not one it runs: explain it with Captum";
+    return "igrun runs: " NET_TAKES;
+}
+
+static bool net_known_op(const char *op)
+{
+    static const char *const ops[] = {
+        "Conv",     "MaxPool",   "AveragePool", "GlobalAveragePool", "ReduceMean", "Concat",
+        "Relu",     "Tanh",      "Sigmoid",     "Softplus",          "Elu",        "LeakyRelu",
+        "Gelu",     "Softmax",   "LogSoftmax",  "Gemm",              "MatMul",     "Add",
+        "Sub",      "Mul",       "Div",         "BatchNormalization", "LayerNormalization",
+        "Flatten",  "Reshape",   "Identity",    "Dropout",           "Cast",       "Constant",
+        "Transpose"};
+    for (size_t i = 0; i < IG_ARRAY_LEN(ops); i++)
+        if (!strcmp(op, ops[i]))
+            return true;
+    return false;
+}
+
+/* A value of the network read by node n at input i. */
+static enum cbc_status net_in(struct ctx *c, const struct node *n, size_t i, struct val **out)
+{
+    enum cbc_status st = input_val(c, n, i, out);
+    if (st == CBC_OK && (*out)->kind != V_NET)
+        return node_err(c, n, CBC_E_UNSUPPORTED, "igrun explains the input through the graph: a "
+                        "tensor operand must come from the input",
+                        "'%.120s' is a constant where a tensor of the graph was expected",
+                        (*out)->name);
+    return st;
+}
+
+/* The output of node n: value netv of the network, seen as [nc][nh][nw] at rank. */
+static enum cbc_status net_out(struct ctx *c, const char *name, int netv, int rank, int nc, int nh,
+                               int nw)
+{
+    struct val *o = val_new(c, name);
+    if (!o)
+        return ig_err_oom(c->err);
+    o->kind = V_NET;
+    o->netv = netv, o->rank = rank, o->nc = nc, o->nh = nh, o->nw = nw;
+    o->width = (int)((size_t)nc * nh * nw);
+    return CBC_OK;
+}
+
+static size_t velems(const struct val *v)
+{
+    return (size_t)v->nc * (size_t)v->nh * (size_t)v->nw;
+}
+
+/* A new node of the network reading x as it is seen. */
+static enum cbc_status nb_add(struct ctx *c, const struct node *n, enum cbc_net_op op,
+                              const struct val *x, struct nbnode **out)
+{
+    struct nbuild *b = c->nb;
+    if (b->n == NET_NODES_MAX)
+        return node_err(c, n, CBC_E_UNSUPPORTED, NULL, "more than %d nodes", NET_NODES_MAX);
+    if (b->n % 64 == 0) {
+        struct nbnode *v = realloc(b->v, (size_t)(b->n + 64) * sizeof *v);
+        if (!v)
+            return ig_err_oom(c->err);
+        b->v = v;
+    }
+    struct nbnode *d = &b->v[b->n++];
+    memset(d, 0, sizeof *d);
+    d->d.op = op;
+    d->d.n_in = 1;
+    d->d.in[0] = x->netv;
+    d->d.ic = x->nc, d->d.ih = x->nh, d->d.iw = x->nw;
+    d->d.c = x->nc, d->d.h = x->nh, d->d.w = x->nw;
+    if (n->p->name && *n->p->name)
+        snprintf(d->name, sizeof d->name, "%.120s", n->p->name);
+    else
+        snprintf(d->name, sizeof d->name, "#%d", n->index);
+    *out = d;
+    return CBC_OK;
+}
+
+/* The node that produced network value v (v > 0), when it is the last. */
+static struct nbnode *producer_node(struct ctx *c, const struct val *v)
+{
+    return v->netv > 0 && v->netv <= c->nb->n ? &c->nb->v[v->netv - 1] : NULL;
+}
+
+/* Whether constant k is one number, or one per channel of x (broadcast as
+ * ONNX does: [C], [1, C] of a flat value; [C, 1, 1], [1, C, 1, 1] of an
+ * image; [C, 1], [1, C, 1] of a signal). */
+static bool chan_const(const struct val *k, const struct val *x)
+{
+    if (k->kind != V_CONST)
+        return false;
+    if (k->c.count == 1)
+        return true;
+    if ((int64_t)k->c.count != x->nc || k->c.ndim > x->rank)
+        return false;
+    for (int j = 0; j < k->c.ndim; j++) {
+        int full = x->rank - k->c.ndim + j; /* the tensor's axis it lines up with */
+        if (full != 1 && k->c.dims[j] != 1)
+            return false;
+    }
+    return true;
+}
+
+/* x * m + t per channel of x (m, t: [x->nc] or NULL), folded into the node
+ * that made x when nothing else reads it, else a node of its own. */
+static enum cbc_status net_affine(struct ctx *c, const struct node *n, const struct val *x,
+                                  const double *m, const double *t, const char *out)
+{
+    struct node *first;
+    struct nbnode *p = producer_node(c, x);
+    const int C = x->nc;
+    int netv = x->netv, rank = x->rank, nh = x->nh, nw = x->nw;
+    if (p && p->d.c == C && readers(c, x->name, &first) == 1 &&
+        (p->d.op == CBC_NET_CONV || p->d.op == CBC_NET_LINEAR || p->d.op == CBC_NET_AFFINE)) {
+        if (p->d.op == CBC_NET_AFFINE) {
+            for (int ch = 0; ch < C; ch++) {
+                double mo = m ? m[ch] : 1;
+                p->mul[ch] *= mo;
+                p->add[ch] = p->add[ch] * mo + (t ? t[ch] : 0);
+            }
+        } else {
+            size_t per = p->nw / (size_t)C;
+            for (int o = 0; o < C; o++) {
+                double mo = m ? m[o] : 1;
+                for (size_t i = 0; m && i < per; i++)
+                    p->w[(size_t)o * per + i] *= mo;
+                p->b[o] = p->b[o] * mo + (t ? t[o] : 0);
+            }
+        }
+        return net_out(c, out, netv, rank, C, nh, nw);
+    }
+    struct nbnode *d;
+    enum cbc_status st = nb_add(c, n, CBC_NET_AFFINE, x, &d);
+    if (st != CBC_OK)
+        return st;
+    if (!(d->mul = dvec((size_t)C, 1)) || !(d->add = dvec((size_t)C, 0)))
+        return ig_err_oom(c->err);
+    for (int ch = 0; ch < C; ch++) {
+        d->mul[ch] = m ? m[ch] : 1;
+        d->add[ch] = t ? t[ch] : 0;
+    }
+    return net_out(c, out, c->nb->n, rank, C, nh, nw);
+}
+
+/* ints attribute `name` into out[0..max): its count, or -1 when absent. */
+static int attr_ints(const struct node *n, const char *name, int64_t *out, int max)
+{
+    const Onnx__AttributeProto *a = attr(n, name);
+    if (!a || !a->n_ints)
+        return -1;
+    int k = a->n_ints > (size_t)max ? max + 1 : (int)a->n_ints;
+    for (int i = 0; i < k && i < max; i++)
+        out[i] = a->ints[i];
+    return k;
+}
+
+static bool attr_str_is(const struct node *n, const char *name, const char *want)
+{
+    const Onnx__AttributeProto *a = attr(n, name);
+    if (!a || !a->has_s)
+        return !strcmp(want, "NOTSET");
+    return a->s.len == strlen(want) && !memcmp(a->s.data, want, a->s.len);
+}
+
+/* The window of a Conv or pool over x (rank 3: a signal, rank 4: an image):
+ * kernel k (kh, kw), strides, dilations, pads; auto_pad and ceil_mode
+ * resolved (ceil_mode only where it changes nothing). */
+static enum cbc_status window_attrs(struct ctx *c, const struct node *n, const struct val *x,
+                                    const int64_t *kern, struct cbc_net_node *d, bool pool)
+{
+    const int nd = x->rank - 2; /* spatial dimensions: 1 or 2 */
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1}, pd[4] = {0, 0, 0, 0}, tmp[8];
+    int k;
+    if ((k = attr_ints(n, "strides", tmp, 8)) >= 0) {
+        if (k != nd)
+            return node_err(c, n, CBC_E_FORMAT, NULL, "has %d strides for %d spatial axes", k, nd);
+        memcpy(st, tmp, sizeof(int64_t) * (size_t)nd);
+    }
+    if ((k = attr_ints(n, "dilations", tmp, 8)) >= 0) {
+        if (k != nd)
+            return node_err(c, n, CBC_E_FORMAT, NULL, "has %d dilations for %d spatial axes", k,
+                            nd);
+        memcpy(dl, tmp, sizeof(int64_t) * (size_t)nd);
+    }
+    if ((k = attr_ints(n, "pads", tmp, 8)) >= 0) {
+        if (k != 2 * nd)
+            return node_err(c, n, CBC_E_FORMAT, NULL, "has %d pads for %d spatial axes", k, nd);
+        memcpy(pd, tmp, sizeof(int64_t) * (size_t)(2 * nd));
+    }
+    for (int i = 0; i < nd; i++)
+        if (kern[i] < 1 || kern[i] > 1024 || st[i] < 1 || st[i] > 1024 || dl[i] < 1 ||
+            dl[i] > 1024 || pd[i] < 0 || pd[i] > 4096 || pd[nd + i] < 0 || pd[nd + i] > 4096)
+            return node_err(c, n, CBC_E_UNSUPPORTED, NULL, "has a kernel of %lld, stride %lld, "
+                            "dilation %lld, pads %lld and %lld on axis %d", (long long)kern[i],
+                            (long long)st[i], (long long)dl[i], (long long)pd[i],
+                            (long long)pd[nd + i], i + 2);
+    const int64_t in[2] = {nd == 2 ? x->nh : x->nw, x->nw};
+    bool same_up = attr_str_is(n, "auto_pad", "SAME_UPPER"),
+         same_lo = attr_str_is(n, "auto_pad", "SAME_LOWER");
+    if (!attr_str_is(n, "auto_pad", "NOTSET") && !attr_str_is(n, "auto_pad", "VALID") &&
+        !same_up && !same_lo)
+        return node_err(c, n, CBC_E_UNSUPPORTED, "export with explicit padding",
+                        "has an unknown auto_pad");
+    for (int i = 0; i < nd; i++) {
+        if (attr_str_is(n, "auto_pad", "VALID"))
+            pd[i] = pd[nd + i] = 0;
+        if (same_up || same_lo) {
+            int64_t out = (in[i] + st[i] - 1) / st[i];
+            int64_t total = (out - 1) * st[i] + (kern[i] - 1) * dl[i] + 1 - in[i];
+            total = total < 0 ? 0 : total;
+            pd[i] = same_up ? total / 2 : total - total / 2;
+            pd[nd + i] = total - pd[i];
+        }
+    }
+    if (pool && attr_int(n, "ceil_mode", 0)) {
+        for (int i = 0; i < nd; i++) { /* the same windows when the division is exact */
+            int64_t span = (kern[i] - 1) * dl[i] + 1, len = in[i] + pd[i] + pd[nd + i] - span;
+            if (len >= 0 && len % st[i])
+                return node_err(c, n, CBC_E_UNSUPPORTED, "use ceil_mode=False (PyTorch's "
+                                "default), or pad the input so the windows fit exactly",
+                                "takes ceil_mode=1, whose last window on axis %d is partial", i + 2);
+        }
+    }
+    if (nd == 2) {
+        d->kh = (int)kern[0], d->kw = (int)kern[1], d->sh = (int)st[0], d->sw = (int)st[1];
+        d->dh = (int)dl[0], d->dw = (int)dl[1];
+        d->pt = (int)pd[0], d->pl = (int)pd[1], d->pb = (int)pd[2], d->pr = (int)pd[3];
+    } else {
+        d->kh = 1, d->kw = (int)kern[0], d->sh = 1, d->sw = (int)st[0], d->dh = 1;
+        d->dw = (int)dl[0], d->pl = (int)pd[0], d->pr = (int)pd[1];
+    }
+    int64_t oh = ((int64_t)d->ih + d->pt + d->pb - ((int64_t)d->dh * (d->kh - 1) + 1));
+    int64_t ow = ((int64_t)d->iw + d->pl + d->pr - ((int64_t)d->dw * (d->kw - 1) + 1));
+    if (oh < 0 || ow < 0)
+        return node_err(c, n, CBC_E_SHAPE, NULL, "a window of %dx%d does not fit the input of "
+                        "%dx%d", d->kh, d->kw, d->ih, d->iw);
+    if (pool && (d->pt > d->dh * (d->kh - 1) || d->pb > d->dh * (d->kh - 1) ||
+                 d->pl > d->dw * (d->kw - 1) || d->pr > d->dw * (d->kw - 1)))
+        return node_err(c, n, CBC_E_UNSUPPORTED, "pad a pool by at most half its window (as "
+                        "PyTorch requires)", "pads %d, %d, %d, %d with a window of %dx%d",
+                        d->pt, d->pl, d->pb, d->pr, d->kh, d->kw);
+    d->h = (int)(oh / d->sh + 1), d->w = (int)(ow / d->sw + 1);
+    return CBC_OK;
+}
+
+static enum cbc_status spatial_in(struct ctx *c, const struct node *n, const struct val *x)
+{
+    if (x->rank != 3 && x->rank != 4)
+        return node_err(c, n, CBC_E_UNSUPPORTED, "give it an image [batch, C, H, W] or a "
+                        "signal [batch, C, L]", "reads '%.120s' of rank %d", x->name, x->rank);
+    return CBC_OK;
+}
+
+static enum cbc_status nop_conv(struct ctx *c, const struct node *n)
+{
+    struct val *x, *w, *b = NULL;
+    enum cbc_status st;
+    if ((st = net_in(c, n, 0, &x)) != CBC_OK || (st = input_val(c, n, 1, &w)) != CBC_OK)
+        return st;
+    if (n->p->n_input > 2 && n->p->input[2] && *n->p->input[2] &&
+        (st = input_val(c, n, 2, &b)) != CBC_OK)
+        return st;
+    if ((st = spatial_in(c, n, x)) != CBC_OK)
+        return st;
+    if (w->kind != V_CONST || w->c.ndim != x->rank)
+        return node_err(c, n, CBC_E_UNSUPPORTED, "igrun takes a Conv's weight as a constant of "
+                        "the model", "its weight '%.120s' is not a constant of %d dimensions",
+                        w->name, x->rank);
+    int64_t g = attr_int(n, "group", 1), oc = w->c.dims[0], icg = w->c.dims[1];
+    if (g < 1 || g > x->nc || x->nc % g || oc < 1 || oc > (1 << 20) || oc % g ||
+        icg * g != x->nc)
+        return node_err(c, n, CBC_E_SHAPE, NULL, "weight '%.120s' [%lld, %lld, ...] in %lld "
+                        "groups does not fit '%.120s' of %d channels", w->name, (long long)oc,
+                        (long long)icg, (long long)g, x->name, x->nc);
+    int64_t kern[2], tmp[8];
+    for (int i = 0; i < x->rank - 2; i++)
+        kern[i] = w->c.dims[2 + i];
+    int k = attr_ints(n, "kernel_shape", tmp, 8);
+    for (int i = 0; k >= 0 && i < x->rank - 2; i++)
+        if (k != x->rank - 2 || tmp[i] != kern[i])
+            return node_err(c, n, CBC_E_SHAPE, NULL, "kernel_shape disagrees with weight "
+                            "'%.120s'", w->name);
+    if (b && (b->kind != V_CONST || (int64_t)b->c.count != oc))
+        return node_err(c, n, CBC_E_SHAPE, NULL, "bias '%.120s' has %zu values for %lld "
+                        "channels", b->name, b->kind == V_CONST ? b->c.count : 0, (long long)oc);
+    struct nbnode *d;
+    if ((st = nb_add(c, n, CBC_NET_CONV, x, &d)) != CBC_OK)
+        return st;
+    d->d.groups = (int)g;
+    d->d.c = (int)oc;
+    if ((st = window_attrs(c, n, x, kern, &d->d, false)) != CBC_OK)
+        return st;
+    if ((size_t)d->d.c * d->d.h * d->d.w > NET_VALUE_MAX)
+        return node_err(c, n, CBC_E_UNSUPPORTED, NULL, "gives %d x %d x %d values per input",
+                        d->d.c, d->d.h, d->d.w);
+    d->nw = w->c.count, d->nbias = (size_t)oc;
+    if (!(d->w = malloc(d->nw * sizeof *d->w)) || !(d->b = dvec((size_t)oc, 0)))
+        return ig_err_oom(c->err);
+    memcpy(d->w, w->c.v, d->nw * sizeof *d->w);
+    for (int64_t o = 0; b && o < oc; o++)
+        d->b[o] = b->c.v[o];
+    return net_out(c, n->p->output[0], c->nb->n, x->rank, d->d.c, d->d.h, d->d.w);
+}
+
+static enum cbc_status nop_pool(struct ctx *c, const struct node *n, enum cbc_net_op op)
+{
+    struct val *x;
+    enum cbc_status st = net_in(c, n, 0, &x);
+    if (st == CBC_OK)
+        st = spatial_in(c, n, x);
+    if (st != CBC_OK)
+        return st;
+    struct node *r;
+    if (op != CBC_NET_GLOBAL_AVGPOOL && n->p->n_output > 1 && readers(c, n->p->output[1], &r))
+        return node_err(c, n, CBC_E_UNSUPPORTED, "return the pooled values only "
+                        "(return_indices=False)", "its indices are used");
+    struct nbnode *d;
+    if ((st = nb_add(c, n, op, x, &d)) != CBC_OK)
+        return st;
+    if (op == CBC_NET_GLOBAL_AVGPOOL) {
+        d->d.h = d->d.w = 1;
+        return net_out(c, n->p->output[0], c->nb->n, x->rank, x->nc, 1, 1);
+    }
+    int64_t kern[2];
+    int k = attr_ints(n, "kernel_shape", kern, 2);
+    if (k != x->rank - 2)
+        return node_err(c, n, CBC_E_FORMAT, NULL, "has %d kernel_shape values for %d spatial "
+                        "axes", k, x->rank - 2);
+    if ((st = window_attrs(c, n, x, kern, &d->d, true)) != CBC_OK)
+        return st;
+    if (op == CBC_NET_AVGPOOL) {
+        if (d->d.dh != 1 || d->d.dw != 1)
+            return node_err(c, n, CBC_E_UNSUPPORTED, "nn.AvgPool has no dilation",
+                            "averages with dilations %d, %d", d->d.dh, d->d.dw);
+        d->d.count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
+    }
+    return net_out(c, n->p->output[0], c->nb->n, x->rank, x->nc, d->d.h, d->d.w);
+}
+
+/* ReduceMean over the spatial axes: a GlobalAveragePool (keepdims or not). */
+static enum cbc_status nop_reducemean(struct ctx *c, const struct node *n)
+{
+    struct val *x, *ax = NULL;
+    enum cbc_status st = net_in(c, n, 0, &x);
+    if (st != CBC_OK)
+        return st;
+    int64_t axes[8];
+    int k = attr_ints(n, "axes", axes, 8);
+    if (k < 0 && n->p->n_input > 1 && n->p->input[1] && *n->p->input[1]) {
+        if ((st = input_val(c, n, 1, &ax)) != CBC_OK)
+            return st;
+        if (ax->kind == V_CONST && ax->c.count <= 8) {
+            k = (int)ax->c.count;
+            for (int i = 0; i < k; i++)
+                axes[i] = (int64_t)ax->c.v[i];
+        }
+    }
+    bool seen[8] = {false};
+    for (int i = 0; i < k && i < 8; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+        if (a >= 0 && a < 8)
+            seen[a] = true;
+    }
+    bool spatial = (x->rank == 4 && k == 2 && seen[2] && seen[3]) ||
+                   (x->rank == 3 && k == 1 && seen[2]);
+    if (!spatial)
+        return node_err(c, n, CBC_E_UNSUPPORTED, "igrun takes a mean over the spatial axes "
+                        "(x.mean((2, 3)), nn.AdaptiveAvgPool2d(1))",
+                        "takes the mean over other axes");
+    struct nbnode *d;
+    if ((st = nb_add(c, n, CBC_NET_GLOBAL_AVGPOOL, x, &d)) != CBC_OK)
+        return st;
+    d->d.h = d->d.w = 1;
+    bool keep = attr_int(n, "keepdims", 1) != 0;
+    return net_out(c, n->p->output[0], c->nb->n, keep ? x->rank : 2, x->nc, 1, 1);
+}
+
+/* Gemm, MatMul by a constant: a Linear of a flat value. */
+static enum cbc_status nop_linear(struct ctx *c, const struct node *n, bool gemm)
+{
+    struct val *x, *w, *bc = NULL;
+    enum cbc_status st;
+    if ((st = net_in(c, n, 0, &x)) != CBC_OK || (st = input_val(c, n, 1, &w)) != CBC_OK)
+        return st;
+    if (gemm && n->p->n_input > 2 && n->p->input[2] && *n->p->input[2] &&
+        (st = input_val(c, n, 2, &bc)) != CBC_OK)
+        return st;
+    if (x->rank != 2)
+        return node_err(c, n, CBC_E_UNSUPPORTED, "flatten first: x.flatten(1) or nn.Flatten()",
+                        "multiplies '%.120s' of rank %d", x->name, x->rank);
+    if (w->kind != V_CONST || w->c.ndim != 2)
+        return node_err(c, n, CBC_E_UNSUPPORTED, "igrun takes a Linear's weight as a constant "
+                        "of the model (an initializer)", "its weight '%.120s' is not a 2-D "
+                        "constant", w->name);
+    if (gemm && attr_int(n, "transA", 0))
+        return node_err(c, n, CBC_E_UNSUPPORTED, NULL, "transA=1 is not a Linear layer");
+    bool tb = gemm && attr_int(n, "transB", 0);
+    double alpha = gemm ? attr_float(n, "alpha", 1) : 1, beta = gemm ? attr_float(n, "beta", 1) : 1;
+    int64_t out = tb ? w->c.dims[0] : w->c.dims[1], in = tb ? w->c.dims[1] : w->c.dims[0];
+    if (in != (int64_t)velems(x) || out < 1 || out > (1 << 24))
+        return node_err(c, n, CBC_E_SHAPE, NULL, "weight '%.120s' of shape [%lld, %lld] takes "
+                        "%lld inputs, but '%.120s' has %zu", w->name, (long long)w->c.dims[0],
+                        (long long)w->c.dims[1], (long long)in, x->name, velems(x));
+    if (bc && !row_const(bc, (int)out))
+        return node_err(c, n, CBC_E_SHAPE, NULL, "bias '%.120s' has %zu values for %lld outputs",
+                        bc->name, bc->c.count, (long long)out);
+    struct nbnode *d;
+    if ((st = nb_add(c, n, CBC_NET_LINEAR, x, &d)) != CBC_OK)
+        return st;
+    d->d.c = (int)out, d->d.h = d->d.w = 1;
+    d->nw = (size_t)in * (size_t)out, d->nbias = (size_t)out;
+    if (!(d->w = malloc(d->nw * sizeof *d->w)) || !(d->b = dvec((size_t)out, 0)))
+        return ig_err_oom(c->err);
+    for (int64_t o = 0; o < out; o++)
+        for (int64_t i = 0; i < in; i++)
+            d->w[(size_t)o * (size_t)in + (size_t)i] =
+                alpha * w->c.v[tb ? (size_t)o * (size_t)in + (size_t)i
+                                  : (size_t)i * (size_t)out + (size_t)o];
+    for (int64_t o = 0; bc && o < out; o++)
+        d->b[o] = beta * kat(bc, (int)o);
+    return net_out(c, n->p->output[0], c->nb->n, 2, (int)out, 1, 1);
+}
+
+static enum cbc_status nop_act(struct ctx *c, const struct node *n, enum cbc_act act, double prm,
+                               const char *in_name, const char *out_name)
+{
+    struct val *x = val_find(c, in_name);
+    if (!x || x->kind == V_UNDEF) {
+        struct val *dummy;
+        return input_val(c, n, 0, &dummy);
+    }
+    if (x->kind != V_NET) {
+        struct val *dummy;
+        return net_in(c, n, 0, &dummy);
+    }
+    if ((act == CBC_ACT_SOFTMAX || act == CBC_ACT_LOG_SOFTMAX) && x->rank != 2)
+        return node_err(c, n, CBC_E_UNSUPPORTED, "take it over the classes of flat outputs "
+                        "(dim=-1 after flatten)", "is taken over axis 1 of a tensor of rank %d",
+                        x->rank);
+    struct nbnode *d;
+    enum cbc_status st = nb_add(c, n, CBC_NET_ACT, x, &d);
+    if (st != CBC_OK)
+        return st;
+    d->d.act = act;
+    d->d.act_param = (float)prm;
+    return net_out(c, out_name, c->nb->n, x->rank, x->nc, x->nh, x->nw);
+}
+
+static enum cbc_status nop_batchnorm(struct ctx *c, const struct node *n)
+{
+    struct val *x, *k[4];
+    enum cbc_status st = net_in(c, n, 0, &x);
+    for (size_t i = 0; st == CBC_OK && i < 4; i++)
+        st = input_val(c, n, i + 1, &k[i]);
+    if (st != CBC_OK)
+        return st;
+    struct node *r;
+    if (attr_int(n, "training_mode", 0))
+        return node_err(c, n, CBC_E_UNSUPPORTED, "call model.eval() before torch.onnx.export",
+                        "is in training mode");
+    for (size_t i = 1; i < n->p->n_output; i++)
+        if (readers(c, n->p->output[i], &r))
+            return node_err(c, n, CBC_E_UNSUPPORTED, "call model.eval() before torch.onnx.export",
+                            "outputs its running statistics (training mode)");
+    for (int i = 0; i < 4; i++)
+        if (k[i]->kind != V_CONST || k[i]->c.count != (size_t)x->nc)
+            return node_err(c, n, CBC_E_SHAPE, NULL, "'%.120s' has %zu values for %d channels",
+                            k[i]->name, k[i]->kind == V_CONST ? k[i]->c.count : 0, x->nc);
+    double eps = attr_float(n, "epsilon", 1e-5);
+    if (!(eps >= 0 && eps < 1))
+        return node_err(c, n, CBC_E_NUMERIC, NULL, "epsilon %g", eps);
+    double *m = dvec((size_t)x->nc, 1), *t = dvec((size_t)x->nc, 0);
+    if (!m || !t) {
+        free(m), free(t);
+        return ig_err_oom(c->err);
+    }
+    for (int j = 0; j < x->nc && st == CBC_OK; j++) {
+        double var = k[3]->c.v[j];
+        if (!(var >= 0))
+            st = node_err(c, n, CBC_E_NUMERIC, NULL, "variance '%.120s' [%d] is %g", k[3]->name,
+                          j, var);
+        m[j] = k[0]->c.v[j] / sqrt(var + eps);
+        t[j] = k[1]->c.v[j] - m[j] * k[2]->c.v[j];
+    }
+    if (st == CBC_OK)
+        st = net_affine(c, n, x, m, t, n->p->output[0]);
+    free(m), free(t);
+    return st;
+}
+
+static enum cbc_status nop_layernorm(struct ctx *c, const struct node *n)
+{
+    struct val *x, *sc, *bi = NULL;
+    enum cbc_status st;
+    if ((st = net_in(c, n, 0, &x)) != CBC_OK || (st = input_val(c, n, 1, &sc)) != CBC_OK)
+        return st;
+    if (n->p->n_input > 2 && n->p->input[2] && *n->p->input[2] &&
+        (st = input_val(c, n, 2, &bi)) != CBC_OK)
+        return st;
+    struct node *r;
+    for (size_t i = 1; i < n->p->n_output; i++)
+        if (readers(c, n->p->output[i], &r))
+            return node_err(c, n, CBC_E_UNSUPPORTED, NULL, "its mean or inverse deviation is "
+                            "used");
+    int64_t axis = attr_int(n, "axis", -1);
+    if (axis < 0)
+        axis += x->rank;
+    if (axis != 1 && !(x->rank == 2 && axis == 1))
+        return node_err(c, n, CBC_E_UNSUPPORTED, "normalise each input's features as a whole "
+                        "(nn.LayerNorm of the flattened features)", "normalises from axis %lld "
+                        "of a tensor of rank %d", (long long)attr_int(n, "axis", -1), x->rank);
+    const size_t E = velems(x);
+    if (sc->kind != V_CONST || (sc->c.count != 1 && sc->c.count != E) ||
+        (bi && (bi->kind != V_CONST || (bi->c.count != 1 && bi->c.count != E))))
+        return node_err(c, n, CBC_E_SHAPE, NULL, "its scale or bias does not have %zu values", E);
+    double eps = attr_float(n, "epsilon", 1e-5);
+    if (!(eps > 0 && eps < 1))
+        return node_err(c, n, CBC_E_NUMERIC, NULL, "epsilon %g", eps);
+    struct nbnode *d;
+    if ((st = nb_add(c, n, CBC_NET_LAYERNORM, x, &d)) != CBC_OK)
+        return st;
+    d->d.eps = (float)eps;
+    d->nw = d->nbias = E;
+    if (!(d->w = dvec(E, 1)) || !(d->b = dvec(E, 0)))
+        return ig_err_oom(c->err);
+    for (size_t j = 0; j < E; j++) {
+        d->w[j] = sc->c.count == 1 ? sc->c.v[0] : sc->c.v[j];
+        d->b[j] = !bi ? 0 : bi->c.count == 1 ? bi->c.v[0] : bi->c.v[j];
+    }
+    return net_out(c, n->p->output[0], c->nb->n, x->rank, x->nc, x->nh, x->nw);
+}
+
+/* Add, Sub, Mul, Div: by a constant (per channel), or Add of two tensors. */
+static enum cbc_status nop_binary(struct ctx *c, const struct node *n, char op)
+{
+    struct val *a, *b;
+    enum cbc_status st;
+    if ((st = input_val(c, n, 0, &a)) != CBC_OK || (st = input_val(c, n, 1, &b)) != CBC_OK)
+        return st;
+    if (a->kind == V_CONST && b->kind == V_CONST)
+        return node_err(c, n, CBC_E_UNSUPPORTED, "export with do_constant_folding=True (the "
+                        "default)", "combines two constants");
+    if (a->kind == V_NET && b->kind == V_NET) {
+        if (op != '+')
+            return node_err(c, n, CBC_E_UNSUPPORTED, "igrun takes an Add of two tensors (a "
+                            "residual connection); Sub, Mul and Div only by constants",
+                            "takes two tensors of the graph ('%.120s', '%.120s')", a->name,
+                            b->name);
+        if (a->rank != b->rank || a->nc != b->nc || a->nh != b->nh || a->nw != b->nw)
+            return node_err(c, n, CBC_E_UNSUPPORTED, "igrun adds tensors of one shape (no "
+                            "broadcasting between them)", "adds '%.120s' [%d, %d, %d] and "
+                            "'%.120s' [%d, %d, %d]", a->name, a->nc, a->nh, a->nw, b->name,
+                            b->nc, b->nh, b->nw);
+        struct nbnode *d;
+        if ((st = nb_add(c, n, CBC_NET_ADD, a, &d)) != CBC_OK)
+            return st;
+        d->d.n_in = 2;
+        d->d.in[1] = b->netv;
+        return net_out(c, n->p->output[0], c->nb->n, a->rank, a->nc, a->nh, a->nw);
+    }
+    struct val *v = a->kind == V_NET ? a : b, *k = a->kind == V_NET ? b : a;
+    bool k_left = k == a;
+    if (v->kind != V_NET) {
+        struct val *dummy;
+        return net_in(c, n, k_left ? 1 : 0, &dummy);
+    }
+    if (!chan_const(k, v))
+        return node_err(c, n, CBC_E_SHAPE, "igrun takes constants that are one number or one "
+                        "per channel ([C, 1, 1] of an image)", "constant '%.120s' (%zu values) "
+                        "is not one per channel of '%.120s' (%d channels)", k->name,
+                        k->kind == V_CONST ? k->c.count : 0, v->name, v->nc);
+    if (op == '/' && k_left)
+        return node_err(c, n, CBC_E_UNSUPPORTED, NULL, "divides a constant by a tensor");
+    size_t C = (size_t)v->nc;
+    double *m = dvec(C, 1), *t = dvec(C, 0);
+    if (!m || !t) {
+        free(m), free(t);
+        return ig_err_oom(c->err);
+    }
+    for (size_t j = 0; j < C && st == CBC_OK; j++) {
+        double kv = kat(k, (int)j);
+        switch (op) {
+        case '+': t[j] = kv; break;
+        case '-':
+            if (k_left)
+                m[j] = -1, t[j] = kv;
+            else
+                t[j] = -kv;
+            break;
+        case '*': m[j] = kv; break;
+        default:
+            if (kv == 0)
+                st = node_err(c, n, CBC_E_NUMERIC, NULL, "divides by 0 ('%.120s')", k->name);
+            m[j] = 1 / kv;
+        }
+    }
+    if (st == CBC_OK)
+        st = net_affine(c, n, v, op == '+' || (op == '-' && !k_left) ? NULL : m,
+                        op == '*' || op == '/' ? NULL : t, n->p->output[0]);
+    free(m), free(t);
+    return st;
+}
+
+static enum cbc_status nop_concat(struct ctx *c, const struct node *n)
+{
+    struct val *x0;
+    enum cbc_status st = net_in(c, n, 0, &x0);
+    if (st != CBC_OK)
+        return st;
+    int64_t axis = attr_int(n, "axis", 1);
+    if (axis < 0)
+        axis += x0->rank;
+    if (axis != 1)
+        return node_err(c, n, CBC_E_UNSUPPORTED, "concatenate along the channels (dim=1)",
+                        "concatenates along axis %lld", (long long)attr_int(n, "axis", 1));
+    if (n->p->n_input < 1 || n->p->n_input > CBC_NET_INPUTS_MAX)
+        return node_err(c, n, CBC_E_UNSUPPORTED, NULL, "concatenates %zu tensors (at most %d)",
+                        n->p->n_input, CBC_NET_INPUTS_MAX);
+    if (n->p->n_input == 1)
+        return net_out(c, n->p->output[0], x0->netv, x0->rank, x0->nc, x0->nh, x0->nw);
+    struct nbnode *d;
+    if ((st = nb_add(c, n, CBC_NET_CONCAT, x0, &d)) != CBC_OK)
+        return st;
+    long C = 0;
+    for (size_t i = 0; i < n->p->n_input; i++) {
+        struct val *x;
+        if ((st = net_in(c, n, i, &x)) != CBC_OK)
+            return st;
+        if (x->rank != x0->rank || x->nh != x0->nh || x->nw != x0->nw)
+            return node_err(c, n, CBC_E_SHAPE, NULL, "input '%.120s' is [%d, %d, %d], input "
+                            "'%.120s' [%d, %d, %d]: only the channels may differ", x->name, x->nc,
+                            x->nh, x->nw, x0->name, x0->nc, x0->nh, x0->nw);
+        d->d.in[i] = x->netv;
+        C += x->nc;
+    }
+    if ((size_t)C * (size_t)x0->nh * (size_t)x0->nw > NET_VALUE_MAX)
+        return node_err(c, n, CBC_E_UNSUPPORTED, NULL, "gives %ld channels", C);
+    d->d.n_in = (int)n->p->n_input;
+    d->d.c = (int)C;
+    return net_out(c, n->p->output[0], c->nb->n, x0->rank, (int)C, x0->nh, x0->nw);
+}
+
+/* Flatten and Reshape of a tensor of the network: the same value, seen
+ * anew (of a constant: op_shape). */
+static enum cbc_status nop_shape(struct ctx *c, const struct node *n, bool flatten)
+{
+    struct val *x, *sh = NULL;
+    enum cbc_status st = input_val(c, n, 0, &x);
+    if (st == CBC_OK && !flatten)
+        st = input_val(c, n, 1, &sh);
+    if (st != CBC_OK)
+        return st;
+    if (x->kind == V_CONST)
+        return op_shape(c, n, flatten);
+    if (x->kind != V_NET)
+        return net_in(c, n, 0, &x);
+    const size_t E = velems(x);
+    if (flatten) {
+        int64_t axis = attr_int(n, "axis", 1);
+        if (axis != 1 && !(axis == -1 && x->rank == 2) && !(axis + x->rank == 1))
+            return node_err(c, n, CBC_E_UNSUPPORTED, "flatten from dimension 1 (x.flatten(1))",
+                            "flattens from axis %lld", (long long)axis);
+        return net_out(c, n->p->output[0], x->netv, 2, (int)E, 1, 1);
+    }
+    if (sh->kind != V_CONST || sh->c.count < 2 || sh->c.count > 4)
+        return node_err(c, n, CBC_E_UNSUPPORTED, "reshape with a constant shape of 2 to 4 "
+                        "dimensions: x.flatten(1) exports so", "reshapes to a shape that is not "
+                        "2 to 4 constant numbers");
+    /* the batch stays first; of the others one may be -1, and 0 copies */
+    int64_t d[4] = {0, 1, 1, 1}, known = 1;
+    int rank = (int)sh->c.count, free_at = -1;
+    const int64_t xd[4] = {0, x->rank == 2 ? (int64_t)E : x->nc, x->rank == 4 ? x->nh : x->nw,
+                           x->nw};
+    for (int i = 1; i < rank; i++) {
+        double v = sh->c.v[i];
+        if (v == -1 && free_at < 0) {
+            free_at = i;
+            continue;
+        }
+        if (v == 0 && i < x->rank)
+            v = (double)xd[i];
+        if (!(v >= 1 && v <= NET_VALUE_MAX) || v != floor(v))
+            return node_err(c, n, CBC_E_UNSUPPORTED, "reshape to [batch, ...] with positive "
+                            "sizes", "reshapes to a size %g on axis %d", sh->c.v[i], i);
+        d[i] = (int64_t)v;
+        known *= d[i];
+        if (known > NET_VALUE_MAX)
+            return node_err(c, n, CBC_E_SHAPE, NULL, "reshapes to over 2^28 elements");
+    }
+    if (free_at > 0) {
+        if (E % (size_t)known)
+            return node_err(c, n, CBC_E_SHAPE, NULL, "cannot reshape %zu elements per input "
+                            "with -1", E);
+        d[free_at] = (int64_t)(E / (size_t)known);
+        known *= d[free_at];
+    }
+    if ((size_t)known != E)
+        return node_err(c, n, CBC_E_SHAPE, "igrun reshapes each input, the batch first",
+                        "reshapes %zu elements per input to %lld", E, (long long)known);
+    if (rank == 2)
+        return net_out(c, n->p->output[0], x->netv, 2, (int)E, 1, 1);
+    if (rank == 3)
+        return net_out(c, n->p->output[0], x->netv, 3, (int)d[1], 1, (int)d[2]);
+    return net_out(c, n->p->output[0], x->netv, 4, (int)d[1], (int)d[2], (int)d[3]);
+}
+
+static enum cbc_status net_run_node(struct ctx *c, struct node *n)
+{
+    const char *op = str_or(n->p->op_type, "");
+    const char *dom = str_or(n->p->domain, "");
+    if (n->synth == SY_GELU)
+        return nop_act(c, n, CBC_ACT_GELU, 0, n->syn_in, n->syn_out);
+    if (n->synth == SY_SILU)
+        return nop_act(c, n, CBC_ACT_SILU, 0, n->syn_in, n->syn_out);
+    if (*dom && strcmp(dom, "ai.onnx"))
+        return node_err(c, n, CBC_E_UNSUPPORTED, "export with the standard operators (the "
+                        "dynamo exporter's model.optimize() inlines its functions)",
+                        "is an operator of domain '%.80s'", dom);
+    if (n->p->n_output < 1 || !n->p->output[0] || !*n->p->output[0])
+        return node_err(c, n, CBC_E_FORMAT, NULL, "has no output");
+    if (n->p->n_input < 1 && strcmp(op, "Constant"))
+        return node_err(c, n, CBC_E_FORMAT, NULL, "has no input");
+    enum cbc_act act;
+    double prm;
+    enum cbc_status ast;
+    if (activation_of(c, n, op, &act, &prm, &ast))
+        return ast != CBC_OK ? ast : nop_act(c, n, act, prm, n->p->input[0], n->p->output[0]);
+    if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) {
+        int64_t axis = attr_int(n, "axis", c->opset >= 13 ? -1 : 1);
+        if (axis != -1 && axis != 1)
+            return node_err(c, n, CBC_E_UNSUPPORTED, "use dim=-1 (each input's outputs)",
+                            "is taken over axis %lld", (long long)axis);
+        return nop_act(c, n, op[0] == 'S' ? CBC_ACT_SOFTMAX : CBC_ACT_LOG_SOFTMAX, 0,
+                       n->p->input[0], n->p->output[0]);
+    }
+    if (!strcmp(op, "Conv"))
+        return nop_conv(c, n);
+    if (!strcmp(op, "MaxPool"))
+        return nop_pool(c, n, CBC_NET_MAXPOOL);
+    if (!strcmp(op, "AveragePool"))
+        return nop_pool(c, n, CBC_NET_AVGPOOL);
+    if (!strcmp(op, "GlobalAveragePool"))
+        return nop_pool(c, n, CBC_NET_GLOBAL_AVGPOOL);
+    if (!strcmp(op, "ReduceMean"))
+        return nop_reducemean(c, n);
+    if (!strcmp(op, "Concat"))
+        return nop_concat(c, n);
+    if (!strcmp(op, "Gemm") || !strcmp(op, "MatMul"))
+        return nop_linear(c, n, op[0] == 'G');
+    if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div"))
+        return nop_binary(c, n, op[0] == 'A' ? '+' : op[0] == 'S' ? '-' : op[0] == 'M' ? '*' : '/');
+    if (!strcmp(op, "BatchNormalization"))
+        return nop_batchnorm(c, n);
+    if (!strcmp(op, "LayerNormalization"))
+        return nop_layernorm(c, n);
+    if (!strcmp(op, "Flatten") || !strcmp(op, "Reshape"))
+        return nop_shape(c, n, op[0] == 'F');
+    if (!strcmp(op, "Identity") || !strcmp(op, "Dropout"))
+        return op_alias(c, n);
+    if (!strcmp(op, "Cast")) {
+        int64_t to = attr_int(n, "to", 0);
+        if (to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || to == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+            return op_alias(c, n);
+        return node_err(c, n, CBC_E_UNSUPPORTED, NULL, "casts to %s", type_name((int32_t)to));
+    }
+    if (!strcmp(op, "Constant"))
+        return op_constant(c, n);
+    if (!strcmp(op, "Transpose"))
+        return op_transpose(c, n);
+    return node_err(c, n, CBC_E_UNSUPPORTED, net_hint(op), "is not an operator igrun runs");
+}
+
+/* The network's summary for messages: "3x32x32 conv(16,3x3) relu ... linear(10)". */
+static void net_summary(const struct cbc_net *net, char *buf, size_t len)
+{
+    size_t o = (size_t)snprintf(buf, len, "%dx%dx%d", net->c, net->h, net->w);
+    for (int k = 0; k < net->n_nodes && o < len; k++) {
+        const struct cbc_net_node *d = &net->nodes[k];
+        switch (d->op) {
+        case CBC_NET_CONV:
+            o += (size_t)snprintf(buf + o, len - o, " conv(%d,%dx%d%s)", d->c, d->kh, d->kw,
+                                  d->groups > 1 && d->groups == d->c ? ",depthwise"
+                                  : d->groups > 1                    ? ",grouped"
+                                                                     : "");
+            break;
+        case CBC_NET_MAXPOOL: o += (size_t)snprintf(buf + o, len - o, " maxpool"); break;
+        case CBC_NET_AVGPOOL: o += (size_t)snprintf(buf + o, len - o, " avgpool"); break;
+        case CBC_NET_GLOBAL_AVGPOOL: o += (size_t)snprintf(buf + o, len - o, " gap"); break;
+        case CBC_NET_LINEAR: o += (size_t)snprintf(buf + o, len - o, " linear(%d)", d->c); break;
+        case CBC_NET_AFFINE: o += (size_t)snprintf(buf + o, len - o, " scale"); break;
+        case CBC_NET_ACT:
+            o += (size_t)snprintf(buf + o, len - o, " %s", cbc_act_name(d->act));
+            break;
+        case CBC_NET_ADD: o += (size_t)snprintf(buf + o, len - o, " add"); break;
+        case CBC_NET_CONCAT: o += (size_t)snprintf(buf + o, len - o, " concat"); break;
+        case CBC_NET_LAYERNORM: o += (size_t)snprintf(buf + o, len - o, " layernorm"); break;
+        }
+    }
+    if (o >= len && len > 4)
+        strcpy(buf + len - 4, "...");
+}
+
+static enum cbc_status net_finish(struct ctx *c, struct cbc_net_owned **out)
+{
+    struct nbuild *b = c->nb;
+    const Onnx__ValueInfoProto *go = c->g->output[0];
+    struct val *v = val_find(c, go->name);
+    if (!v || v->kind != V_NET || v->netv == 0)
+        return ig_err_set(c->err, CBC_E_UNSUPPORTED, "'%s': the output '%s' is not computed "
+                          "from the input by the graph's operators", c->path, go->name);
+    if (v->netv != b->n)
+        return ig_err_set(c->err, CBC_E_UNSUPPORTED, "'%s': the output '%s' is not the last "
+                          "value the graph computes", c->path, go->name);
+    size_t total = 0, names = 0;
+    for (int k = 0; k < b->n; k++) {
+        const struct nbnode *d = &b->v[k];
+        total += d->nw + d->nbias + (d->mul ? 2 * (size_t)d->d.c : 0);
+        names += strlen(d->name) + 1;
+    }
+    struct cbc_net_owned *m = calloc(1, sizeof *m);
+    if (!m || !(m->nodes = calloc((size_t)b->n, sizeof *m->nodes)) ||
+        !(m->storage = malloc((total ? total : 1) * sizeof *m->storage)) ||
+        !(m->names = malloc(names)) || !(m->summary = malloc(1024))) {
+        cbc_net_owned_free(m);
+        return ig_err_oom(c->err);
+    }
+    float *p = m->storage;
+    char *nm = m->names;
+    for (int k = 0; k < b->n; k++) {
+        const struct nbnode *s = &b->v[k];
+        struct cbc_net_node *d = &m->nodes[k];
+        *d = s->d;
+        const struct {
+            const double *src;
+            size_t count;
+            const float **dst;
+        } arrays[4] = {{s->w, s->nw, &d->weight},
+                       {s->b, s->nbias, &d->bias},
+                       {s->mul, s->mul ? (size_t)s->d.c : 0, &d->mul},
+                       {s->add, s->add ? (size_t)s->d.c : 0, &d->add}};
+        for (int a = 0; a < 4; a++) {
+            if (!arrays[a].src)
+                continue;
+            for (size_t q = 0; q < arrays[a].count; q++)
+                p[q] = (float)arrays[a].src[q];
+            *arrays[a].dst = p;
+            p += arrays[a].count;
+        }
+        strcpy(nm, s->name);
+        d->name = nm;
+        nm += strlen(s->name) + 1;
+    }
+    m->net.c = b->in_c, m->net.h = b->in_h, m->net.w = b->in_w;
+    m->net.n_nodes = b->n;
+    m->net.nodes = m->nodes;
+    enum cbc_status st = cbc_net_validate(&m->net, c->err);
+    if (st != CBC_OK) {
+        char msg[sizeof c->err->msg];
+        snprintf(msg, sizeof msg, "%s", c->err->msg);
+        ig_err_set(c->err, st, "'%s': %s", c->path, msg);
+        cbc_net_owned_free(m);
+        return st;
+    }
+    net_summary(&m->net, m->summary, 1024);
+    *out = m;
+    return CBC_OK;
+}
+
+/* The network of every live node. */
+static enum cbc_status run_net(struct ctx *c, struct cbc_net_owned **out)
+{
+    enum cbc_status st = CBC_OK;
+    for (size_t i = 0; i < c->nn && st == CBC_OK; i++) {
+        struct node *n = &c->nodes[i];
+        const char *op = str_or(n->p->op_type, "");
+        if (!n->skip && n->live && !n->synth && !net_known_op(op) && !*str_or(n->p->domain, ""))
+            st = node_err(c, n, CBC_E_UNSUPPORTED, net_hint(op), "is not an operator igrun runs");
+    }
+    if (st != CBC_OK)
+        return st;
+    if (!(c->nb = calloc(1, sizeof *c->nb)))
+        return ig_err_oom(c->err);
+    /* the input: its shape per input, every dimension known */
+    const Onnx__ValueInfoProto *gi = NULL;
+    for (size_t i = 0; i < c->g->n_input; i++) {
+        struct val *v = val_find(c, c->g->input[i]->name);
+        if (v && v->kind == V_CHAIN)
+            gi = c->g->input[i];
+    }
+    struct val *x = gi ? val_find(c, gi->name) : NULL;
+    if (!x)
+        return ig_err_set(c->err, CBC_E_FORMAT, "'%s': the graph has no input", c->path);
+    int64_t d[4] = {0, 1, 1, 1};
+    if (x->rank < 2 || x->rank > 4)
+        return ig_err_set(c->err, CBC_E_UNSUPPORTED, "'%s': the input '%s' has %d dimensions: "
+                          "igrun takes [batch, features], [batch, C, L] or [batch, C, H, W]",
+                          c->path, gi->name, x->rank);
+    uint64_t elems = 1;
+    for (int i = 1; i < x->rank; i++) {
+        d[i] = x->dims[i];
+        if (d[i] < 1 || (elems *= (uint64_t)d[i]) > NET_VALUE_MAX) {
+            ig_err_set(c->err, CBC_E_UNSUPPORTED, "'%s': the input '%s' has no fixed size on "
+                       "axis %d", c->path, gi->name, i);
+            ig_err_hint(c->err, "export with a fixed input shape: dynamic axes on the batch only");
+            return CBC_E_UNSUPPORTED;
+        }
+    }
+    int rank = x->rank;
+    if (rank == 2)
+        c->nb->in_c = (int)d[1], c->nb->in_h = c->nb->in_w = 1;
+    else if (rank == 3)
+        c->nb->in_c = (int)d[1], c->nb->in_h = 1, c->nb->in_w = (int)d[2];
+    else
+        c->nb->in_c = (int)d[1], c->nb->in_h = (int)d[2], c->nb->in_w = (int)d[3];
+    x->kind = V_NET;
+    x->netv = 0, x->nc = c->nb->in_c, x->nh = c->nb->in_h, x->nw = c->nb->in_w;
+    for (size_t i = 0; i < c->nn && st == CBC_OK; i++) {
+        struct node *n = &c->nodes[i];
+        if (n->skip || !n->live || (n->p->op_type && !strcmp(n->p->op_type, "Constant")))
+            continue;
+        st = net_run_node(c, n);
+    }
+    if (st == CBC_OK)
+        st = net_finish(c, out);
+    return st;
+}
+
+/* Whether the live graph holds a convolution or pool: an image model. */
+static bool is_convolutional(const struct ctx *c)
+{
+    for (size_t i = 0; i < c->nn; i++) {
+        const struct node *n = &c->nodes[i];
+        const char *op = str_or(n->p->op_type, "");
+        if (!n->skip && n->live && !*str_or(n->p->domain, "") &&
+            (!strcmp(op, "Conv") || !strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") ||
+             !strcmp(op, "GlobalAveragePool")))
+            return true;
+    }
+    return false;
+}
+
+/* The part of reading a model both readers share: the wire check, the
+ * decoding, the tables of values and names, initializers, the input,
+ * Constant nodes, the patterns and which nodes the output depends on.
+ * The caller releases c and *mpp with onnx_end whatever this returns. */
+static enum cbc_status onnx_begin(struct ctx *c, Onnx__ModelProto **mpp, const char *path,
+                                  const uint8_t *data, size_t len, struct cbc_err *err)
+{
+    *mpp = NULL;
     struct wire w = {0, 0};
     int wr = wire_check(&onnx__model_proto__descriptor, data, data + len, 0, &w);
     if (wr) {
@@ -1682,33 +2699,33 @@ enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t l
         return err ? err->status : CBC_E_FORMAT;
     }
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
+    *mpp = mp;
     if (!mp) {
         ig_err_set(err, CBC_E_FORMAT, "'%s': not an ONNX model (protobuf-c cannot decode it)",
                    path);
         ig_err_hint(err, "write it with torch.onnx.export(model, x, 'model.onnx')");
         return CBC_E_FORMAT;
     }
-    struct ctx c = {0};
-    c.path = path;
-    c.err = err;
-    c.g = mp->graph;
-    c.in_frozen = -1;
+    c->path = path;
+    c->err = err;
+    c->g = mp->graph;
+    c->in_frozen = -1;
     enum cbc_status st = CBC_OK;
     const Onnx__GraphProto *g = mp->graph;
     for (size_t i = 0; i < mp->n_opset_import; i++)
         if (mp->opset_import[i] && mp->opset_import[i]->has_version &&
             (!mp->opset_import[i]->domain || !*mp->opset_import[i]->domain ||
              !strcmp(mp->opset_import[i]->domain, "ai.onnx")))
-            c.opset = (int)mp->opset_import[i]->version;
+            c->opset = (int)mp->opset_import[i]->version;
     if (!g) {
         st = ig_err_set(err, CBC_E_FORMAT, "'%s': the model has no graph", path);
-        goto out;
+        return st;
     }
     if (g->n_node > ONNX_NODES_MAX || g->n_initializer > ONNX_NODES_MAX ||
         g->n_input > ONNX_NODES_MAX) {
         st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': %zu nodes and %zu initializers: more than "
                         "an MLP igrun runs", path, g->n_node, g->n_initializer);
-        goto out;
+        return st;
     }
     /* every name the graph defines: initializers, inputs, node outputs */
     size_t defs = g->n_initializer + g->n_input + 1;
@@ -1717,26 +2734,26 @@ enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t l
     if (defs > 8u * ONNX_NODES_MAX) {
         st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': %zu values: more than an MLP igrun runs",
                         path, defs);
-        goto out;
+        return st;
     }
-    c.cap = defs;
-    c.vals = calloc(defs, sizeof *c.vals);
-    bool vix_ok = index_init(&c.vix, defs);
-    c.nodes = calloc(g->n_node + 1, sizeof *c.nodes);
-    c.L = calloc(ONNX_LAYERS_MAX, sizeof *c.L);
+    c->cap = defs;
+    c->vals = calloc(defs, sizeof *c->vals);
+    bool vix_ok = index_init(&c->vix, defs);
+    c->nodes = calloc(g->n_node + 1, sizeof *c->nodes);
+    c->L = calloc(ONNX_LAYERS_MAX, sizeof *c->L);
     size_t refs = g->n_output + 1;
     for (size_t i = 0; i < g->n_node; i++)
         refs += g->node[i] ? g->node[i]->n_input + g->node[i]->n_output : 0;
     if (refs > 32u * ONNX_NODES_MAX) {
         st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': %zu node inputs and outputs: more than an "
                         "MLP igrun runs", path, refs);
-        goto out;
+        return st;
     }
-    c.names_cap = refs;
-    c.names = calloc(refs, sizeof *c.names);
-    if (!c.vals || !vix_ok || !c.nodes || !c.L || !c.names || !index_init(&c.nix, refs)) {
+    c->names_cap = refs;
+    c->names = calloc(refs, sizeof *c->names);
+    if (!c->vals || !vix_ok || !c->nodes || !c->L || !c->names || !index_init(&c->nix, refs)) {
         st = ig_err_oom(err);
-        goto out;
+        return st;
     }
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *np = g->node[i];
@@ -1746,21 +2763,21 @@ enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t l
             if (!np->input[k]) {
                 st = ig_err_set(err, CBC_E_FORMAT, "'%s': node #%zu has an unnamed input", path,
                                 i);
-                goto out;
+                return st;
             }
         for (size_t k = 0; k < np->n_output; k++)
             if (!np->output[k]) {
                 st = ig_err_set(err, CBC_E_FORMAT, "'%s': node #%zu has an unnamed output", path,
                                 i);
-                goto out;
+                return st;
             }
-        c.nodes[c.nn++] = (struct node){np, (int)i, false, false, SY_NONE, NULL, NULL};
+        c->nodes[c->nn++] = (struct node){np, (int)i, false, false, SY_NONE, NULL, NULL};
     }
     if (g->n_output != 1 || !g->output[0] || !g->output[0]->name) {
         st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': the graph has %zu outputs; igrun explains "
                         "a model of one output tensor", path, g->n_output);
         ig_err_hint(err, "return one tensor from forward() (the logits or probabilities)");
-        goto out;
+        return st;
     }
     /* initializers; then the one input that is not an initializer */
     for (size_t i = 0; i < g->n_initializer && st == CBC_OK; i++) {
@@ -1769,7 +2786,7 @@ enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t l
             st = ig_err_set(err, CBC_E_FORMAT, "'%s': initializer #%zu has no name", path, i);
             break;
         }
-        struct val *v = val_new(&c, t->name);
+        struct val *v = val_new(c, t->name);
         if (!v) {
             st = ig_err_oom(err);
             break;
@@ -1778,10 +2795,10 @@ enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t l
             v->kind = V_CONST;
     }
     if (st != CBC_OK)
-        goto out;
+        return st;
     if (g->n_sparse_initializer) {
         st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': sparse initializers are not read", path);
-        goto out;
+        return st;
     }
     const Onnx__ValueInfoProto *input = NULL;
     size_t n_inputs = 0;
@@ -1789,9 +2806,9 @@ enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t l
         const Onnx__ValueInfoProto *in = g->input[i];
         if (!in || !in->name || !*in->name) {
             st = ig_err_set(err, CBC_E_FORMAT, "'%s': graph input #%zu has no name", path, i);
-            goto out;
+            return st;
         }
-        const struct val *v = val_find(&c, in->name);
+        const struct val *v = val_find(c, in->name);
         if (v && v->kind == V_CONST)
             continue; /* an initializer listed as an input (IR version 3) */
         input = in;
@@ -1800,48 +2817,73 @@ enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t l
     if (n_inputs != 1) {
         st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': the graph takes %zu inputs; igrun explains "
                         "a model of one input tensor", path, n_inputs);
-        goto out;
+        return st;
     }
-    if ((st = graph_input(&c, input)) != CBC_OK)
-        goto out;
+    if ((st = graph_input(c, input)) != CBC_OK)
+        return st;
     /* Constant nodes first, so patterns can read them; they are run again in order */
-    for (size_t i = 0; i < c.nn && st == CBC_OK; i++)
-        if (c.nodes[i].p->op_type && !strcmp(c.nodes[i].p->op_type, "Constant"))
-            st = op_constant(&c, &c.nodes[i]);
+    for (size_t i = 0; i < c->nn && st == CBC_OK; i++)
+        if (c->nodes[i].p->op_type && !strcmp(c->nodes[i].p->op_type, "Constant"))
+            st = op_constant(c, &c->nodes[i]);
     if (st != CBC_OK)
-        goto out;
-    index_names(&c);
-    find_patterns(&c); /* patterns never share a node: the counts it reads stay true */
-    index_names(&c);
-    if ((st = mark_live(&c, g->output[0]->name)) != CBC_OK)
-        goto out;
+        return st;
+    index_names(c);
+    find_patterns(c); /* patterns never share a node: the counts it reads stay true */
+    index_names(c);
+    if ((st = mark_live(c, g->output[0]->name)) != CBC_OK)
+        return st;
+    return CBC_OK;
+}
+
+static void onnx_end(struct ctx *c, Onnx__ModelProto *mp)
+{
+    for (size_t i = 0; i < c->nv; i++)
+        free(c->vals[i].c.v);
+    for (int l = 0; c->L && l < c->nl; l++)
+        blayer_free(&c->L[l]);
+    free(c->vals), free(c->vix.slot), free(c->nodes), free(c->L), free(c->in_mul), free(c->in_add);
+    free(c->names), free(c->nix.slot);
+    nbuild_free(c->nb);
+    if (mp)
+        onnx__model_proto__free_unpacked(mp, NULL);
+}
+
+/* The chain of layers: every live node run onto it. */
+static enum cbc_status run_chain(struct ctx *c, struct cbc_mlp_owned **out)
+{
+    enum cbc_status st = CBC_OK;
     /* an operator igrun never runs is named before anything else is said */
-    for (size_t i = 0; i < c.nn && st == CBC_OK; i++) {
-        struct node *n = &c.nodes[i];
+    for (size_t i = 0; i < c->nn && st == CBC_OK; i++) {
+        struct node *n = &c->nodes[i];
         const char *op = str_or(n->p->op_type, "");
         if (!n->skip && n->live && !n->synth && !known_op(op) && !*str_or(n->p->domain, ""))
-            st = node_err(&c, n, CBC_E_UNSUPPORTED, unsupported_hint(op), "is not an operator "
+            st = node_err(c, n, CBC_E_UNSUPPORTED, unsupported_hint(op), "is not an operator "
                           "igrun runs");
     }
-    for (size_t i = 0; i < c.nn && st == CBC_OK; i++) {
-        struct node *n = &c.nodes[i];
+    for (size_t i = 0; i < c->nn && st == CBC_OK; i++) {
+        struct node *n = &c->nodes[i];
         if (n->skip || !n->live || (n->p->op_type && !strcmp(n->p->op_type, "Constant")))
             continue;
-        st = run_node(&c, n);
+        st = run_node(c, n);
     }
-    if (st == CBC_OK && c.nl == 0)
-        st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': no Linear layer (Gemm or MatMul) between "
-                        "the input and the output", path);
+    if (st == CBC_OK && c->nl == 0)
+        st = ig_err_set(c->err, CBC_E_UNSUPPORTED, "'%s': no Linear layer (Gemm or MatMul) "
+                        "between the input and the output", c->path);
     if (st == CBC_OK)
-        st = finish(&c, out);
-out:
-    for (size_t i = 0; i < c.nv; i++)
-        free(c.vals[i].c.v);
-    for (int l = 0; c.L && l < c.nl; l++)
-        blayer_free(&c.L[l]);
-    free(c.vals), free(c.vix.slot), free(c.nodes), free(c.L), free(c.in_mul), free(c.in_add);
-    free(c.names), free(c.nix.slot);
-    onnx__model_proto__free_unpacked(mp, NULL);
+        st = finish(c, out);
+    return st;
+}
+
+enum cbc_status ig_onnx_load_mem(const char *path, const uint8_t *data, size_t len,
+                                 struct cbc_mlp_owned **out, struct cbc_err *err)
+{
+    *out = NULL;
+    struct ctx c = {0};
+    Onnx__ModelProto *mp;
+    enum cbc_status st = onnx_begin(&c, &mp, path, data, len, err);
+    if (st == CBC_OK)
+        st = run_chain(&c, out);
+    onnx_end(&c, mp);
     return st;
 }
 
@@ -1855,4 +2897,54 @@ enum cbc_status cbc_mlp_load_onnx(const char *path, struct cbc_mlp_owned **out, 
     st = ig_onnx_load_mem(path, file, len, out, err);
     free(file);
     return st;
+}
+
+/* Reads a model in memory into whichever form `want` asks: 0 the chain of
+ * layers (ig_onnx_load_mem), 1 a network, 2 a network when the graph is
+ * convolutional, else the chain. */
+enum cbc_status ig_onnx_load_any_mem(const char *path, const uint8_t *data, size_t len, int want,
+                                     struct cbc_mlp_owned **mlp, struct cbc_net_owned **net,
+                                     struct cbc_err *err)
+{
+    if (mlp)
+        *mlp = NULL;
+    *net = NULL;
+    struct ctx c = {0};
+    Onnx__ModelProto *mp;
+    enum cbc_status st = onnx_begin(&c, &mp, path, data, len, err);
+    if (st == CBC_OK) {
+        if (want == 1 || (want == 2 && is_convolutional(&c)) || !mlp)
+            st = run_net(&c, net);
+        else
+            st = run_chain(&c, mlp);
+    }
+    onnx_end(&c, mp);
+    return st;
+}
+
+static enum cbc_status load_file(const char *path, int want, struct cbc_mlp_owned **mlp,
+                                 struct cbc_net_owned **net, struct cbc_err *err)
+{
+    uint8_t *file;
+    size_t len;
+    enum cbc_status st = ig_file_read(path, IG_FILE_MAX / 2, &file, &len, err);
+    if (st != CBC_OK)
+        return st;
+    st = ig_onnx_load_any_mem(path, file, len, want, mlp, net, err);
+    free(file);
+    return st;
+}
+
+enum cbc_status cbc_net_load_onnx(const char *path, struct cbc_net_owned **out, struct cbc_err *err)
+{
+    *out = NULL;
+    return load_file(path, 1, NULL, out, err);
+}
+
+enum cbc_status cbc_onnx_load(const char *path, struct cbc_mlp_owned **mlp,
+                              struct cbc_net_owned **net, struct cbc_err *err)
+{
+    *mlp = NULL;
+    *net = NULL;
+    return load_file(path, 2, mlp, net, err);
 }

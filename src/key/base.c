@@ -136,6 +136,8 @@ char *cbc_base_rel(const char *base, const char *path)
 bool cbc_base_names(const char *base, const char *cwd, const uint8_t *data, size_t len)
 {
     const char *dirs[2] = {base, cwd};
+    if (!data || len == 0)
+        return false;
     for (int i = 0; i < 2; i++)
         if (dirs[i] && strcmp(dirs[i], "/") != 0 && memmem(data, len, dirs[i], strlen(dirs[i])))
             return true;

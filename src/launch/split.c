@@ -1015,6 +1015,8 @@ static void unquote_assign(const char *line, char *name, size_t nl, const char *
     *value = eq + 1;
 }
 
+static enum cbc_status parse_dryrun(struct run *r, char *text, size_t len, bool *ok);
+
 static enum cbc_status dryrun(struct run *r, bool *ok)
 {
     const struct cbc_split_req *q = r->req;
@@ -1048,8 +1050,19 @@ static enum cbc_status dryrun(struct run *r, bool *ok)
     size_t len = 0;
     *ok = code == 0 && cbc_file_read(op, &text, &len, NULL) == CBC_OK;
     unlink(op);
+    st = *ok ? parse_dryrun(r, (char *)text, len, ok) : CBC_OK;
+    free(text);
+    return st;
+}
+
+/* The steps of a dryrun's text (edited in place: lines are cut at their
+ * ends), classified and grouped by virtual arch; *ok false when it is not a
+ * shape this runs split. */
+static enum cbc_status parse_dryrun(struct run *r, char *text, size_t len, bool *ok)
+{
+    *ok = true;
     size_t cap = 0;
-    for (char *line = (char *)text, *next; *ok && line && line < (char *)text + len; line = next) {
+    for (char *line = text, *next; *ok && line && line < text + len; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';
@@ -1057,10 +1070,8 @@ static enum cbc_status dryrun(struct run *r, bool *ok)
             *ok = *line == '\0'; /* anything else: not a shape this knows */
             continue;
         }
-        if (!cbc_grow(&r->s, r->n, &cap, sizeof *r->s, 32)) {
-            free(text);
+        if (!cbc_grow(&r->s, r->n, &cap, sizeof *r->s, 32))
             return cbc_err_oom(r->err);
-        }
         struct step *s = &r->s[r->n++];
         memset(s, 0, sizeof *s);
         size_t l = strlen(line + 3);
@@ -1068,14 +1079,12 @@ static enum cbc_status dryrun(struct run *r, bool *ok)
             l--;
         s->line = cbc_strndup(line + 3, l);
         s->tok = s->line ? tokenize(s->line, &s->ntok) : NULL;
-        if (!s->line || !s->tok) {
-            free(text);
+        if (!s->line || !s->tok)
             return cbc_err_oom(r->err);
-        }
         classify(s);
     }
-    free(text);
-    *ok = *ok && r->n && group_steps(r);
+    /* no virtual arch (a host-only compile): nothing to cache per arch */
+    *ok = *ok && r->n && group_steps(r) && r->ng;
     if (*ok)
         plan_renames(r);
     return CBC_OK;
@@ -1244,4 +1253,26 @@ void cbc_split_result_release(struct cbc_split_result *res)
     free(res->out);
     free(res->errs);
     memset(res, 0, sizeof *res);
+}
+
+enum cbc_status cbc_split_plan(const char *text, size_t len, struct cbc_split_plan *out,
+                               struct cbc_err *err)
+{
+    memset(out, 0, sizeof *out);
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return cbc_err_oom(err);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    struct run r = {.err = err};
+    bool ok = false;
+    enum cbc_status st = parse_dryrun(&r, copy, len, &ok);
+    out->ok = st == CBC_OK && ok;
+    out->steps = r.n;
+    for (size_t i = 0; out->ok && i < r.ng && out->n_archs < CBC_ARRAY_LEN(out->archs); i++)
+        out->archs[out->n_archs++] = r.g[i].arch;
+    out->renames = r.n_ren;
+    free_steps(&r);
+    free(copy);
+    return st;
 }

@@ -72,4 +72,18 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
                               struct cbc_err *err);
 void cbc_split_result_release(struct cbc_split_result *res);
 
+/* What `nvcc --dryrun`'s text (its stderr) makes of a command, for tests
+ * and the fuzz target: whether it runs split (every step known and in an
+ * arch's group), its steps, the virtual archs in order, and the renames of
+ * a one-arch run. Never reads past `len`; an error only when out of memory. */
+struct cbc_split_plan {
+    bool ok;
+    size_t steps;
+    unsigned archs[32];
+    size_t n_archs;
+    size_t renames;
+};
+enum cbc_status cbc_split_plan(const char *text, size_t len, struct cbc_split_plan *out,
+                               struct cbc_err *err);
+
 #endif

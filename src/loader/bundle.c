@@ -4,7 +4,8 @@
  * Invariant: cbc_bundle_image_bytes never returns bytes whose XXH3-128
  * differs from the manifest's or whose own arch differs from the label, so
  * nothing unverified reaches cuModuleLoadData. Disk images are read lazily
- * (a program loads one of many) and kept until close.
+ * (a program loads one of many) and kept until close. Which bundle on disk
+ * a program opens, and which directories it believes, is search.c's.
  */
 #include "loader_int.h"
 
@@ -104,27 +105,84 @@ static void fill_image(struct slot *s, const struct cbc_target *t, const unsigne
     }
 }
 
+/* The bytes of the image file of slot s, read only when it is a regular
+ * file of exactly the size its manifest recorded: a 1 GiB file in place of
+ * a 4 KB cubin costs one fstat, not a read. Anything else is CBC_E_VERIFY
+ * (a FIFO, a device or a directory is reported as what it is), but an
+ * absent file, CBC_E_NOT_FOUND. */
+static enum cbc_status read_image(const struct slot *s, uint8_t **data, size_t *len,
+                                  struct cbc_err *err)
+{
+    int fd;
+    uint64_t size;
+    enum cbc_status st = cbc_open_regular(s->file, 0, &fd, &size, err);
+    if (st == CBC_E_USAGE) { /* not a regular file: a broken bundle, not a bad argument */
+        if (err)
+            err->status = CBC_E_VERIFY;
+        return CBC_E_VERIFY;
+    }
+    if (st != CBC_OK)
+        return st;
+    if (size != s->size)
+        st = cbc_err_set(err, CBC_E_VERIFY, "'%s' is %llu bytes, but the manifest recorded %llu "
+                         "(replaced or truncated after the build); refusing to read it", s->file,
+                         (unsigned long long)size, (unsigned long long)s->size);
+    else
+        st = cbc_fd_read_max(fd, s->file, s->size, data, len, err);
+    close(fd);
+    if (st == CBC_OK && *len != s->size) {
+        free(*data);
+        st = cbc_err_set(err, CBC_E_VERIFY, "'%s' changed size while it was read", s->file);
+    }
+    if (st == CBC_E_FORMAT) { /* grew past the recorded size while it was read */
+        st = CBC_E_VERIFY;
+        if (err)
+            err->status = st;
+    }
+    return st;
+}
+
+/* The bundle name asked for by an open: `name`, else the one the path
+ * spells (DIR/NAME.bundle or NAME.manifest.json), else NULL (malloc'd). */
+static char *asked_name(const char *path, const char *name, bool is_dir)
+{
+    if (name && *name)
+        return cbc_strdup(name);
+    if (is_dir)
+        return cbc_bundle_dir_name(path);
+    const char *base = cbc_path_base(path), *suffix = ".manifest.json";
+    size_t n = strlen(base), k = strlen(suffix);
+    return n > k && !strcmp(base + n - k, suffix) ? cbc_strndup(base, n - k) : NULL;
+}
+
 enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct cbc_bundle **out,
                                      struct cbc_err *err)
 {
     bool is_dir = cbc_is_dir(path);
-    char *implied = is_dir && (!name || !*name) ? cbc_bundle_dir_name(path) : NULL;
-    if (implied)
-        name = implied;
-    if (is_dir && (!name || !*name))
+    char *asked = asked_name(path, name, is_dir);
+    if (is_dir && !asked)
         return cbc_err_set(err, CBC_E_USAGE, "bundle directory '%s' given without a bundle name "
                            "(and not spelled NAME.bundle)", path);
-    char *mpath = is_dir ? cbc_asprintf("%s/%s.manifest.json", path, name) : cbc_strdup(path);
+    char *mpath = is_dir ? cbc_asprintf("%s/%s.manifest.json", path, asked) : cbc_strdup(path);
     if (!mpath) {
-        free(implied);
+        free(asked);
         return cbc_err_oom(err);
     }
     struct cbc_manifest m;
     enum cbc_status st = cbc_manifest_load(mpath, &m, err);
     if (st == CBC_E_NOT_FOUND)
         cbc_err_hint(err, "build the bundle with 'cubincache build -o %s -n %s SOURCE.cu'",
-                     is_dir ? path : ".", name ? name : "NAME");
-    free(implied);
+                     is_dir ? path : ".", asked ? asked : "NAME");
+    if (st == CBC_OK && asked && strcmp(m.name, asked) != 0) {
+        /* another bundle's manifest under this one's name: its images are
+         * not the kernels the program asked for */
+        st = cbc_err_set(err, CBC_E_FORMAT, "manifest '%s': name: '%s', but the bundle asked for "
+                         "is '%s'", mpath, m.name, asked);
+        cbc_err_hint(err, "the manifest belongs to another bundle: deploy the bundle '%s' "
+                     "(cubincache build -n %s), or ask for '%s'", asked, asked, m.name);
+        cbc_manifest_release(&m);
+    }
+    free(asked);
     if (st != CBC_OK) {
         free(mpath);
         return st;
@@ -143,8 +201,7 @@ enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct 
         }
         uint8_t *ptx = NULL;
         size_t len = s->size;
-        if (m.entries[i].target.kind == CBC_KIND_PTX &&
-            cbc_file_read(s->file, &ptx, &len, NULL) != CBC_OK)
+        if (m.entries[i].target.kind == CBC_KIND_PTX && read_image(s, &ptx, &len, NULL) != CBC_OK)
             ptx = NULL; /* reported when it is loaded */
         fill_image(s, &m.entries[i].target, ptx, len);
         free(ptx);
@@ -161,124 +218,100 @@ enum cbc_status cbc_bundle_open_path(const char *path, const char *name, struct 
     return CBC_OK;
 }
 
+/* The field of struct image s that says something else than the record's
+ * entry e, or NULL when none does. */
+static const char *image_disagrees(const struct cbc_embedded_image *s,
+                                   const struct cbc_embedded_entry *e)
+{
+    struct cbc_target t;
+    if (!s->target || !cbc_target_parse(s->target, &t) || !cbc_target_eq(&t, &e->target))
+        return "target";
+    if (s->data != e->data)
+        return "data";
+    if (s->size != e->size)
+        return "size";
+    if (!s->xxh3 || strcmp(s->xxh3, e->xxh3) != 0)
+        return "xxh3";
+    return NULL;
+}
+
+static enum cbc_status struct_disagrees(const char *what, const char *field, struct cbc_err *err)
+{
+    cbc_err_set(err, CBC_E_VERIFY, "%s: the struct's %s is not what its " CBC_EMBED_SECTION " record "
+                "says (the record is what 'cubincache check' reads); refusing the bundle", what,
+                field);
+    cbc_err_hint(err, "the generated C or the record was edited: regenerate it with 'cubincache "
+                 "embed' and rebuild the program");
+    return CBC_E_VERIFY;
+}
+
+/* eb's record, parsed with the reader `check` uses (hashes and labels are
+ * verified when an image is loaded, as check verifies them when it reads
+ * them), and the struct checked against it field by field. */
+static enum cbc_status embedded_record(const struct cbc_embedded_bundle *eb, const char *name,
+                                       struct cbc_embedded_list *l, struct cbc_err *err)
+{
+    char what[64 + CBC_NAME_MAX];
+    snprintf(what, sizeof what, "embedded bundle '%s'", name);
+    if (!eb->record || eb->record_size < CBC_EMBED_HEADER ||
+        memcmp(eb->record, CBC_EMBED_MAGIC, 8) != 0) {
+        cbc_err_set(err, CBC_E_FORMAT, "%s carries no " CBC_EMBED_SECTION " record: its C was not "
+                    "generated by this version of 'cubincache embed'", what);
+        cbc_err_hint(err, "regenerate its C with 'cubincache embed' and rebuild the program");
+        return CBC_E_FORMAT;
+    }
+    /* the header's size bounds every read: the parser sees no byte past it */
+    if (cbc_rd64(eb->record + 8) != eb->record_size)
+        return struct_disagrees(what, "record_size", err);
+    enum cbc_status st = cbc_embedded_parse(eb->record, eb->record_size, 0, what, false, l, err);
+    if (st != CBC_OK) {
+        cbc_err_hint(err, "regenerate its C with 'cubincache embed' and rebuild the program");
+        return st;
+    }
+    char field[64] = "";
+    if (!eb->name || strcmp((const char *)eb->record + CBC_EMBED_HEADER, eb->name) != 0)
+        snprintf(field, sizeof field, "name");
+    else if (l->n != eb->n)
+        snprintf(field, sizeof field, "n");
+    for (size_t i = 0; !field[0] && i < l->n; i++) {
+        const char *f = image_disagrees(&eb->images[i], &l->v[i]);
+        if (f)
+            snprintf(field, sizeof field, "images[%zu].%s", i, f);
+    }
+    if (!field[0])
+        return CBC_OK;
+    cbc_embedded_release(l);
+    return struct_disagrees(what, field, err);
+}
+
 enum cbc_status cbc_bundle_open_embedded(const struct cbc_embedded_bundle *eb,
                                          struct cbc_bundle **out, struct cbc_err *err)
 {
+    const char *name = eb->name ? eb->name : "(unnamed)";
+    struct cbc_embedded_list l;
+    enum cbc_status st = embedded_record(eb, name, &l, err);
+    if (st != CBC_OK)
+        return st;
+    /* from here on the record is the description: the struct says the same */
     struct cbc_bundle *b = NULL;
-    enum cbc_status st = alloc_bundle(&b, eb->n, eb->name, "embedded", eb->arch_detail, err);
-    for (size_t i = 0; st == CBC_OK && i < eb->n; i++) {
-        const struct cbc_embedded_image *e = &eb->images[i];
+    st = alloc_bundle(&b, l.n, name, "embedded", eb->arch_detail, err);
+    for (size_t i = 0; st == CBC_OK && i < l.n; i++) {
+        const struct cbc_embedded_entry *e = &l.v[i];
         struct slot *s = &b->s[i];
-        struct cbc_target t;
-        if (!e->target || !cbc_target_parse(e->target, &t) || !e->data ||
-            !cbc_hash_from_hex(e->xxh3, &s->hash)) {
-            st = cbc_err_set(err, CBC_E_FORMAT, "embedded bundle '%s': image %zu has a bad target, "
-                             "data or hash", b->name, i);
-            break;
-        }
+        cbc_hash_from_hex(e->xxh3, &s->hash); /* 32 hex digits: the parser checked */
         s->data = e->data;
-        s->size = e->size;
-        fill_image(s, &t, e->data, e->size);
+        s->size = (size_t)e->size;
+        fill_image(s, &e->target, NULL, s->size);
+        s->img.ptx_isa = e->ptx_isa;
         b->imgs[i] = s->img;
     }
+    cbc_embedded_release(&l);
     if (st != CBC_OK) {
         cbc_bundle_close(b);
         return st;
     }
     *out = b;
     return CBC_OK;
-}
-
-/* The manifest of bundle `name` in `dir`: DIR/NAME.manifest.json or
- * DIR/NAME.bundle/NAME.manifest.json (malloc'd), or NULL when neither is
- * a file. */
-static char *find_in_dir(const char *dir, const char *name)
-{
-    char *p = cbc_asprintf("%s/%s.manifest.json", dir, name);
-    if (p && !cbc_is_file(p)) {
-        free(p);
-        p = cbc_asprintf("%s/%s.bundle/%s.manifest.json", dir, name, name);
-        if (p && !cbc_is_file(p)) {
-            free(p);
-            p = NULL;
-        }
-    }
-    return p;
-}
-
-enum cbc_status cbc_bundle_open_default(const struct cbc_embedded_bundle *eb,
-                                        struct cbc_bundle **out, struct cbc_err *err)
-{
-    const char *dir = getenv("CUBINCACHE_BUNDLE_PATH");
-    if (dir && *dir) {
-        char *found = cbc_is_dir(dir) ? find_in_dir(dir, eb->name) : NULL;
-        enum cbc_status st = cbc_bundle_open_path(found ? found : dir, eb->name, out, err);
-        free(found);
-        if (st != CBC_OK)
-            cbc_err_prefix(err, "CUBINCACHE_BUNDLE_PATH='%s'", dir);
-        return st;
-    }
-    return cbc_bundle_open_embedded(eb, out, err);
-}
-
-#ifndef CBC_DATADIR
-#define CBC_DATADIR "/usr/local/share"
-#endif
-
-enum cbc_status cbc_bundle_open_installed(const char *name, struct cbc_bundle **out,
-                                          struct cbc_err *err)
-{
-    *out = NULL;
-    if (!name || !cbc_name_valid(name))
-        return cbc_err_set(err, CBC_E_USAGE, "'%s' is not a bundle name", name ? name : "(null)");
-    /* the places, in order: each directory of CUBINCACHE_BUNDLE_PATH, then
-     * share/cubincache beside the program's bin/, then this library's */
-    struct cbc_buf looked = {0};
-    char *found = NULL;
-    const char *env = getenv("CUBINCACHE_BUNDLE_PATH");
-    for (const char *p = env ? env : ""; !found && *p;) {
-        size_t n = strcspn(p, ":");
-        char *d = n ? cbc_strndup(p, n) : NULL;
-        if (d) {
-            found = find_in_dir(d, name);
-            cbc_buf_printf(&looked, "%s%s", looked.len ? ", " : "", d);
-        }
-        free(d);
-        p += n + (p[n] == ':');
-    }
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (!found && n > 0) {
-        exe[n] = '\0';
-        char *bin = cbc_path_dir(exe);
-        char *prefix = bin ? cbc_path_dir(bin) : NULL;
-        char *d = prefix ? cbc_asprintf("%s/share/cubincache", strcmp(prefix, "/") ? prefix : "")
-                         : NULL;
-        if (d) {
-            found = find_in_dir(d, name);
-            cbc_buf_printf(&looked, "%s%s", looked.len ? ", " : "", d);
-        }
-        free(d);
-        free(prefix);
-        free(bin);
-    }
-    if (!found) {
-        found = find_in_dir(CBC_DATADIR "/cubincache", name);
-        cbc_buf_printf(&looked, "%s%s", looked.len ? ", " : "", CBC_DATADIR "/cubincache");
-    }
-    enum cbc_status st;
-    if (looked.oom)
-        st = cbc_err_oom(err);
-    else if (!found) {
-        st = cbc_err_set(err, CBC_E_NOT_FOUND, "bundle '%s' is not installed: no %s.manifest.json "
-                         "or %s.bundle/ in %s", name, name, name, looked.p);
-        cbc_err_hint(err, "install it (Meson: install_dir: get_option('datadir') / 'cubincache') "
-                     "or point CUBINCACHE_BUNDLE_PATH at the directory that holds it");
-    } else
-        st = cbc_bundle_open_path(found, name, out, err);
-    free(found);
-    cbc_buf_release(&looked);
-    return st;
 }
 
 void cbc_bundle_close(struct cbc_bundle *b)
@@ -329,15 +362,26 @@ long cbc_bundle_select(const struct cbc_bundle *b, const struct cbc_select_query
     return cbc_select(b->imgs, b->n, q, r);
 }
 
+/* "sm_90 image 'DIR/k.sm_90.cubin'" or "embedded sm_90 image", for messages. */
+static const char *image_what(const struct slot *s, char *buf, size_t len)
+{
+    char name[CBC_TARGET_NAME_MAX];
+    cbc_target_name(&s->img.target, name);
+    if (s->file)
+        snprintf(buf, len, "%s image '%s'", name, s->file);
+    else
+        snprintf(buf, len, "embedded %s image", name);
+    return buf;
+}
+
 enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const unsigned char **data,
                                        size_t *size, struct cbc_err *err)
 {
     if (i >= b->n)
         return cbc_err_set(err, CBC_E_USAGE, "bundle '%s' has no image %zu", b->name, i);
     struct slot *s = &b->s[i];
-    char name[CBC_TARGET_NAME_MAX];
-    cbc_target_name(&s->img.target, name);
-    const char *label = s->file ? s->file : name;
+    const char *label = s->file; /* NULL when embedded: the messages name the image */
+    char what[CBC_TARGET_NAME_MAX + 4096];
     const struct verified key = {s->data, s->size, s->hash, s->img.target};
     if (!s->verified && !s->file && embedded_verified(&key))
         s->verified = true;
@@ -345,7 +389,7 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
         if (!s->data) {
             uint8_t *d;
             size_t len;
-            enum cbc_status st = cbc_file_read(s->file, &d, &len, err);
+            enum cbc_status st = read_image(s, &d, &len, err);
             if (st != CBC_OK) {
                 cbc_err_prefix(err, "bundle '%s'", b->name);
                 cbc_err_hint(err, "the manifest names %s; rebuild or redeploy the bundle",
@@ -379,9 +423,10 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
             if (cbc_cubin_parse(s->data, s->size, label, &ci, NULL) == CBC_OK) {
                 bool rel = cbc_cubin_needs_dlink(&ci);
                 if (rel)
-                    cbc_err_set(err, CBC_E_VERIFY, "bundle '%s': %s image '%s' is relocatable code "
+                    cbc_err_set(err, CBC_E_VERIFY, "bundle '%s': %s is relocatable code "
                                 "referencing '%s' it does not define: it needs a device link; "
-                                "refusing to load it", b->name, name, label, ci.undefined[0]);
+                                "refusing to load it", b->name, image_what(s, what, sizeof what),
+                                ci.undefined[0]);
                 cbc_cubin_info_release(&ci);
                 if (rel) {
                     cbc_err_hint(err, "build the bundle without -rdc, or device-link it first");
@@ -391,9 +436,9 @@ enum cbc_status cbc_bundle_image_bytes(struct cbc_bundle *b, size_t i, const uns
         }
         if (!cbc_hash_eq(&h, &s->hash)) {
             cbc_err_set(err, CBC_E_VERIFY,
-                        "bundle '%s': %s image '%s' does not match the hash its manifest recorded "
-                        "(corrupt or replaced after the build); refusing to load it",
-                        b->name, name, label);
+                        "bundle '%s': %s does not match the hash recorded for it (corrupt or "
+                        "replaced after the build); refusing to load it", b->name,
+                        image_what(s, what, sizeof what));
             cbc_err_hint(err, "rebuild the bundle, or run 'cubincache check' on it");
             return CBC_E_VERIFY;
         }

@@ -5,7 +5,9 @@
  * "no image" is decided by us, with an explanation, not by the driver's
  * bare 209), verify the bytes, warn before a JIT, and only then call
  * cuModuleLoadData. The device's primary context is used, so modules share
- * it with any runtime-API code in the same program.
+ * it with any runtime-API code in the same program. What a message quotes
+ * of the driver (the GPU's name, its error texts) or of a manifest (how the
+ * targets were chosen) is escaped (common.h), as every cbc_err text is.
  */
 #include "loader_int.h"
 
@@ -147,12 +149,13 @@ enum cbc_status cbc_module_load(struct cbc_bundle *b, int device, const struct c
     }
     rc = cu->CtxSetCurrent(ctx);
     if (rc == CUDA_SUCCESS && m->jit && opts && opts->warn) {
-        char msg[768];
-        cbc_fmt(msg, sizeof msg,
+        char raw[768], msg[3 * sizeof raw];
+        cbc_fmt(raw, sizeof raw,
                  "%s: JIT-compiling %s PTX for GPU %d (%s, compute capability %d.%d): the bundle "
                  "has no SASS for it; build with --arch %d%d to skip the JIT",
                  m->bundle, m->target, device, d.name, d.cc_major, d.cc_minor, d.cc_major,
                  d.cc_minor);
+        cbc_escape(msg, sizeof msg, raw); /* the GPU's name is the driver's text */
         opts->warn(opts->warn_ctx, msg);
     }
     unsigned char *ptx = NULL;

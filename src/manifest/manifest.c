@@ -2,7 +2,10 @@
  *
  * cJSON builds and prints the document; parsing walks it with helpers that
  * record the JSON path of the field being read, so every error says which
- * field of which file is wrong and what was expected.
+ * field of which file is wrong and what was expected. Strict where cJSON
+ * is lenient: the document is the whole text (no NUL, nothing but white
+ * space after it), and integers are whole numbers (cJSON keeps a double:
+ * "version": 1.9 would read as 1).
  */
 #include "manifest.h"
 
@@ -195,6 +198,18 @@ static void get_hash(struct rd *r, const cJSON *o, const char *k, const char *fi
         fail(r, field, "expected 32 hexadecimal digits");
 }
 
+/* A JSON number that is a whole number in [0, max]: the schema's integer. */
+static bool as_uint(const cJSON *j, double max, uint64_t *out)
+{
+    if (!cJSON_IsNumber(j) || !(j->valuedouble >= 0 && j->valuedouble <= max))
+        return false;
+    uint64_t v = (uint64_t)j->valuedouble;
+    if ((double)v != j->valuedouble)
+        return false;
+    *out = v;
+    return true;
+}
+
 static const cJSON *get_obj(struct rd *r, const cJSON *o, const char *k, const char *field)
 {
     const cJSON *j = get(r, o, k, field);
@@ -257,10 +272,8 @@ static void parse_entry(struct rd *r, const cJSON *o, size_t i, size_t n_deps,
     get_hash(r, o, "xxh3", f, &e->hash);
     snprintf(f, sizeof f, "entries[%zu].size", i);
     const cJSON *sz = get(r, o, "size", f);
-    if (sz && (!cJSON_IsNumber(sz) || sz->valuedouble < 0 || sz->valuedouble > 9.0e15))
+    if (sz && !as_uint(sz, 9.0e15, &e->size))
         fail(r, f, "expected a non-negative integer");
-    else if (sz)
-        e->size = (uint64_t)sz->valuedouble;
     const cJSON *dv = cJSON_GetObjectItemCaseSensitive(o, "deps");
     if (dv) {
         snprintf(f, sizeof f, "entries[%zu].deps", i);
@@ -277,11 +290,12 @@ static void parse_entry(struct rd *r, const cJSON *o, size_t i, size_t n_deps,
         const cJSON *x;
         cJSON_ArrayForEach(x, dv)
         {
-            if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= (double)n_deps) {
+            uint64_t d;
+            if (!as_uint(x, 9.0e15, &d) || d >= n_deps) {
                 fail(r, f, "expected indices into 'dependencies'");
                 return;
             }
-            e->deps[k++] = (size_t)x->valuedouble;
+            e->deps[k++] = (size_t)d;
         }
         e->n_deps = k;
     }
@@ -338,29 +352,66 @@ static void parse_lookups(struct rd *r, const cJSON *lk, struct cbc_manifest *m)
     }
 }
 
+/* The one JSON document `text` holds, or NULL with r->st set: no NUL in
+ * it, nothing but white space after the document. */
+static cJSON *parse_whole(struct rd *r, const char *text, size_t len)
+{
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        r->st = cbc_err_set(r->err, CBC_E_FORMAT, "manifest '%s': byte %zu is a NUL: not JSON "
+                            "text (damaged, or padded after the document)", r->file,
+                            (size_t)(nul - text));
+        cbc_err_hint(r->err, "rebuild the bundle with 'cubincache build' to regenerate it");
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        long off = at && at >= text && at <= text + len ? (long)(at - text) : -1;
+        r->st = cbc_err_set(r->err, CBC_E_FORMAT, "manifest '%s': not valid JSON (near byte %ld)",
+                            r->file, off);
+    } else {
+        size_t at = (size_t)(end - text);
+        while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r' ||
+                            text[at] == '\n'))
+            at++;
+        if (at < len) {
+            r->st = cbc_err_set(r->err, CBC_E_FORMAT, "manifest '%s': byte %zu: more text after "
+                                "the JSON document, which ends at byte %zu", r->file, at,
+                                (size_t)(end - text));
+            cJSON_Delete(root);
+            root = NULL;
+        }
+    }
+    if (!root)
+        cbc_err_hint(r->err, "rebuild the bundle with 'cubincache build' to regenerate it");
+    return root;
+}
+
 enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *name,
                                    struct cbc_manifest *m, struct cbc_err *err)
 {
     memset(m, 0, sizeof *m);
     struct rd r = {name ? name : "<buffer>", err, CBC_OK};
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    if (!root) {
-        const char *at = cJSON_GetErrorPtr();
-        long off = at && at >= text && at <= text + len ? (long)(at - text) : -1;
-        cbc_err_set(err, CBC_E_FORMAT, "manifest '%s': not valid JSON (near byte %ld)", r.file, off);
-        cbc_err_hint(err, "rebuild the bundle with 'cubincache build' to regenerate it");
-        return CBC_E_FORMAT;
-    }
+    cJSON *root = parse_whole(&r, text, len);
+    if (!root)
+        return r.st;
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
+    uint64_t version = 0;
     if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) ||
         strcmp(fmt->valuestring, CBC_MANIFEST_FORMAT) != 0) {
         fail(&r, "format", "expected \"" CBC_MANIFEST_FORMAT "\": not a cubincache manifest");
         goto out;
     }
-    if (!cJSON_IsNumber(ver) || ver->valueint != CBC_MANIFEST_VERSION) {
-        r.st = cbc_err_set(err, CBC_E_UNSUPPORTED, "manifest '%s': version %d; this cubincache "
-                           "reads version %d", r.file, cJSON_IsNumber(ver) ? ver->valueint : -1,
+    if (!as_uint(ver, 1e9, &version)) {
+        fail(&r, "version", "expected an integer");
+        goto out;
+    }
+    if (version != CBC_MANIFEST_VERSION) {
+        r.st = cbc_err_set(err, CBC_E_UNSUPPORTED, "manifest '%s': version %llu; this cubincache "
+                           "reads version %d", r.file, (unsigned long long)version,
                            CBC_MANIFEST_VERSION);
         cbc_err_hint(err, "rebuild the bundle with this cubincache");
         goto out;

@@ -174,5 +174,7 @@ expect_out 2 "cannot open" "$C" check "$T/nonexistent.cubin"
 echo '{"format": "cubincache-manifest", "version": 1' > "$T/bad.manifest.json"
 expect_out 2 "not valid JSON" "$C" check "$T/bad.manifest.json"
 expect_out 2 "--cuda-driver" "$C" check --cuda-driver banana "$T/b"
-expect_out 4 "cannot load the CUDA driver" env CUBINCACHE_LIBCUDA=/nonexistent/libcuda.so.1 "$C" devices
+# a libcuda.so.1 that is no library, found first on LD_LIBRARY_PATH: no driver, even on a GPU machine
+mkdir -p "$T/nodriver" && echo "not a library" > "$T/nodriver/libcuda.so.1"
+expect_out 4 "cannot load the CUDA driver (libcuda.so.1)" env LD_LIBRARY_PATH="$T/nodriver" "$C" devices
 echo ok

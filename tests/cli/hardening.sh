@@ -97,6 +97,13 @@ printf 'a"b\\c??/\n*/ int pwned = 1; /*' > "$T/want"
 "$T/embmain" > "$T/got"
 cmp -s "$T/want" "$T/got" || fail "arch detail changed on its way through C: $(od -c "$T/got" | head)"
 
+# an image that is not what its manifest records is refused at build time, never embedded
+cp "$T/o3/kern.sm_90.cubin" "$T/kern.keep"
+printf 'X' | dd of="$T/o3/kern.sm_90.cubin" bs=1 seek=1500 conv=notrunc 2>/dev/null
+expect_out 1 "does not match the hash recorded for it" "$C" embed -o "$T/emb2.c" "$T/o3/kern.manifest.json"
+[ ! -e "$T/emb2.c" ] || fail "embed wrote C for a corrupt image"
+cp "$T/kern.keep" "$T/o3/kern.sm_90.cubin"
+
 note "4. a tampered manifest cannot make build delete a source or a foreign file"
 mkdir -p "$T/t4" && cp k.cu kh.cuh "$T/t4/" && cd "$T/t4"
 expect_exit 0 "$C" build -a 80 k.cu
@@ -261,4 +268,23 @@ done
 [ -z "$(ls -A "$T/elsewhere")" ] || fail "slots were made through a symlinked directory: $(ls "$T/elsewhere")"
 [ "$(cat "$T/slot-victim")" = victim ] || fail "a slot was opened through a planted symlink"
 [ -z "$(ls -A "$T/rt3/cubincache-jobs")" ] || fail "slots were made in a directory others can write"
+note "13. what a message or a listing quotes is printed escaped: no file name, file byte or value reaches the terminal raw"
+# ESC ] 0 (retitle), BEL, and U+009B (CSI as a C1 control in UTF-8) then '2J' (clear)
+evil=$'k\e]0;owned\a\xc2\x9b2J'
+shown='k\x1b]0;owned\x07\xc2\x9b2J'
+# inert WHAT: $T/last.out holds no control byte but newline and tab, no C1, and shows the name escaped
+inert() {
+    LC_ALL=C grep -qP '[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "$T/last.out" &&
+        fail "$1 printed a raw control: $(od -c "$T/last.out" | head -20)"
+    grep -qF "$shown" "$T/last.out" || fail "$1 does not show the name escaped: $(cat -v "$T/last.out")"
+}
+printf 'not a cubin at all' > "$T/$evil.cubin"
+expect_out 2 "not a cubin, fatbin, PTX file or ELF file" "$C" inspect "$T/$evil.cubin"; inert "inspect's error"
+expect_out 2 "" "$C" check "$T/$evil.cubin"; inert "check's error"
+expect_out 2 "" "$C" select --cc 9.0 "$T/$evil.cubin"; inert "select's error"
+cp "$T/o2/k.sm_90.cubin" "$T/$evil.sm_90.cubin"
+expect_out 0 "cubin sm_90" "$C" inspect "$T/$evil.sm_90.cubin"; inert "inspect's listing"
+expect_out 0 "sm_90" "$C" select --cc 9.0 "$T/$evil.sm_90.cubin"; inert "select's answer"
+expect_out 2 "" "$C" stamp --check --arch "90,$evil"; inert "stamp's error"
+expect_out 2 "" "$C" build -a 90 -n "$evil" -o "$T/o13" k.cu; inert "build's usage error"
 echo ok

@@ -348,8 +348,10 @@ np.save(path("img3.npy"), X.reshape(n, 2, 3))
 out = path("img3.npy.out.npy")
 expect(0, "delta", "--model", m3, "--input", path("img3.npy"), "--target", "0", "--out", out,
        "--plot", path("img3.svg"))
-if not np.allclose(np.load(out), W3[0] * X, rtol=1e-5, atol=1e-6):
-    fail("a 3-D input was not flattened in C order")
+got = np.load(out)
+if got.shape != (n, 2, 3) or not np.allclose(got.reshape(n, -1), W3[0] * X, rtol=1e-5, atol=1e-6):
+    fail("a 3-D input was not flattened in C order, or its attributions (%s) are not shaped "
+         "like it" % (got.shape,))
 if "attributions (red +" not in open(path("img3.svg")).read():
     fail("an [n, H, W] input was not drawn as an image")
 np.save(path("img4.npy"), X.reshape(n, 1, 2, 3))

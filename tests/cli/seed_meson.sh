@@ -36,6 +36,10 @@ lib=$(find "$T/stage" -name 'libcubincache.so*' | head -1)
 export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fake="$BUILDDIR/tests/libfakecuda.so"
 [ -f "$fake" ] || fail "no fake driver at $fake"
+# the installed library opens libcuda.so.1 and nothing else: the fake is
+# found as the dynamic loader finds any driver, first on LD_LIBRARY_PATH
+mkdir -p "$T/fakedriver" && ln -s "$fake" "$T/fakedriver/libcuda.so.1"
+fakepath="$T/fakedriver:$LD_LIBRARY_PATH"
 
 cp -r "$SRCDIR/examples/meson-consumer" "$T/consumer"
 make_counting_nvcc
@@ -53,10 +57,10 @@ dp="$T/cb/dp.bundle/dp"
 [ "$(sm_of "$dp.sm_89.cubin")" = 89 ] || fail "no sm_89 dp cubin: $(ls "$T/cb/dp.bundle")"
 grep -q '"linked_sources"' "$dp.manifest.json" || fail "dp's manifest names no linked sources"
 expect_out 0 "RUNS         sm_89     dp: runs (sm_89 SASS)" cubincache check --arch 89 "$T/cb/dp"
-expect_out 1 "dp: ran sm_89 on GPU 0" env CUBINCACHE_LIBCUDA="$fake" FAKE_CUDA_CC=89 "$T/cb/dp"
+expect_out 1 "dp: ran sm_89 on GPU 0" env LD_LIBRARY_PATH="$fakepath" FAKE_CUDA_CC=89 "$T/cb/dp"
 
 note "the program built for 89, on a (fake) compute capability 9.0 GPU: refused with the fix"
-expect_out 4 "vecadd: no image for GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0): the bundle has sm_89 and no PTX" env CUBINCACHE_LIBCUDA="$fake" FAKE_CUDA_CC=90 "$exe"
+expect_out 4 "vecadd: no image for GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0): the bundle has sm_89 and no PTX" env LD_LIBRARY_PATH="$fakepath" FAKE_CUDA_CC=90 "$exe"
 grep -q "rebuild with cubincache build --arch 90" "$T/last.out" || fail "no remedy: $(cat "$T/last.out")"
 expect_out 1 "WILL-NOT-RUN sm_90     vecadd: will not run on compute capability 9.0: has sm_89 and no PTX" cubincache check --arch 90 "$exe"
 
@@ -69,7 +73,7 @@ grep -q '"target":	"sm_90"' "$k.manifest.json" || fail "manifest does not say sm
 grep -q '"CUDA_COMPUTE_CAP":	"90"' "$k.manifest.json" || fail "manifest does not record CUDA_COMPUTE_CAP=90"
 expect_out 0 "RUNS         sm_90     vecadd: runs (sm_90 SASS)" cubincache check --arch 90 "$exe"
 # the fake driver runs nothing, so the sums stay wrong; the choice is what counts
-expect_out 1 "vecadd: ran sm_90 on GPU 0" env CUBINCACHE_LIBCUDA="$fake" FAKE_CUDA_CC=90 "$exe"
+expect_out 1 "vecadd: ran sm_90 on GPU 0" env LD_LIBRARY_PATH="$fakepath" FAKE_CUDA_CC=90 "$exe"
 
 note "CUDA_COMPUTE_CAP=89 again: a pure cache hit"
 reset_nvcc_log
@@ -122,9 +126,9 @@ ib=$(find "$T/cstage" -path '*/share/cubincache/vecadd.bundle' -type d)
 [ -n "$ib" ] && [ -f "$ib/vecadd.manifest.json" ] && [ "$(sm_of "$ib/vecadd.sm_89.cubin")" = 89 ] ||
     fail "installed: $(find "$T/cstage" -type f)"
 iexe=$(find "$T/cstage" -path '*/bin/vecadd' -type f)
-expect_out 1 "vecadd: ran sm_89 on GPU 0" env CUBINCACHE_LIBCUDA="$fake" FAKE_CUDA_CC=89 "$iexe" --installed
+expect_out 1 "vecadd: ran sm_89 on GPU 0" env LD_LIBRARY_PATH="$fakepath" FAKE_CUDA_CC=89 "$iexe" --installed
 grep -qF "$ib/vecadd.manifest.json" "$T/last.out" || fail "not the installed bundle: $(cat "$T/last.out")"
-expect_out 1 "bundle 'vecadd' is not installed" env CUBINCACHE_LIBCUDA="$fake" FAKE_CUDA_CC=89 \
+expect_out 1 "bundle 'vecadd' is not installed" env LD_LIBRARY_PATH="$fakepath" FAKE_CUDA_CC=89 \
     "$T/cb/vecadd" --installed
 
 note "ninja clean removes every file the kernel steps wrote; the next ninja rebuilds from the cache"

@@ -1,6 +1,10 @@
 /* fake_libcuda.c: a test double for libcuda.so.1, loaded through
- * CUBINCACHE_LIBCUDA, so the loader's whole path (device query, selection,
- * verification, module load, errors) is tested on machines without a GPU.
+ * CUBINCACHE_LIBCUDA by test programs linked with the test suite's driver
+ * table (src/meson.build, cudadrv_test_lib), or as libcuda.so.1 from a
+ * directory on LD_LIBRARY_PATH by programs linked with the installed
+ * library (tests/cli/seed_meson.sh), so the loader's whole path (device
+ * query, selection, verification, module load, errors) is tested on
+ * machines without a GPU.
  *
  * It is configured by environment variables read at cuInit:
  *   FAKE_CUDA_CC      compute capability as 10*major+minor (default 90)

@@ -1,6 +1,7 @@
 /* fuzz_nvargs.c: libFuzzer target for the launcher's nvcc command-line
  * parser: the input split at NUL bytes is argv. Parsing never fails; a
- * cacheable command must name its input among the arguments. */
+ * cacheable command must name its input among the arguments; the
+ * relative-path judgement reads every argument without running past one. */
 #include "nvargs.h"
 
 #include <stddef.h>
@@ -25,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     for (size_t i = 0; i < argc; i++)
         cbc_nv_is_output_arg(&a, i);
+    cbc_nv_names_relative(argv, argc, NULL, NULL);
     cbc_nv_release(&a);
     free(buf);
     return 0;

@@ -3,6 +3,7 @@
  * object, a host executable) and on the committed malformed files, which
  * must each give CBC_E_FORMAT naming the file and an offset, never a crash. */
 #include "fixtures.h"
+#include "embedded.h"
 
 #include <cubincache/binfmt.h>
 
@@ -198,6 +199,53 @@ Test(binfmt, verify_target_catches_the_seeds_mislabeled_cubin)
     free(d);
 }
 
+/* Bytes that are no file are not named as one: the caller's message
+ * names them (once "'<buffer>' is labelled sm_89" reached users). */
+Test(binfmt, bytes_without_a_file_name_are_not_called_a_buffer)
+{
+    size_t len;
+    uint8_t *d = fixture("k.sm_90.cubin", &len);
+    struct cbc_target want;
+    cbc_target_parse("sm_89", &want);
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_binfmt_verify_target(d, len, &want, NULL, NULL, &err), CBC_E_VERIFY);
+    cr_assert(!strncmp(err.msg, "labelled sm_89 but holds sm_90 code", 35), "%s", err.msg);
+    struct cbc_cubin_info ci;
+    cr_assert_eq(cbc_cubin_parse(d, 40, NULL, &ci, &err), CBC_E_FORMAT);
+    cr_assert(!strncmp(err.msg, "offset 0: ", 10) || !strncmp(err.msg, "offset 0x", 9), "%s", err.msg);
+    cr_assert_null(strstr(err.msg, "<buffer>"), "%s", err.msg);
+    free(d);
+}
+
+/* nvcc writes EI_ABIVERSION 7 (V1) or 8 (V2), and the SM sits in a
+ * different byte of e_flags for each; any other value is refused, not
+ * decoded as one of them (fuzzed cubins with other values passed as sm_89
+ * and were decoded as another SM by the driver). */
+Test(binfmt, only_the_elf_abi_versions_nvcc_writes_are_read)
+{
+    size_t len;
+    uint8_t *d = fixture("k.sm_90.cubin", &len);
+    struct cbc_target want;
+    cbc_target_parse("sm_90", &want);
+    cr_assert_eq(d[8], 8);
+    const uint8_t others[] = {0, 6, 9, 0x41, 255};
+    for (size_t i = 0; i < sizeof others; i++) {
+        d[8] = others[i];
+        struct cbc_cubin_info ci;
+        struct cbc_err err = {0};
+        cr_assert_eq(cbc_cubin_parse(d, len, "k.sm_90.cubin", &ci, &err), CBC_E_UNSUPPORTED,
+                     "EI_ABIVERSION %u", others[i]);
+        char want_msg[64];
+        snprintf(want_msg, sizeof want_msg, "offset 0x8: EI_ABIVERSION %u", others[i]);
+        cr_assert(strstr(err.msg, want_msg), "%s", err.msg);
+        cr_assert(strstr(err.msg, "7") && strstr(err.msg, "8"), "%s", err.msg);
+        cr_assert_neq(cbc_binfmt_verify_target(d, len, &want, "k.sm_90.cubin", NULL, NULL), CBC_OK);
+    }
+    d[8] = 8;
+    cr_assert_eq(cbc_binfmt_verify_target(d, len, &want, "k.sm_90.cubin", NULL, NULL), CBC_OK);
+    free(d);
+}
+
 static uint8_t *data_file(const char *name, size_t *len)
 {
     char *p = cbc_asprintf("%s/%s", data_dir(), name);
@@ -372,7 +420,9 @@ Test(binfmt, embedded_records_are_read_verified_and_bounds_checked)
     sec[off90 + 100] ^= 1;
     memcpy(sec + CBC_EMBED_HEADER + 8, "sm_89", 5);
     cr_assert_eq(cbc_embedded_parse(sec, len, 0, "prog", true, &el, &err), CBC_E_VERIFY);
-    cr_assert(strstr(err.msg, "is mislabeled") && strstr(err.msg, "holds sm_86"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "image sm_89 of embedded bundle 'one' is mislabeled: labelled sm_89 "
+                              "but holds sm_86 code"), "%s", err.msg);
+    cr_assert_null(strstr(err.msg, "<buffer>"), "bytes that are no file named as one: %s", err.msg);
     memcpy(sec + CBC_EMBED_HEADER + 8, "sm_86", 5);
 
     /* lies about sizes and offsets, and bad fields, name file and offset */
@@ -424,6 +474,59 @@ Test(binfmt, embedded_records_are_read_verified_and_bounds_checked)
     }
     cr_assert_gt(refused, len / 7 / 2, "only %zu truncations refused", refused);
     free(sec);
+    free(c86);
+    free(c90);
+}
+
+/* The writer `cubincache embed` uses lays out byte for byte what the
+ * layout of binfmt.h (as make_record reads it) says, and the reader reads
+ * it back verified; PTX gets the NUL the driver wants after its bytes. */
+Test(binfmt, the_record_writer_lays_out_what_the_reader_reads)
+{
+    size_t l86, l90, lptx;
+    uint8_t *c86 = fixture("k.sm_86.cubin", &l86), *c90 = fixture("k.sm_90.cubin", &l90);
+    uint8_t *ptx = fixture("k.compute_90.ptx", &lptx);
+    const char *t2[] = {"sm_86", "sm_90"};
+    uint8_t *i2[] = {c86, c90};
+    size_t s2[] = {l86, l90};
+    const size_t cap = l86 + l90 + 4096;
+    uint8_t *want = calloc(1, cap);
+    size_t wlen = make_record(want, cap, "one", t2, i2, s2, 2);
+    struct cbc_embedded_entry v[3] = {0};
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert(cbc_target_parse(i < 2 ? t2[i] : "compute_90", &v[i].target));
+        v[i].data = i < 2 ? i2[i] : ptx;
+        v[i].size = i < 2 ? s2[i] : lptx;
+        struct cbc_hash h;
+        cbc_hash_bytes(v[i].data, (size_t)v[i].size, &h);
+        cbc_hash_hex(&h, v[i].xxh3);
+    }
+    struct cbc_buf rec = {0};
+    cr_assert_eq(cbc_embedded_write("one", v, 2, &rec, NULL), CBC_OK);
+    cr_assert_eq(rec.len, wlen);
+    cr_assert_eq(memcmp(rec.p, want, wlen), 0, "the writer and the layout differ");
+    cbc_buf_release(&rec);
+    cr_assert_eq(cbc_embedded_write("with_ptx", v, 3, &rec, NULL), CBC_OK);
+    struct cbc_embedded_list el;
+    struct cbc_err err = {0};
+    cr_assert_eq(cbc_embedded_parse((const uint8_t *)rec.p, rec.len, 0, "rec", true, &el, &err),
+                 CBC_OK, "%s", err.msg);
+    cr_assert_eq(el.n, 3);
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_eq(el.v[i].offset, v[i].offset);
+        cr_assert_eq(el.v[i].offset % 64, 0);
+        cr_assert(cbc_target_eq(&el.v[i].target, &v[i].target));
+        cr_assert_eq(memcmp(el.v[i].data, v[i].data, (size_t)v[i].size), 0);
+    }
+    cr_assert_eq(el.v[2].ptx_isa, 90);
+    cr_assert_eq(el.v[2].data[lptx], '\0', "PTX is followed by its NUL");
+    cr_assert_eq(rec.len % 64, 0);
+    cbc_embedded_release(&el);
+    cbc_buf_release(&rec);
+    cr_assert_eq(cbc_embedded_write("../x", v, 1, &rec, NULL), CBC_E_USAGE);
+    cbc_buf_release(&rec);
+    free(want);
+    free(ptx);
     free(c86);
     free(c90);
 }

@@ -140,3 +140,49 @@ Test(manifest, names_and_files_are_checked_as_untrusted_input)
     expect_bad("\"k.compute_90.ptx\"", "\"k.sm_90.cubin\"", "the same file as an earlier entry",
                CBC_E_FORMAT);
 }
+
+/* Where the schema says integer, 1.9 is not 1 and 3832.5 no size. */
+Test(manifest, numbers_are_integers_where_the_schema_says_integer)
+{
+    expect_bad("\"version\":\t1", "\"version\":\t1.9", "version: expected an integer",
+               CBC_E_FORMAT);
+    expect_bad("\"version\":\t1", "\"version\":\t\"1\"", "version: expected an integer",
+               CBC_E_FORMAT);
+    expect_bad("\"size\":\t3832", "\"size\":\t3832.5", "entries[0].size: expected a non-negative "
+               "integer", CBC_E_FORMAT);
+    expect_bad("\"size\":\t3832", "\"size\":\t1e300", "entries[0].size", CBC_E_FORMAT);
+    expect_bad("\"deps\":\t[1]", "\"deps\":\t[0.5]", "entries[1].deps", CBC_E_FORMAT);
+}
+
+/* Parses the rendered sample with `tail` (n bytes, NULs included)
+ * appended; returns the status, err filled. */
+static enum cbc_status parse_with_tail(const char *tail, size_t n, struct cbc_err *err)
+{
+    struct cbc_manifest_entry ents[2] = {0};
+    struct cbc_manifest m = sample(ents);
+    char *text = cbc_manifest_render(&m);
+    struct cbc_buf b = {0};
+    cbc_buf_puts(&b, text);
+    cbc_buf_append(&b, tail, n);
+    struct cbc_manifest back;
+    enum cbc_status st = cbc_manifest_parse(b.p, b.len, "t.manifest.json", &back, err);
+    if (st == CBC_OK)
+        cbc_manifest_release(&back);
+    cbc_buf_release(&b);
+    free(text);
+    return st;
+}
+
+/* The document is the whole file: bytes after it, NULs or not, are
+ * damage (or a second document), never ignored. */
+Test(manifest, nothing_may_follow_the_document)
+{
+    struct cbc_err err = {0};
+    cr_assert_eq(parse_with_tail(" \n\t\r\n", 5, &err), CBC_OK, "%s", err.msg);
+    cr_assert_eq(parse_with_tail("\0garbage", 8, &err), CBC_E_FORMAT);
+    cr_assert(strstr(err.msg, "t.manifest.json") && strstr(err.msg, "is a NUL"), "%s", err.msg);
+    cr_assert_eq(parse_with_tail("\0\0\0", 3, &err), CBC_E_FORMAT);
+    cr_assert_eq(parse_with_tail("{\"format\": 1}", 13, &err), CBC_E_FORMAT);
+    cr_assert(strstr(err.msg, "after the JSON document"), "%s", err.msg);
+    cr_assert_eq(parse_with_tail("x", 1, &err), CBC_E_FORMAT);
+}

@@ -2,6 +2,9 @@
  *
  * Errors read "cubincache build: error: <what>" with an optional indented
  * "hint: <remedy>" line; colour only on a terminal and never with NO_COLOR.
+ * Every message is escaped where it is printed (common.h, cbc_escape): what
+ * it quotes of a file name, a file, the environment or the driver can
+ * never move the cursor, retitle or clear the terminal, or forge a line.
  */
 #include "tool.h"
 
@@ -24,11 +27,15 @@ void tool_init(struct tool *t, const char *prog)
 }
 
 static void vmsg(const struct tool *t, const char *label, const char *color, const char *fmt,
+                 va_list ap) CBC_PRINTF(4, 0);
+static void vmsg(const struct tool *t, const char *label, const char *color, const char *fmt,
                  va_list ap)
 {
+    char text[4 * CBC_ERR_MSG_MAX];
+    int n = vsnprintf(text, sizeof text, fmt, ap);
     fprintf(stderr, "%s: %s%s%s: ", t->prog, t->color ? color : "", label, t->color ? "\033[0m" : "");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    tool_fputs_escaped(text, stderr);
+    fputs(n >= (int)sizeof text ? "...\n" : "\n", stderr); /* cut: say so */
 }
 
 void tool_errorf(const struct tool *t, const char *fmt, ...)
@@ -42,9 +49,11 @@ void tool_errorf(const struct tool *t, const char *fmt, ...)
 void tool_error(const struct tool *t, const struct cbc_err *err)
 {
     tool_errorf(t, "%s", err->msg[0] ? err->msg : cbc_strerror(err->status));
-    if (err->remedy[0])
-        fprintf(stderr, "  %shint:%s %s\n", t->color ? "\033[1;36m" : "", t->color ? "\033[0m" : "",
-                err->remedy);
+    if (err->remedy[0]) {
+        fprintf(stderr, "  %shint:%s ", t->color ? "\033[1;36m" : "", t->color ? "\033[0m" : "");
+        tool_fputs_escaped(err->remedy, stderr);
+        fputc('\n', stderr);
+    }
 }
 
 void tool_warn(const struct tool *t, const char *fmt, ...)
@@ -104,16 +113,13 @@ int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, .
 
 void tool_fputs_escaped(const char *s, FILE *f)
 {
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '\n')
-            fputs("\\n", f);
-        else if (c == '\t')
-            fputs("\\t", f);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(f, "\\x%02x", c);
-        else
-            fputc(c, f);
+    size_t n = s ? strlen(s) : 0;
+    while (n) {
+        char unit[CBC_ESCAPE_UNIT_MAX];
+        size_t used, k = cbc_escape_unit(s, n, unit, &used);
+        fwrite(unit, 1, k, f);
+        s += used;
+        n -= used;
     }
 }
 

@@ -48,8 +48,10 @@ int tool_unknown_option(const struct tool *t, const char *usage, char **argv);
 /* Prints "usage: ..." to stderr and returns EXIT_USAGE. */
 int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, ...) CBC_PRINTF(3, 4);
 
-/* Prints s to f with control characters escaped (\n, \t, \xNN), so a
- * value from the environment or a file can never split a one-line record. */
+/* Prints s to f with every byte that is not printable escaped (\n, \t,
+ * \xNN; C1 controls and invalid UTF-8 included: common.h, cbc_escape), so a
+ * value from the environment or a file can never split a one-line record
+ * or send the terminal a control sequence. */
 void tool_fputs_escaped(const char *s, FILE *f);
 
 #endif

@@ -62,9 +62,10 @@ static void clear_status(struct printer *p)
 }
 
 /* The variables outside the key's own list that change what build makes:
- * the targets (CUDA_COMPUTE_CAP; the driver 'auto' asks), which nvcc and
- * host compiler run. */
-static const char *const cargo_env[] = {"CUDA_COMPUTE_CAP", "NVCC", "PATH", "CUBINCACHE_LIBCUDA"};
+ * the targets (CUDA_COMPUTE_CAP), which nvcc and host compiler run. (No
+ * variable names the driver 'auto' asks: the installed cudadrv opens
+ * libcuda.so.1 only.) */
+static const char *const cargo_env[] = {"CUDA_COMPUTE_CAP", "NVCC", "PATH"};
 
 static bool system_dir(const char *d)
 {
@@ -149,10 +150,12 @@ static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
     struct printer *p = ctx;
     if (kind == CBC_MSG_PROGRESS) {
         size_t len = strlen(text);
+        fputc('\r', stderr);
+        tool_fputs_escaped(text, stderr);
         if (p->erase)
-            fprintf(stderr, "\r%s\033[K", text);
+            fputs("\033[K", stderr);
         else
-            fprintf(stderr, "\r%s%*s", text, len < p->last_len ? (int)(p->last_len - len) : 0, "");
+            fprintf(stderr, "%*s", len < p->last_len ? (int)(p->last_len - len) : 0, "");
         fflush(stderr);
         p->last_len = len;
         p->status = true;
@@ -163,10 +166,13 @@ static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
     case CBC_MSG_WARNING: tool_warn(p->t, "%s", text); break;
     case CBC_MSG_NOTE: tool_note(p->t, "%s", text); break;
     case CBC_MSG_EXPLAIN:
-        if (p->explain)
-            fprintf(stderr, "%s: explain: %s\n", p->t->prog, text);
+        if (p->explain) {
+            fprintf(stderr, "%s: explain: ", p->t->prog);
+            tool_fputs_escaped(text, stderr);
+            fputc('\n', stderr);
+        }
         break;
-    case CBC_MSG_DIAG: fprintf(stderr, "%s\n", text); break;
+    case CBC_MSG_DIAG: fprintf(stderr, "%s\n", text); break; /* nvcc's own words, as it prints them */
     case CBC_MSG_PROGRESS: break;
     }
 }

@@ -95,8 +95,11 @@ int cmd_devices(int argc, char **argv)
             }
             tool_print_json(o);
         } else {
+            /* the GPU's name is the driver's text: shown escaped */
+            char name[4 * sizeof d.name];
+            cbc_escape(name, sizeof name, d.name);
             printf("GPU %d: %s, compute capability %d.%d, %.1f GB, driver CUDA %d.%d (PTX ISA %u.%u)\n",
-                   i, d.name, d.cc_major, d.cc_minor, (double)d.total_mem / 1e9,
+                   i, name, d.cc_major, d.cc_minor, (double)d.total_mem / 1e9,
                    d.driver_version / 1000, (d.driver_version % 1000) / 10, d.ptx_isa / 10,
                    d.ptx_isa % 10);
             if (b && pick >= 0)

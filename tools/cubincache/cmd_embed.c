@@ -6,12 +6,16 @@
  * Every image is verified (hash as recorded, own arch as labelled) before
  * it is embedded: a corrupt or mislabeled bundle is refused here, at build
  * time. The images go into one record in the section .cbc_bundle (layout
- * in cubincache/binfmt.h) so that deploy checks read them from the binary.
+ * in cubincache/binfmt.h, written by binfmt's cbc_embedded_write) so that
+ * deploy checks read them from the binary; the generated struct points at
+ * that record, and the loader checks every field of the struct against it
+ * when it opens the bundle, so check and the loader judge the same data.
  * The output is rewritten only when its bytes change, so an unchanged
  * bundle recompiles and relinks nothing. PTX images get a trailing NUL
  * after `size` bytes, as the driver wants PTX text.
  */
 #include "cmds.h"
+#include "embedded.h"
 
 #include <cubincache/loader.h>
 
@@ -122,99 +126,60 @@ int cmd_embed(int argc, char **argv)
     c_comment_text(&out, cbc_bundle_name(b));
     cbc_buf_printf(&out, "': %zu image%s, each verified before embedding, in one\n"
                          " * record of section " CBC_EMBED_SECTION " (layout: cubincache/binfmt.h), where\n"
-                         " * `cubincache check`, `inspect` and `select` find them. */\n"
+                         " * `cubincache check`, `inspect` and `select` find them, and which the\n"
+                         " * loader checks this struct against when it opens the bundle. */\n"
                          "#include <cubincache/loader.h>\n\n",
                    n, n == 1 ? "" : "s");
-    char (*hexes)[CBC_HASH_HEX_LEN + 1] = calloc(n ? n : 1, sizeof *hexes);
-    uint64_t *offs = calloc(n ? n : 1, sizeof *offs), *sizes = calloc(n ? n : 1, sizeof *sizes);
-    const unsigned char **datas = calloc(n ? n : 1, sizeof *datas);
-    if (!hexes || !offs || !sizes || !datas)
+    /* the verified bytes and their hashes, as the record's descriptors */
+    struct cbc_embedded_entry *v = calloc(n ? n : 1, sizeof *v);
+    if (!v)
         st = cbc_err_oom(&err);
-    /* layout: header, name, descriptors, then the images 64-byte aligned */
-    const char *bname = cbc_bundle_name(b);
-    const uint64_t ns = (strlen(bname) + 1 + 7) / 8 * 8;
-    uint64_t at = CBC_EMBED_HEADER + ns + (uint64_t)n * CBC_EMBED_DESC;
     for (size_t i = 0; st == CBC_OK && i < n; i++) {
         size_t size;
-        st = cbc_bundle_image_bytes(b, i, &datas[i], &size, &err);
+        st = cbc_bundle_image_bytes(b, i, &v[i].data, &size, &err);
         if (st != CBC_OK)
             break;
+        v[i].size = size;
+        v[i].target = imgs[i].target;
         struct cbc_hash h;
-        cbc_hash_bytes(datas[i], size, &h);
-        cbc_hash_hex(&h, hexes[i]);
-        at = (at + 63) / 64 * 64;
-        offs[i] = at;
-        sizes[i] = size;
-        at += size + (imgs[i].target.kind == CBC_KIND_PTX ? 1 : 0); /* PTX: its NUL */
+        cbc_hash_bytes(v[i].data, size, &h);
+        cbc_hash_hex(&h, v[i].xxh3);
     }
-    const uint64_t total = (at + 63) / 64 * 64;
+    if (st == CBC_OK)
+        st = cbc_embedded_write(cbc_bundle_name(b), v, n, &rec, &err);
     if (st == CBC_OK) {
-        uint8_t word[8];
-        cbc_buf_append(&rec, CBC_EMBED_MAGIC, 8);
-        cbc_wr64(word, total);
-        cbc_buf_append(&rec, word, 8);
-        cbc_wr32(word, (uint32_t)n);
-        cbc_wr32(word + 4, (uint32_t)ns);
-        cbc_buf_append(&rec, word, 8);
-        char *nm = calloc(1, ns);
-        if (nm) {
-            memcpy(nm, bname, strlen(bname));
-            cbc_buf_append(&rec, nm, ns);
-        } else {
-            rec.oom = true;
-        }
-        free(nm);
-        for (size_t i = 0; i < n; i++) {
-            uint8_t d[CBC_EMBED_DESC] = {0};
-            cbc_target_name(&imgs[i].target, (char *)d);
-            cbc_wr64(d + 16, offs[i]);
-            cbc_wr64(d + 24, sizes[i]);
-            memcpy(d + 32, hexes[i], CBC_HASH_HEX_LEN);
-            cbc_buf_append(&rec, d, sizeof d);
-        }
-        static const uint8_t zeros[64];
-        for (size_t i = 0; i < n; i++) {
-            cbc_buf_append(&rec, zeros, (size_t)(offs[i] - rec.len));
-            cbc_buf_append(&rec, datas[i], (size_t)sizes[i]);
-        }
-        if (!rec.oom && rec.len < total)
-            cbc_buf_append(&rec, zeros, (size_t)(total - rec.len)); /* PTX NULs and the tail */
-        cbc_buf_printf(&out, "static const unsigned char record[%llu]\n"
+        cbc_buf_printf(&out, "static const unsigned char record[%zu]\n"
                              "    __attribute__((section(\"" CBC_EMBED_SECTION "\"), aligned(64), used)) = {",
-                       (unsigned long long)total);
-        for (size_t k = 0; !rec.oom && k < rec.len; k++)
+                       rec.len);
+        for (size_t k = 0; k < rec.len; k++)
             cbc_buf_printf(&out, "%s%u,", k % 24 ? "" : "\n    ", ((const uint8_t *)rec.p)[k]);
         cbc_buf_puts(&out, "\n};\n");
         cbc_buf_puts(&out, "\nstatic const struct cbc_embedded_image images[] = {\n");
         for (size_t i = 0; i < n; i++) {
             char name[CBC_TARGET_NAME_MAX];
-            cbc_target_name(&imgs[i].target, name);
+            cbc_target_name(&v[i].target, name);
             cbc_buf_puts(&out, "    {");
             c_string(&out, name);
             cbc_buf_printf(&out, ", record + %llu, %llu, \"%s\"},\n",
-                           (unsigned long long)offs[i], (unsigned long long)sizes[i], hexes[i]);
+                           (unsigned long long)v[i].offset, (unsigned long long)v[i].size,
+                           v[i].xxh3);
         }
         if (n == 0)
             cbc_buf_puts(&out, "    {0},\n");
         cbc_buf_printf(&out, "};\n\nconst struct cbc_embedded_bundle %s = {", sym);
-        c_string(&out, bname);
+        c_string(&out, cbc_bundle_name(b));
         cbc_buf_printf(&out, ", %zu, images, ", n);
         c_string(&out, cbc_bundle_arch_detail(b));
-        cbc_buf_puts(&out, "};\n");
-        if (rec.oom)
-            out.oom = true;
+        cbc_buf_puts(&out, ", record, sizeof record};\n");
     }
-    if (st == CBC_OK && (out.oom || !hexes))
+    if (st == CBC_OK && out.oom)
         st = cbc_err_oom(&err);
     bool changed = false;
     if (st == CBC_OK)
         st = cbc_file_update(output, out.p, out.len, &changed, &err);
     cbc_buf_release(&out);
     cbc_buf_release(&rec);
-    free(hexes);
-    free(offs);
-    free(sizes);
-    free(datas);
+    free(v);
     free(sym);
     cbc_bundle_close(b);
     if (st != CBC_OK) {

@@ -5,7 +5,9 @@
  * too, so the listing shows its kernels and whether the entry header's arch
  * (what the driver selects by) agrees with the ELF's own SM (what it then
  * loads): a disagreement is the CUDA_ERROR_INVALID_SOURCE case. --json
- * prints one object per file per line (schema in docs/json.md).
+ * prints one object per file per line (schema in docs/json.md). What the
+ * listing quotes of a file name or a file (kernel names, the ptxas command
+ * line, bundle and member names) is printed escaped, as every message is.
  */
 #include "elfextra.h"
 #include "cmds.h"
@@ -56,8 +58,8 @@ static void print_funcs(const struct cbc_cubin_info *ci, const char *indent)
         for (size_t i = 0; i < ci->n_funcs; i++) {
             if (ci->funcs[i].entry != (pass == 0))
                 continue;
-            printf("%s%s%s", n ? ", " : indent, n ? "" : pass == 0 ? "kernels: " : "device functions: ",
-                   ci->funcs[i].name);
+            printf("%s%s", n ? ", " : indent, n ? "" : pass == 0 ? "kernels: " : "device functions: ");
+            tool_fputs_escaped(ci->funcs[i].name, stdout);
             n++;
         }
         if (n)
@@ -73,7 +75,8 @@ static const char *debug_kind(const struct cbc_cubin_info *ci)
 
 static void print_cubin(const char *file, size_t len, const struct cbc_cubin_info *ci)
 {
-    printf("%s: cubin sm_%u%s, %zu bytes (ELF %s, EI_ABIVERSION %u, e_flags 0x%08x, %s)", file, ci->sm,
+    tool_fputs_escaped(file, stdout);
+    printf(": cubin sm_%u%s, %zu bytes (ELF %s, EI_ABIVERSION %u, e_flags 0x%08x, %s)", ci->sm,
            cbc_variant_suffix(ci->variant), len, ci->abi_version >= 8 ? "V2" : "V1", ci->abi_version,
            ci->e_flags, ci->e_type == 1 ? "relocatable" : "executable");
     if (ci->virtual_arch)
@@ -81,15 +84,20 @@ static void print_cubin(const char *file, size_t len, const struct cbc_cubin_inf
     printf("%s\n", debug_kind(ci));
     if (cbc_cubin_needs_dlink(ci)) {
         printf("  relocatable: needs device link (undefined: ");
-        for (size_t i = 0; i < ci->n_undefined && i < CBC_CUBIN_UNDEF_MAX; i++)
-            printf("%s%s", i ? ", " : "", ci->undefined[i]);
+        for (size_t i = 0; i < ci->n_undefined && i < CBC_CUBIN_UNDEF_MAX; i++) {
+            fputs(i ? ", " : "", stdout);
+            tool_fputs_escaped(ci->undefined[i], stdout);
+        }
         printf("%s)\n", ci->n_undefined > CBC_CUBIN_UNDEF_MAX ? ", ..." : "");
     } else if (ci->e_type == 1) {
         printf("  relocatable (-rdc), but it references nothing it does not define: loads as is\n");
     }
     print_funcs(ci, "  ");
-    if (ci->tool_cmdline)
-        printf("  ptxas command line: %s\n", ci->tool_cmdline);
+    if (ci->tool_cmdline) {
+        fputs("  ptxas command line: ", stdout);
+        tool_fputs_escaped(ci->tool_cmdline, stdout);
+        fputc('\n', stdout);
+    }
 }
 
 /* One fatbin's entries; `section` is NULL for a .fatbin file. */
@@ -226,7 +234,9 @@ static enum cbc_status do_embedded(const char *file, const uint8_t *data, size_t
                 cJSON_AddStringToObject(o, "problem", ve.msg);
             cJSON_AddItemToArray(arr, o);
         } else {
-            printf("    [%zu] bundle %-14s %-6s %-12s %9llu bytes at %#llx", i, e->bundle,
+            char bundle[4 * CBC_NAME_MAX];
+            cbc_escape(bundle, sizeof bundle, e->bundle);
+            printf("    [%zu] bundle %-14s %-6s %-12s %9llu bytes at %#llx", i, bundle,
                    e->target.kind == CBC_KIND_PTX ? "PTX" : "SASS", tn,
                    (unsigned long long)e->size, (unsigned long long)e->offset);
             if (e->ptx_isa)
@@ -255,12 +265,11 @@ static enum cbc_status do_host(const char *file, const uint8_t *data, size_t len
         return st;
     static const char *const kinds[] = {"none", "relocatable object", "executable",
                                         "shared object or PIE"};
-    if (!arr && member)
-        printf("  member %s: host ELF (%s), %zu bytes\n", member,
-               he.e_type < 4 ? kinds[he.e_type] : "other", len);
-    else if (!arr)
-        printf("%s: host ELF (%s), %zu bytes\n", file, he.e_type < 4 ? kinds[he.e_type] : "other",
-               len);
+    if (!arr) {
+        fputs(member ? "  member " : "", stdout);
+        tool_fputs_escaped(member ? member : file, stdout);
+        printf(": host ELF (%s), %zu bytes\n", he.e_type < 4 ? kinds[he.e_type] : "other", len);
+    }
     const struct {
         const char *name;
         const struct cbc_host_section *s;
@@ -339,16 +348,18 @@ static int inspect_one(struct tool *t, const char *file, bool json)
             else
                 snprintf(where, sizeof where, "compute capability %u.%u and newer", pi.arch / 10,
                          pi.arch % 10);
-            printf("%s: PTX ISA %u.%u for sm_%u%s (JIT on %s), %zu kernel%s\n", file, pi.isa / 10,
+            tool_fputs_escaped(file, stdout);
+            printf(": PTX ISA %u.%u for sm_%u%s (JIT on %s), %zu kernel%s\n", pi.isa / 10,
                    pi.isa % 10, pi.arch, cbc_variant_suffix(pi.variant), where, pi.n_entries,
                    pi.n_entries == 1 ? "" : "s");
         }
         break;
     }
     case CBC_FILE_FATBIN:
-        if (!root)
-            printf("%s: fatbin, %zu bytes\n", file, len);
-        else
+        if (!root) {
+            tool_fputs_escaped(file, stdout);
+            printf(": fatbin, %zu bytes\n", len);
+        } else
             arr = cJSON_AddArrayToObject(root, "entries");
         st = do_fatbin(file, data, len, 0, NULL, arr, &err, &problem);
         break;
@@ -365,8 +376,10 @@ static int inspect_one(struct tool *t, const char *file, bool json)
             break;
         if (root)
             arr = cJSON_AddArrayToObject(root, "entries");
-        else
-            printf("%s: static library, %zu member%s\n", file, a.n, a.n == 1 ? "" : "s");
+        else {
+            tool_fputs_escaped(file, stdout);
+            printf(": static library, %zu member%s\n", a.n, a.n == 1 ? "" : "s");
+        }
         for (size_t i = 0; i < a.n && st == CBC_OK; i++) {
             if (cbc_binfmt_detect(a.v[i].data, (size_t)a.v[i].size) != CBC_FILE_HOST_ELF)
                 continue;
@@ -377,9 +390,11 @@ static int inspect_one(struct tool *t, const char *file, bool json)
         break;
     }
     case CBC_FILE_LTOIR:
-        if (!root)
-            printf("%s: NVVM LTO-IR, %zu bytes (linked by nvJitLink; not loadable by the driver)\n", file,
+        if (!root) {
+            tool_fputs_escaped(file, stdout);
+            printf(": NVVM LTO-IR, %zu bytes (linked by nvJitLink; not loadable by the driver)\n",
                    len);
+        }
         break;
     case CBC_FILE_UNKNOWN:
         st = cbc_err_set(&err, CBC_E_FORMAT,

@@ -18,8 +18,11 @@ static void on_msg(void *ctx, enum cbc_msg_kind kind, const char *text)
 {
     if (kind == CBC_MSG_WARNING)
         tool_warn(ctx, "%s", text);
-    else if (kind == CBC_MSG_NOTE && getenv("CUBINCACHE_LAUNCH_DEBUG"))
-        fprintf(stderr, "cubincache: note: %s\n", text);
+    else if (kind == CBC_MSG_NOTE && getenv("CUBINCACHE_LAUNCH_DEBUG")) {
+        fputs("cubincache: note: ", stderr);
+        tool_fputs_escaped(text, stderr);
+        fputc('\n', stderr);
+    }
 }
 
 /* Runs the command as nvcc would, in place of this process. */

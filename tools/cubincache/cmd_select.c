@@ -62,14 +62,15 @@ static int report(const struct sel *s, const char *path, const struct cbc_image 
         }
         cJSON_AddStringToObject(o, "reason", r.reason);
         tool_print_json(o);
-    } else if (i >= 0) {
-        if (files && files[i])
-            printf("%s: %s (%s): %s\n", path, name, cbc_path_base(files[i]), r.reason);
-        else
-            printf("%s: %s (image %ld at %#llx): %s\n", path, name, i,
-                   (unsigned long long)imgs[i].offset, r.reason);
     } else {
-        printf("%s: none: %s\n", path, r.reason);
+        tool_fputs_escaped(path, stdout);
+        if (i >= 0 && files && files[i])
+            printf(": %s (%s): %s\n", name, cbc_path_base(files[i]), r.reason);
+        else if (i >= 0)
+            printf(": %s (image %ld at %#llx): %s\n", name, i, (unsigned long long)imgs[i].offset,
+                   r.reason);
+        else
+            printf(": none: %s\n", r.reason);
     }
     return i >= 0 ? EXIT_OK : EXIT_VERDICT;
 }
@@ -124,8 +125,14 @@ static int select_file(struct tool *t, const struct sel *s, const char *path)
             cJSON_AddStringToObject(o, "reason", p.files[f].problem ? p.files[f].problem : "");
             tool_print_json(o);
         } else {
-            printf("%s: %s: missing: needed by %s, %s\n", path, p.files[f].needed_as,
-                   p.files[f].needed_by, p.files[f].problem);
+            /* names read from the binaries' DT_NEEDED: shown escaped */
+            const char *parts[] = {path, ": ", p.files[f].needed_as, ": missing: needed by ",
+                                   p.files[f].needed_by, ", ", p.files[f].problem, "\n"};
+            for (size_t k = 0; k < CBC_ARRAY_LEN(parts); k++)
+                if (k % 2)
+                    fputs(parts[k], stdout);
+                else
+                    tool_fputs_escaped(parts[k], stdout);
         }
     }
     for (size_t m = 0; m < p.n_mods; m++) {
@@ -156,11 +163,14 @@ static int select_file(struct tool *t, const struct sel *s, const char *path)
             tool_print_json(o);
             continue;
         }
-        printf("%s: ", path);
+        tool_fputs_escaped(path, stdout);
+        fputs(": ", stdout);
         if (p.n_mods > 1 || pm->kind != CBC_MOD_IMAGE) {
             tool_fputs_escaped(pm->label, stdout);
-            if (pm->file)
-                printf(" of %s", cbc_pmod_file(&p, pm));
+            if (pm->file) {
+                fputs(" of ", stdout);
+                tool_fputs_escaped(cbc_pmod_file(&p, pm), stdout);
+            }
             fputs(": ", stdout);
         }
         if (v.how == CBC_LOAD_NONE)

@@ -38,8 +38,9 @@ static const char usage[] =
     "usage: igrun --model FILE.onnx|FILE.safetensors --input X.npy|X.csv [options]\n"
     "       igrun --demo [options]\n"
     "  --model FILE         the model: ONNX (torch.onnx.export(model, x, 'm.onnx'): read\n"
-    "                       from its graph), or a safetensors state_dict (its layers\n"
-    "                       inferred from the tensors; see --check-outputs)\n"
+    "                       from its graph; MLPs and convolutional image models), or a\n"
+    "                       safetensors state_dict of an MLP (its layers inferred from\n"
+    "                       the tensors; see --check-outputs)\n"
     "  --check-outputs Y.npy  the model's own outputs for the inputs ([n][outputs], e.g.\n"
     "                       np.save('y.npy', model(x).detach().numpy())): refuse to\n"
     "                       explain when the model read computes something else\n"
@@ -71,7 +72,9 @@ static const char usage[] =
     "                       igrun's or PyTorch's spelling: relu, tanh, GELU, SiLU,\n"
     "                       LeakyReLU(0.2), ELU(alpha=0.5), ...; the last may be\n"
     "                       Softmax or LogSoftmax (the target's probability)\n"
-    "  --out FILE           results as .json, .csv or .npy (attributions only)\n"
+    "  --out FILE           results as .json, .csv or .npy (attributions only, shaped\n"
+    "                       like the input: [n, C, H, W] for images; [n, T, ...] for T\n"
+    "                       targets)\n"
     "  --plot FILE.svg      attributions as SVG: a bar chart, or a heat map with --image\n"
     "  --plot-inputs LIST   the inputs plotted, one panel each (default 0), e.g. 0,5,9\n"
     "  --image [C]xHxW      the input is an H x W image of C channels (default 1; its\n"
@@ -119,6 +122,21 @@ struct shape {
     const double *base_delta; /* [n][T][K] or NULL */
     char **names;             /* [F] feature names, or NULL */
 };
+
+/* The model igrun explains: an MLP (safetensors, or an ONNX chain of
+ * layers) or a convolutional network (an ONNX graph with a Conv or pool). */
+struct igmodel {
+    struct cbc_mlp_owned *mlp;
+    struct cbc_net_owned *net;
+    size_t F, outs;
+};
+
+static enum cbc_status igmodel_forward(const struct igmodel *m, const float *x, size_t n,
+                                       double *out, struct cbc_err *err)
+{
+    return m->net ? cbc_net_forward(&m->net->net, x, n, out, err)
+                  : cbc_mlp_forward(&m->mlp->mlp, x, n, out, err);
+}
 
 static enum cbc_status write_json(const char *path, const char *model, const struct cbc_ig_request *r,
                                   const struct cbc_ig_plan *p, const char *device,
@@ -345,11 +363,11 @@ static bool parse_target(const char *s, struct target_spec *t)
 }
 
 /* The targets of every input, [n][T], as the spec says. */
-static enum cbc_status resolve_targets(const struct target_spec *ts, const struct cbc_mlp *m,
+static enum cbc_status resolve_targets(const struct target_spec *ts, const struct igmodel *m,
                                        const struct cbc_matrix *X, int **out, size_t *T,
                                        struct cbc_err *err)
 {
-    int outs = m->layers[m->n_layers - 1].out;
+    int outs = (int)m->outs;
     size_t n = X->rows;
     *out = NULL;
     *T = 1;
@@ -385,7 +403,7 @@ static enum cbc_status resolve_targets(const struct target_spec *ts, const struc
     if (st == CBC_OK && ts->pred) {
         size_t ny = n * (size_t)outs;
         y = malloc((ny > 0 ? ny : 1) * sizeof *y);
-        st = y ? cbc_mlp_forward(m, X->data, n, y, err) : cbc_err_oom(err);
+        st = y ? igmodel_forward(m, X->data, n, y, err) : cbc_err_oom(err);
     }
     for (size_t b = 0; st == CBC_OK && b < n; b++) {
         for (size_t j = 0; j < *T; j++) {
@@ -424,13 +442,13 @@ static enum cbc_status resolve_targets(const struct target_spec *ts, const struc
 
 /* --check-outputs: the model read must compute the outputs the model gave
  * for these inputs. */
-static enum cbc_status check_outputs(const char *path, const struct cbc_mlp *m,
+static enum cbc_status check_outputs(const char *path, const struct igmodel *m,
                                      const struct cbc_matrix *X, int verbosity,
                                      struct cbc_err *err)
 {
     struct cbc_matrix Y = {0};
     enum cbc_status st = cbc_matrix_load(path, &Y, err);
-    size_t outs = (size_t)m->layers[m->n_layers - 1].out;
+    size_t outs = m->outs;
     if (st == CBC_OK && Y.rows == 1 && Y.cols == X->rows && outs == 1) /* 1-D: one per input */
         Y.rows = X->rows, Y.cols = 1;
     if (st == CBC_OK && (Y.rows != X->rows || Y.cols != outs)) {
@@ -441,7 +459,10 @@ static enum cbc_status check_outputs(const char *path, const struct cbc_mlp *m,
     }
     double worst = 0;
     if (st == CBC_OK)
-        st = cbc_mlp_check_outputs(m, X->data, X->rows, Y.data, Y.cols, &worst, err);
+        st = m->net ? cbc_net_check_outputs(&m->net->net, X->data, X->rows, Y.data, Y.cols,
+                                            &worst, err)
+                    : cbc_mlp_check_outputs(&m->mlp->mlp, X->data, X->rows, Y.data, Y.cols,
+                                            &worst, err);
     if (st == CBC_E_VERIFY) {
         cbc_err_prefix(err, "--check-outputs '%s'", path);
         cbc_err_hint(err, "the layers were read wrongly or forward() does more than its "
@@ -652,10 +673,12 @@ int main(int argc, char **argv)
 
     int rc = EXIT_OK;
     struct cbc_err err = {0};
+    struct igmodel M = {0};
     struct cbc_mlp_owned *m = NULL;
     struct cbc_matrix X = {0}, Bm = {0}, Bk = {0};
     struct cbc_ig_gpu *gpu = NULL;
     struct cbc_ig_gpu_model *gm = NULL;
+    struct cbc_ig_gpu_net *gn = NULL;
     float *attr = NULL;
     double *vals = NULL, *bdelta = NULL;
     int *targets = NULL;
@@ -669,25 +692,29 @@ int main(int argc, char **argv)
         rc = EXIT_USAGE;
         goto out;
     }
-    enum cbc_status st = onnx ? cbc_mlp_load_onnx(model, &m, &err)
+    enum cbc_status st = onnx ? cbc_onnx_load(model, &m, &M.net, &err)
                               : cbc_mlp_load_safetensors_layers(model, acts, layers, &m, &err);
+    M.mlp = m;
     if (st == CBC_OK)
         st = cbc_matrix_load(input, &X, &err);
     if (st == CBC_OK) {
-        F = (size_t)m->mlp.layers[0].in;
+        M.F = M.net ? cbc_net_features(&M.net->net) : (size_t)m->mlp.layers[0].in;
+        M.outs = M.net ? cbc_net_outputs(&M.net->net)
+                       : (size_t)m->mlp.layers[m->mlp.n_layers - 1].out;
+        F = M.F;
         if (X.cols != F)
             st = cbc_err_set(&err, CBC_E_SHAPE, "'%s' has %zu features per input but the model "
                              "'%s' takes %zu", input, X.cols, model, F);
     }
     if (st == CBC_OK && check_out)
-        st = check_outputs(check_out, &m->mlp, &X, t.verbosity, &err);
-    else if (st == CBC_OK && !m->from_graph && t.verbosity >= 0 && !demo)
+        st = check_outputs(check_out, &M, &X, t.verbosity, &err);
+    else if (st == CBC_OK && m && !m->from_graph && t.verbosity >= 0 && !demo)
         tool_warn(&t, "'%s': layers inferred from its tensors; what forward() does without "
                   "parameters (a residual add, a scaling) is not in the file: export ONNX "
                   "(torch.onnx.export(model, x, 'model.onnx')) or pass --check-outputs Y.npy "
                   "with the model's outputs for these inputs", model);
     if (st == CBC_OK)
-        st = resolve_targets(&ts, &m->mlp, &X, &targets, &T, &err);
+        st = resolve_targets(&ts, &M, &X, &targets, &T, &err);
     if (st == CBC_OK)
         st = feature_names(fnames_path, input, F, &names, &err);
     if (st == CBC_OK && !bases) {
@@ -765,7 +792,8 @@ int main(int argc, char **argv)
         if (st == CBC_OK)
             cbc_ig_gpu_set_precision(gpu, precision);
         if (st == CBC_OK)
-            st = cbc_ig_gpu_upload(gpu, &m->mlp, &gm, &ge);
+            st = M.net ? cbc_ig_gpu_upload_net(gpu, &M.net->net, &gn, &ge)
+                       : cbc_ig_gpu_upload(gpu, &m->mlp, &gm, &ge);
         if (st == CBC_OK) {
             snprintf(where, sizeof where, "%s", cbc_ig_gpu_describe(gpu));
         } else if (!strcmp(device, "cuda")) {
@@ -776,6 +804,8 @@ int main(int argc, char **argv)
             tool_warn(&t, "no GPU run: %s; falling back to the CPU", ge.msg);
             cbc_ig_gpu_model_free(gm);
             gm = NULL;
+            cbc_ig_gpu_net_free(gn);
+            gn = NULL;
             cbc_ig_gpu_close(gpu);
             gpu = NULL;
         }
@@ -785,10 +815,13 @@ int main(int argc, char **argv)
         rc = EXIT_USAGE;
         goto out;
     }
-    char arch[256] = "";
+    char arch[1024] = "";
     size_t off = 0;
-    off += (size_t)snprintf(arch + off, sizeof arch - off, "%d", m->mlp.layers[0].in);
-    for (int l = 0; l < m->mlp.n_layers && off < sizeof arch; l++)
+    if (M.net)
+        snprintf(arch, sizeof arch, "%s", M.net->summary);
+    else
+        off += (size_t)snprintf(arch + off, sizeof arch - off, "%d", m->mlp.layers[0].in);
+    for (int l = 0; !M.net && l < m->mlp.n_layers && off < sizeof arch; l++)
         off += (size_t)snprintf(arch + off, sizeof arch - off, "-%d", m->mlp.layers[l].out);
     char what[160];
     if (ts.pred)
@@ -809,8 +842,9 @@ int main(int argc, char **argv)
                  K);
     if (t.verbosity >= 0)
         fprintf(stderr, "igrun: %s (%s; %s%s%s), %zu input%s, %s %d steps, %s%s, %s gradients, "
-                "on %s\n", model, arch, m->activations, m->layer_names ? "; layers " : "",
-                m->layer_names ? m->layer_names : "", X.rows, X.rows == 1 ? "" : "s",
+                "on %s\n", model, arch, m ? m->activations : "a convolutional network",
+                m && m->layer_names ? "; layers " : "", m && m->layer_names ? m->layer_names : "",
+                X.rows, X.rows == 1 ? "" : "s",
                 cbc_ig_method_name(req.method), req.steps, what, extra,
                 req.gradient == CBC_IG_ANALYTIC ? "analytic" : req.gradient == CBC_IG_FD ? "finite-difference" : "naive",
                 where);
@@ -818,8 +852,11 @@ int main(int argc, char **argv)
     struct cbc_ig_output o = {attr, vals, vals + NQ, vals + 2 * NQ, vals + 3 * NQ};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    st = gpu ? cbc_ig_explain(cbc_ig_engine_gpu, gm, F, &req, &plan, &o, bdelta, &err)
-             : cbc_ig_explain(cbc_ig_engine_cpu, &m->mlp, F, &req, &plan, &o, bdelta, &err);
+    cbc_ig_engine_fn engine = M.net ? (gpu ? cbc_ig_engine_gpu_net : cbc_ig_engine_cpu_net)
+                                    : (gpu ? cbc_ig_engine_gpu : cbc_ig_engine_cpu);
+    void *ectx = M.net ? (gpu ? (void *)gn : (void *)&M.net->net)
+                       : (gpu ? (void *)gm : (void *)&m->mlp);
+    st = cbc_ig_explain(engine, ectx, F, &req, &plan, &o, bdelta, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st != CBC_OK) {
         tool_error(&t, &err);
@@ -876,12 +913,21 @@ int main(int argc, char **argv)
            gpu ? "the GPU" : "the CPU");
     struct shape sh = {X.rows, T, F, K, targets, bdelta, names};
     if (outp) {
-        size_t dims[3] = {X.rows, T, F};
+        /* .npy: shaped like the input ([n, C, H, W] for images, as Captum returns
+         * them), a target axis after the first when there are several */
+        size_t dims[5] = {X.rows};
+        int nd = 1;
+        if (T > 1)
+            dims[nd++] = T;
+        if (X.ndim >= 3)
+            for (int d = 1; d < X.ndim; d++)
+                dims[nd++] = X.dims[d];
+        else
+            dims[nd++] = F;
         st = ends_with(outp, ".json") ? write_json(outp, model, &req, &plan, where, &o, &sh, &err)
              : ends_with(outp, ".csv") ? write_csv(outp, &o, &sh, &err)
              : ends_with(outp, ".npy")
-                 ? (T == 1 ? cbc_tensor_save_npy(outp, attr, (size_t[]){X.rows, F}, 2, &err)
-                           : cbc_tensor_save_npy(outp, attr, dims, 3, &err))
+                 ? cbc_tensor_save_npy(outp, attr, dims, nd, &err)
                  : cbc_err_set(&err, CBC_E_USAGE, "--out '%s': expected .json, .csv or .npy", outp);
     }
     if (st == CBC_OK && plot) {
@@ -944,8 +990,10 @@ int main(int argc, char **argv)
     }
 out:
     cbc_ig_gpu_model_free(gm);
+    cbc_ig_gpu_net_free(gn);
     cbc_ig_gpu_close(gpu);
     cbc_mlp_owned_free(m);
+    cbc_net_owned_free(M.net);
     cbc_matrix_release(&X);
     cbc_matrix_release(&Bm);
     cbc_matrix_release(&Bk);

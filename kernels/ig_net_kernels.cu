@@ -1,0 +1,578 @@
+// ig_net_kernels.cu: the kernels of convolutional networks on the GPU
+// (src/ig/ig_gpu_net.c launches them), built by `cubincache build` for every
+// configured SM target into their own bundle, ig_net_kernels, embedded into
+// libcubincache-ig beside ig_kernels and loaded the first time a network is
+// uploaded. Every kernel is extern "C".
+//
+//  - conv_{fwd,bwd}_{t16,t32,t64}_{f,d}: a convolution and its input
+//    gradient as an implicit GEMM (the im2col matrix never exists: each
+//    thread gathers its tile's elements through a table of column offsets),
+//    tiles of 256x16, 128x32 or 64x64 (chosen by the group's channels) of 4x4
+//    results per thread, accumulated in float (f) or double (d: products of
+//    float32 are exact in double, so the sums round once);
+//  - dwconv_{fwd,bwd}_{f,d}: depthwise convolutions, an output (input)
+//    element per thread;
+//  - pools, elementwise operators, rows (LayerNorm, softmax), the path's
+//    rows, the seed of the backward pass and the attributions.
+// Every sum runs in a fixed order: results do not vary between runs.
+#include "ig_net_kernels.h"
+
+__device__ __forceinline__ float net_act_f(int a, float z, float p)
+{
+    switch (a) {
+    case CBC_K_ACT_IDENTITY: return z;
+    case CBC_K_ACT_RELU: return fmaxf(z, 0.0f);
+    case CBC_K_ACT_TANH: return tanhf(z);
+    case CBC_K_ACT_SIGMOID: return 1.0f / (1.0f + expf(-z));
+    case CBC_K_ACT_GELU: return 0.5f * z * (1.0f + erff(z * 0.70710678118654752f));
+    case CBC_K_ACT_SILU: return z / (1.0f + expf(-z));
+    case CBC_K_ACT_SOFTPLUS: return z > 20.0f ? z : log1pf(expf(z));
+    case CBC_K_ACT_ELU: return z > 0.0f ? z : p * expm1f(z);
+    case CBC_K_ACT_LEAKY_RELU: return z > 0.0f ? z : p * z;
+    default: return z;
+    }
+}
+
+__device__ __forceinline__ float net_act_df(int a, float z, float p)
+{
+    switch (a) {
+    case CBC_K_ACT_IDENTITY: return 1.0f;
+    case CBC_K_ACT_RELU: return z > 0.0f ? 1.0f : 0.0f;
+    case CBC_K_ACT_TANH: {
+        float t = tanhf(z);
+        return 1.0f - t * t;
+    }
+    case CBC_K_ACT_SIGMOID: {
+        float s = 1.0f / (1.0f + expf(-z));
+        return s * (1.0f - s);
+    }
+    case CBC_K_ACT_GELU:
+        return 0.5f * (1.0f + erff(z * 0.70710678118654752f)) +
+               z * 0.39894228040143268f * expf(-0.5f * z * z);
+    case CBC_K_ACT_SILU: {
+        float s = 1.0f / (1.0f + expf(-z));
+        return s * (1.0f + z * (1.0f - s));
+    }
+    case CBC_K_ACT_SOFTPLUS: return z > 20.0f ? 1.0f : 1.0f / (1.0f + expf(-z));
+    case CBC_K_ACT_ELU: return z > 0.0f ? 1.0f : p * expf(z);
+    case CBC_K_ACT_LEAKY_RELU: return z > 0.0f ? 1.0f : p;
+    default: return 1.0f;
+    }
+}
+
+// ---- convolutions: implicit GEMM ------------------------------------------
+
+template <typename ACC> __device__ __forceinline__ ACC mul_acc(float a, float b, ACC acc);
+template <> __device__ __forceinline__ float mul_acc<float>(float a, float b, float acc)
+{
+    return fmaf(a, b, acc);
+}
+template <> __device__ __forceinline__ double mul_acc<double>(float a, float b, double acc)
+{
+    return fma((double)a, (double)b, acc);
+}
+
+// One tile of BM rows (m) by BN columns (n) of a group; 256 threads, each
+// TM x TN results: rows tm + i (BM / TM), columns tn TN + j.
+template <bool BWD, int BM, int BN, typename ACC>
+__device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
+{
+    constexpr int BK = 8, TM = 4, TN = 4, NT = 256;
+    constexpr int RM = BM / TM; // threads along m
+    static_assert(BM * BN == NT * TM * TN, "tile");
+    __shared__ float As[BK][BM];
+    __shared__ float Bs[BK][BN];
+    const int t = threadIdx.x, g = blockIdx.z;
+    // the pixels of this block: forward, output pixels; backward, input pixels
+    const int PH = BWD ? p.IH : p.OH, PW = BWD ? p.IW : p.OW, P = PH * PW;
+    const long M = (long)p.R * P;
+    const int N = BWD ? p.ICg : p.OCg, K = p.K;
+    const long m0 = (long)blockIdx.x * BM;
+    const int n0 = blockIdx.y * BN;
+    // the A element each thread loads: row am (fixed), columns ak0 + j * step
+    constexpr int ASTEP = NT / BM, AK = BK / ASTEP;
+    const int am = t % BM, ak0 = t / BM;
+    const long mrow = m0 + am;
+    const bool mvalid = mrow < M;
+    int ry = 0, rx = 0;
+    const float *abase = p.x;
+    if (mvalid) {
+        long r = mrow / P;
+        int q = (int)(mrow - r * P);
+        int py = q / PW, px = q - py * PW;
+        if (BWD) { // gy rows of this group's output channels
+            ry = py + p.pt, rx = px + p.pl;
+            abase = p.x + ((size_t)r * p.OC + (size_t)g * p.OCg) * ((size_t)p.OH * p.OW);
+        } else {
+            ry = py * p.sh - p.pt, rx = px * p.sw - p.pl;
+            abase = p.x + ((size_t)r * p.IC + (size_t)g * p.ICg) * ((size_t)p.IH * p.IW);
+        }
+    }
+    const int4 *tab = reinterpret_cast<const int4 *>(p.tab);
+    ACC acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++)
+            acc[i][j] = 0;
+    const int tm = t % RM, tn = t / RM;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+#pragma unroll
+        for (int j = 0; j < AK; j++) {
+            const int kk = ak0 + j * ASTEP, k = k0 + kk;
+            float v = 0.0f;
+            if (mvalid && k < K) {
+                const int4 e = __ldg(&tab[k]);
+                if (BWD) {
+                    int ty = ry - e.y, tx = rx - e.z;
+                    if (ty >= 0 && tx >= 0 && ty % p.sh == 0 && tx % p.sw == 0) {
+                        int oy = ty / p.sh, ox = tx / p.sw;
+                        if (oy < p.OH && ox < p.OW)
+                            v = __ldg(abase + e.x + (size_t)oy * p.OW + ox);
+                    }
+                } else {
+                    int iy = ry + e.y, ix = rx + e.z;
+                    if (iy >= 0 && iy < p.IH && ix >= 0 && ix < p.IW)
+                        v = __ldg(abase + e.x + ((long)ry * p.IW + rx));
+                }
+            }
+            As[kk][am] = v;
+        }
+        // B: consecutive threads along k (the weight's contiguous axis)
+        for (int e2 = t; e2 < BK * BN; e2 += NT) {
+            const int kk = e2 % BK, nn = e2 / BK, k = k0 + kk, n = n0 + nn;
+            float v = 0.0f;
+            if (k < K && n < N) {
+                if (BWD) {
+                    const int4 e = __ldg(&tab[k]);
+                    v = __ldg(p.w + (size_t)g * p.OCg * p.ICg * p.kh * p.kw + e.w +
+                              (size_t)n * p.kh * p.kw);
+                } else {
+                    v = __ldg(p.w + ((size_t)g * p.OCg + n) * K + k);
+                }
+            }
+            Bs[kk][nn] = v;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk++) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+                a[i] = As[kk][tm + i * RM];
+#pragma unroll
+            for (int j = 0; j < TN; j++)
+                b[j] = Bs[kk][tn * TN + j];
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++)
+                    acc[i][j] = mul_acc<ACC>(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+    // store: y[r][ch][pixel], ch = g N + n
+#pragma unroll
+    for (int i = 0; i < TM; i++) {
+        const long m = m0 + tm + i * RM;
+        if (m >= M)
+            continue;
+        const long r = m / P;
+        const int q = (int)(m - r * P);
+        const int CH = BWD ? p.IC : p.OC;
+#pragma unroll
+        for (int j = 0; j < TN; j++) {
+            const int n = n0 + tn * TN + j;
+            if (n >= N)
+                continue;
+            const int ch = g * N + n;
+            float *dst = p.y + ((size_t)r * CH + ch) * P + q;
+            if (BWD) {
+                float v = (float)acc[i][j];
+                *dst = p.accumulate ? *dst + v : v;
+            } else {
+                *dst = (float)(acc[i][j] + (ACC)(p.bias ? p.bias[ch] : 0.0f));
+            }
+        }
+    }
+}
+
+#define CONV_KERNELS(BM, BN, tag)                                                                 \
+    extern "C" __global__ void __launch_bounds__(256) conv_fwd_##tag##_f(cbc_k_conv p)             \
+    {                                                                                              \
+        conv_tile<false, BM, BN, float>(p);                                                        \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) conv_fwd_##tag##_d(cbc_k_conv p)             \
+    {                                                                                              \
+        conv_tile<false, BM, BN, double>(p);                                                       \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) conv_bwd_##tag##_f(cbc_k_conv p)             \
+    {                                                                                              \
+        conv_tile<true, BM, BN, float>(p);                                                         \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256) conv_bwd_##tag##_d(cbc_k_conv p)             \
+    {                                                                                              \
+        conv_tile<true, BM, BN, double>(p);                                                        \
+    }
+CONV_KERNELS(256, 16, t16)
+CONV_KERNELS(128, 32, t32)
+CONV_KERNELS(64, 64, t64)
+
+// Depthwise (one input and one output channel per group): an element per
+// thread, forward over the output, backward over the input (gathering).
+template <bool BWD, typename ACC> __device__ __forceinline__ void dwconv(const cbc_k_conv &p)
+{
+    const int PH = BWD ? p.IH : p.OH, PW = BWD ? p.IW : p.OW;
+    const size_t total = (size_t)p.R * p.OC * PH * PW;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const int px = (int)(e % PW), py = (int)(e / PW % PH);
+        const size_t rc = e / ((size_t)PW * PH);
+        const int c = (int)(rc % p.OC);
+        const float *wc = p.w + (size_t)c * p.kh * p.kw;
+        ACC acc = 0;
+        if (BWD) {
+            const float *gy = p.x + rc * ((size_t)p.OH * p.OW);
+            for (int a = 0; a < p.kh; a++) {
+                int ty = py + p.pt - a * p.dh;
+                if (ty < 0 || ty % p.sh)
+                    continue;
+                int oy = ty / p.sh;
+                if (oy >= p.OH)
+                    continue;
+                for (int b = 0; b < p.kw; b++) {
+                    int tx = px + p.pl - b * p.dw;
+                    if (tx < 0 || tx % p.sw)
+                        continue;
+                    int ox = tx / p.sw;
+                    if (ox < p.OW)
+                        acc = mul_acc<ACC>(wc[a * p.kw + b], gy[(size_t)oy * p.OW + ox], acc);
+                }
+            }
+            float v = (float)acc;
+            p.y[e] = p.accumulate ? p.y[e] + v : v;
+        } else {
+            const float *xc = p.x + rc * ((size_t)p.IH * p.IW);
+            for (int a = 0; a < p.kh; a++) {
+                int iy = py * p.sh - p.pt + a * p.dh;
+                if (iy < 0 || iy >= p.IH)
+                    continue;
+                for (int b = 0; b < p.kw; b++) {
+                    int ix = px * p.sw - p.pl + b * p.dw;
+                    if (ix >= 0 && ix < p.IW)
+                        acc = mul_acc<ACC>(wc[a * p.kw + b], xc[(size_t)iy * p.IW + ix], acc);
+                }
+            }
+            p.y[e] = (float)(acc + (ACC)(p.bias ? p.bias[c] : 0.0f));
+        }
+    }
+}
+
+extern "C" __global__ void dwconv_fwd_f(cbc_k_conv p) { dwconv<false, float>(p); }
+extern "C" __global__ void dwconv_fwd_d(cbc_k_conv p) { dwconv<false, double>(p); }
+extern "C" __global__ void dwconv_bwd_f(cbc_k_conv p) { dwconv<true, float>(p); }
+extern "C" __global__ void dwconv_bwd_d(cbc_k_conv p) { dwconv<true, double>(p); }
+
+// ---- pools ----------------------------------------------------------------
+
+// The window at (oy, ox) of plane xc: its largest element's index (the first
+// in scan order; padding never wins) or, for AVG, the sum and the count.
+__device__ __forceinline__ int pool_window(const cbc_k_pool &p, const float *xc, int oy, int ox,
+                                           float *val, int *count)
+{
+    int at = -1, cnt = 0;
+    float best = 0.0f, sum = 0.0f;
+    for (int a = 0; a < p.kh; a++) {
+        int iy = oy * p.sh - p.pt + a * p.dh;
+        if (iy < 0 || iy >= p.IH)
+            continue;
+        for (int b = 0; b < p.kw; b++) {
+            int ix = ox * p.sw - p.pl + b * p.dw;
+            if (ix < 0 || ix >= p.IW)
+                continue;
+            float v = xc[iy * p.IW + ix];
+            if (at < 0 || v > best)
+                best = v, at = iy * p.IW + ix;
+            sum += v;
+            cnt++;
+        }
+    }
+    *val = p.kind == CBC_K_POOL_MAX ? best : sum;
+    *count = cnt;
+    return at;
+}
+
+extern "C" __global__ void pool_fwd(cbc_k_pool p)
+{
+    const size_t total = (size_t)p.R * p.C * p.OH * p.OW;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const int ox = (int)(e % p.OW), oy = (int)(e / p.OW % p.OH);
+        const size_t rc = e / ((size_t)p.OW * p.OH);
+        float v;
+        int cnt;
+        pool_window(p, p.x + rc * ((size_t)p.IH * p.IW), oy, ox, &v, &cnt);
+        if (p.kind == CBC_K_POOL_AVG)
+            v /= p.count_include_pad ? (float)(p.kh * p.kw) : (float)cnt;
+        p.y[e] = v;
+    }
+}
+
+// gx at (iy, ix): the sum over the windows that hold it of their share.
+extern "C" __global__ void pool_bwd(cbc_k_pool p)
+{
+    const size_t total = (size_t)p.R * p.C * p.IH * p.IW;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const int ix = (int)(e % p.IW), iy = (int)(e / p.IW % p.IH);
+        const size_t rc = e / ((size_t)p.IW * p.IH);
+        const float *xc = p.x + rc * ((size_t)p.IH * p.IW);
+        const float *gyc = p.gy + rc * ((size_t)p.OH * p.OW);
+        float acc = 0.0f;
+        for (int a = 0; a < p.kh; a++) {
+            int ty = iy + p.pt - a * p.dh;
+            if (ty < 0 || ty % p.sh)
+                continue;
+            int oy = ty / p.sh;
+            if (oy >= p.OH)
+                continue;
+            for (int b = 0; b < p.kw; b++) {
+                int tx = ix + p.pl - b * p.dw;
+                if (tx < 0 || tx % p.sw)
+                    continue;
+                int ox = tx / p.sw;
+                if (ox >= p.OW)
+                    continue;
+                float v;
+                int cnt;
+                int at = pool_window(p, xc, oy, ox, &v, &cnt);
+                float g = gyc[oy * p.OW + ox];
+                if (p.kind == CBC_K_POOL_MAX)
+                    acc += at == iy * p.IW + ix ? g : 0.0f;
+                else
+                    acc += g / (p.count_include_pad ? (float)(p.kh * p.kw) : (float)cnt);
+            }
+        }
+        p.gx[e] = p.accumulate ? p.gx[e] + acc : acc;
+    }
+}
+
+// ---- elementwise ------------------------------------------------------------
+
+extern "C" __global__ void ew_fwd(cbc_k_ew p)
+{
+    if (p.op == CBC_K_EW_GAP) { // a warp per (row, channel)
+        const size_t w = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+        const int lane = threadIdx.x & 31;
+        if (w >= (size_t)p.R * p.C)
+            return;
+        const float *xc = p.x + w * p.plane;
+        float s = 0.0f;
+        for (int i = lane; i < p.plane; i += 32)
+            s += xc[i];
+        for (int o = 16; o > 0; o >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0)
+            p.y[w] = s / (float)p.plane;
+        return;
+    }
+    if (p.op == CBC_K_EW_COPY) { // a slice of rows
+        const size_t total = (size_t)p.R * p.E;
+        for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+             e += (size_t)gridDim.x * blockDim.x) {
+            const size_t r = e / p.E, i = e % p.E;
+            float v = p.x[r * p.ldx + p.xoff + i];
+            float *d = p.y + r * p.ldy + p.yoff + i;
+            *d = p.accumulate ? *d + v : v;
+        }
+        return;
+    }
+    const size_t total = (size_t)p.R * p.E;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        float v = p.x[e];
+        switch (p.op) {
+        case CBC_K_EW_AFFINE: {
+            int c = (int)(e % p.E / p.plane);
+            v = fmaf(v, p.mul ? p.mul[c] : 1.0f, p.add ? p.add[c] : 0.0f);
+            break;
+        }
+        case CBC_K_EW_ACT: v = net_act_f(p.act, v, p.act_param); break;
+        case CBC_K_EW_ADD: v += p.x2[e]; break;
+        }
+        p.y[e] = v;
+    }
+}
+
+// dF/dx (+)= of elementwise operators: AFFINE gy mul, ACT gy act'(x), COPY
+// (and ADD, per input) gy, GAP gy / plane.
+extern "C" __global__ void ew_bwd(cbc_k_ew p)
+{
+    const size_t total = (size_t)p.R * p.E;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        float g;
+        switch (p.op) {
+        case CBC_K_EW_AFFINE: g = p.gy[e] * (p.mul ? p.mul[e % p.E / p.plane] : 1.0f); break;
+        case CBC_K_EW_ACT: g = p.gy[e] * net_act_df(p.act, p.x[e], p.act_param); break;
+        case CBC_K_EW_GAP: g = p.gy[e / p.plane] / (float)p.plane; break;
+        default: g = p.gy[e]; break;
+        }
+        p.gx[e] = p.accumulate ? p.gx[e] + g : g;
+    }
+}
+
+// ---- rows: LayerNorm, softmax, its logarithm (a warp per row) -------------
+
+__device__ __forceinline__ float wsum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float wmax(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// mean and 1/sqrt(var + eps), or max and sum of exp(x - max)
+__device__ __forceinline__ void row_stats(const cbc_k_rows &p, const float *x, int lane, float &a,
+                                          float &b)
+{
+    if (p.op == CBC_K_ROW_LN) {
+        float s = 0.0f;
+        for (int j = lane; j < p.E; j += 32)
+            s += x[j];
+        a = wsum(s) / p.E;
+        float q = 0.0f;
+        for (int j = lane; j < p.E; j += 32)
+            q = fmaf(x[j] - a, x[j] - a, q);
+        b = rsqrtf(wsum(q) / p.E + p.eps);
+        return;
+    }
+    float m = -INFINITY;
+    for (int j = lane; j < p.E; j += 32)
+        m = fmaxf(m, x[j]);
+    a = wmax(m);
+    float s = 0.0f;
+    for (int j = lane; j < p.E; j += 32)
+        s += expf(x[j] - a);
+    b = wsum(s);
+}
+
+extern "C" __global__ void rows_fwd(cbc_k_rows p)
+{
+    const size_t r = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (r >= (size_t)p.R)
+        return;
+    const float *x = p.x + r * p.E;
+    float *y = p.y + r * p.E;
+    float a, b;
+    row_stats(p, x, lane, a, b);
+    const float lse = logf(b);
+    for (int j = lane; j < p.E; j += 32) {
+        float v;
+        if (p.op == CBC_K_ROW_LN)
+            v = (x[j] - a) * b * (p.gamma ? p.gamma[j] : 1.0f) + (p.beta ? p.beta[j] : 0.0f);
+        else if (p.op == CBC_K_ROW_SOFTMAX)
+            v = expf(x[j] - a) / b;
+        else
+            v = x[j] - a - lse;
+        y[j] = v;
+    }
+}
+
+extern "C" __global__ void rows_bwd(cbc_k_rows p)
+{
+    const size_t r = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (r >= (size_t)p.R)
+        return;
+    const float *x = p.x + r * p.E, *gy = p.gy + r * p.E;
+    float *gx = p.gx + r * p.E;
+    float a, b;
+    row_stats(p, x, lane, a, b);
+    float m1 = 0.0f, m2 = 0.0f;
+    for (int j = lane; j < p.E; j += 32) {
+        if (p.op == CBC_K_ROW_LN) {
+            float gj = gy[j] * (p.gamma ? p.gamma[j] : 1.0f);
+            m1 += gj;
+            m2 = fmaf(gj, (x[j] - a) * b, m2);
+        } else if (p.op == CBC_K_ROW_SOFTMAX) {
+            m1 += gy[j] * (expf(x[j] - a) / b);
+        } else {
+            m1 += gy[j];
+        }
+    }
+    m1 = wsum(m1);
+    m2 = wsum(m2);
+    for (int j = lane; j < p.E; j += 32) {
+        float g;
+        if (p.op == CBC_K_ROW_LN) {
+            float gj = gy[j] * (p.gamma ? p.gamma[j] : 1.0f);
+            g = b * (gj - m1 / p.E - (x[j] - a) * b * (m2 / p.E));
+        } else {
+            float pj = expf(x[j] - a) / b;
+            g = p.op == CBC_K_ROW_SOFTMAX ? pj * (gy[j] - m1) : gy[j] - pj * m1;
+        }
+        gx[j] = p.accumulate ? gx[j] + g : g;
+    }
+}
+
+// ---- the path, the seed, the attributions --------------------------------
+
+__device__ __forceinline__ float net_base(const cbc_k_base &b, int row, int F, int col)
+{
+    switch (b.kind) {
+    case CBC_K_BASE_SCALAR: return b.scalar;
+    case CBC_K_BASE_SHARED: return b.data[col];
+    case CBC_K_BASE_PER_INPUT: return b.data[(size_t)row * F + col];
+    default: return 0.0f;
+    }
+}
+
+// rows[r][i] = x'_i + alpha_s (x_i - x'_i) of input b, step s.
+extern "C" __global__ void net_path(cbc_k_netio p)
+{
+    const size_t total = (size_t)p.R * p.F;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const int r = (int)(e / p.F), i = (int)(e % p.F);
+        const int gr = p.row0 + r, b = gr / p.S, s = gr - b * p.S;
+        const float x = p.x[(size_t)b * p.F + i], x0 = net_base(p.base, b, p.F, i);
+        p.rows[e] = fmaf(p.alpha[s], x - x0, x0);
+    }
+}
+
+// fo[r] = out[r][t_r]; gout = one-hot at t_r (the target, or its input's).
+extern "C" __global__ void net_seed(cbc_k_netio p)
+{
+    const size_t total = (size_t)p.R * p.outs;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const int r = (int)(e / p.outs), j = (int)(e % p.outs);
+        const int t = p.targets ? p.targets[(p.row0 + r) / p.S] : p.target;
+        p.gout[e] = j == t ? 1.0f : 0.0f;
+        if (j == t)
+            p.fo[r] = p.out[e];
+    }
+}
+
+// attr[b][i] = (x_i - x'_i) sum_s w_s g0[b S + s][i], in step order.
+extern "C" __global__ void net_attr(cbc_k_netio p)
+{
+    const size_t total = (size_t)p.nb * p.F;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const int lb = (int)(e / p.F), i = (int)(e % p.F), b = p.row0 / p.S + lb;
+        float acc = 0.0f;
+        for (int s = 0; s < p.S; s++)
+            acc = fmaf(p.weight[s], p.g0[((size_t)lb * p.S + s) * p.F + i], acc);
+        const float x = p.x[(size_t)b * p.F + i], x0 = net_base(p.base, b, p.F, i);
+        p.attr[(size_t)b * p.F + i] = (x - x0) * acc;
+    }
+}
