@@ -201,6 +201,56 @@ def remote_table(rows, args):
     print()
 
 
+def remote_bounds_table(rows, args):
+    by = {r["bench"]: r for r in rows if "bench" in r and "median_ms" in r and "impl" not in r}
+    if "cubincache_remote_hit_redis" not in by and "build_1_kernel_no_remote" not in by:
+        return
+    header("Remote cache bounds, Redis and HTTP (`bench/bench_remote_bounds.sh`)", args,
+           args.command or "bench/run_cpu.sh")
+    print("redis-server and nginx (WebDAV PUT) on loopback, started by the benchmark. A remote "
+          "hit as in the Redis table (the local cache emptied of entries and records before each "
+          "run); ccache 4.14 with `CCACHE_REMOTE_STORAGE` on the same servers and "
+          "`CCACHE_REMOTE_ONLY=true`, on `nvcc -c`. The bad remotes are "
+          "`tests/cli/redis_helpers.py`'s: one trickles a valid reply a byte every 0.5 s, one "
+          "announces a 1 GiB value and sends it for ever; a build with each is timed against a "
+          "build with no remote, alternately, round after round.\n")
+    print("| what | median | sd | runs | ratio |")
+    print("|---|---|---|---|---|")
+
+    def row(key, label, ratio=""):
+        table_row(by, key, label, ratio)
+
+    for kind, name in (("redis", "Redis"), ("http", "HTTP (nginx)")):
+        ours, cc = by.get("cubincache_remote_hit_" + kind), by.get("ccache_remote_hit_" + kind)
+        row("cubincache_remote_hit_" + kind, "`cubincache build` remote hit through %s" % name,
+            "%.2fx ccache's through %s" % (ours["median_ms"] / cc["median_ms"], name)
+            if ours and cc else "")
+    for kind, name in (("redis", "Redis"), ("http", "HTTP (nginx)")):
+        row("ccache_remote_hit_" + kind, "peer: `ccache nvcc -c` remote hit through %s" % name)
+    r, h = by.get("cubincache_remote_hit_redis"), by.get("cubincache_remote_hit_http")
+    if r and h:
+        print("| (HTTP against Redis, ours) | | | | %.2fx |" % (h["median_ms"] / r["median_ms"]))
+    none = by.get("build_1_kernel_no_remote")
+    for key, label in (("build_1_kernel_no_remote", "1 kernel, 1 target, compiled, no remote"),
+                       ("build_1_kernel_trickle_remote", "the same, the remote trickling a byte "
+                        "every 0.5 s (operation-timeout 1000 ms)"),
+                       ("build_1_kernel_huge_remote", "the same, the remote sending a 1 GiB "
+                        "value (max-value 256 MiB)")):
+        x = by.get(key)
+        extra = ""
+        if x and none and key != "build_1_kernel_no_remote":
+            extra = "adds %s (median of the per-round ratios: %.3fx)" % (
+                ms(none["median_ms"] * (x["wall_ratio_median"] - 1)), x["wall_ratio_median"])
+        row(key, label, extra)
+    p = next((r for r in rows if r.get("bench") == "huge_value_peak_rss"), None)
+    if p:
+        print("\nAgainst the 1 GiB value, peak resident size: the build %.1f MiB (%d ms, nvcc "
+              "included), `cache remote verify` %.1f MiB (%d ms); the cap is %d MiB." % (
+                  p["build_kb"] / 1024.0, p["build_ms"], p["verify_kb"] / 1024.0, p["verify_ms"],
+                  p["cap_kb"] // 1024))
+    print()
+
+
 def accuracy_table(rows, args):
     acc = [r for r in rows if r.get("bench") == "ig_accuracy"]
     if not acc:
@@ -497,6 +547,7 @@ def main():
     launcher_table(rows, args)
     remote_table(rows, args)
     torch_table(rows, args)
+    remote_bounds_table(rows, args)
     loader_table(rows, args)
     ig_table(rows, args)
     explain_table(rows, args)

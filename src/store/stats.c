@@ -25,7 +25,10 @@ static const char *const counter_names[] = {
     "hits",        "misses",       "stores",          "dropped",
     "store_errors", "bytes",       "uncacheable",     "remote_hits",
     "remote_misses", "remote_errors", "remote_bytes_read", "remote_bytes_written",
-    "remote_time_us"};
+    "remote_time_us",
+    /* appended: older files lack them (read as 0), older readers skip them */
+    "remote_timeouts", "remote_refusals", "remote_bad_values", "remote_reshared"};
+_Static_assert(CBC_ARRAY_LEN(counter_names) == C_COUNT, "a counter without its name");
 
 /* Lenient parse: a line that does not read as "name number" is skipped, so
  * a stats file torn by a crash costs counts, never an error. */
@@ -119,7 +122,7 @@ enum cbc_status cbc_st_with_counters(struct cbc_store *s, void (*fn)(uint64_t v[
         free(data);
         fn(v, ctx);
         if (write_back) {
-            char buf[512];
+            char buf[SMALL_MAX];
             int n = format_counters(v, buf, sizeof buf);
             st = cbc_write_at(s->fd, s->root, "stats", buf, (size_t)n, cbc_st_perm(s), false, err);
             if (st != CBC_OK)
@@ -148,11 +151,16 @@ void cbc_st_merge_counts(uint64_t v[C_COUNT], void *ctx)
         cbc_remote_stats(s->remote, &r);
         v[C_R_HITS] += s->remote_hits;
         v[C_R_MISSES] += s->remote_misses;
-        s->remote_hits = s->remote_misses = 0;
-        v[C_R_ERRORS] += r.errors - m->errors;
+        v[C_R_ERRORS] += r.errors - m->errors + s->remote_bad;
+        v[C_R_BAD_VALUES] += s->remote_bad;
+        s->remote_hits = s->remote_misses = s->remote_bad = 0;
         v[C_R_READ] += r.bytes_read - m->bytes_read;
         v[C_R_WRITTEN] += r.bytes_written - m->bytes_written;
         v[C_R_TIME] += r.time_us - m->time_us;
+        v[C_R_TIMEOUTS] += r.timeouts - m->timeouts;
+        v[C_R_REFUSALS] += r.refusals - m->refusals;
+        v[C_R_BAD_VALUES] += r.bad_values - m->bad_values;
+        v[C_R_RESHARED] += r.reshared - m->reshared;
         *m = r;
     }
 }
@@ -163,7 +171,8 @@ bool cbc_st_counts_pending(const struct cbc_store *s)
         return false;
     struct cbc_remote_stats r;
     cbc_remote_stats(s->remote, &r);
-    return s->remote_hits || s->remote_misses || memcmp(&r, &s->remote_merged, sizeof r) != 0;
+    return s->remote_hits || s->remote_misses || s->remote_bad ||
+           memcmp(&r, &s->remote_merged, sizeof r) != 0;
 }
 
 void cbc_store_count(struct cbc_store *s, uint64_t hits, uint64_t misses, uint64_t dropped)
@@ -203,6 +212,10 @@ enum cbc_status cbc_store_stats(struct cbc_store *s, struct cbc_store_stats *out
     out->remote_bytes_read = v[C_R_READ];
     out->remote_bytes_written = v[C_R_WRITTEN];
     out->remote_time_us = v[C_R_TIME];
+    out->remote_timeouts = v[C_R_TIMEOUTS];
+    out->remote_refusals = v[C_R_REFUSALS];
+    out->remote_bad_values = v[C_R_BAD_VALUES];
+    out->remote_reshared = v[C_R_RESHARED];
     struct scan sc = {0};
     st = cbc_st_scan_ns(s, "objects", &sc, err);
     out->entries = sc.entries;

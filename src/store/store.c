@@ -346,6 +346,7 @@ enum cbc_status cbc_store_get(struct cbc_store *s, const struct cbc_hash *key,
     }
     futimens(fd, NULL); /* LRU: last use; a read-only cache just keeps the old time */
     close(fd);
+    cbc_st_remote_reshare(s, "objects", key, raw, rlen); /* a remote that lost it gets it back */
     memmove(raw, payload, plen);
     *data = raw;
     *len = plen;
@@ -462,26 +463,30 @@ enum cbc_status cbc_store_blob_get(struct cbc_store *s, enum cbc_store_ns which,
     uint8_t *raw = NULL;
     size_t n = 0;
     enum cbc_status st = cbc_read_at(s->fd, s->root, rel, BLOB_MAX, &raw, &n, err);
+    bool local = st == CBC_OK;
     if (st == CBC_E_NOT_FOUND && which != CBC_STORE_TOOLS && which != CBC_STORE_LAST &&
         /* a machine's own identities and paths */
         cbc_st_remote_get_blob(s, ns, rel, key, &raw, &n))
         st = CBC_OK;
     if (st != CBC_OK)
         return st;
-    if (n < BLOB_HEADER || memcmp(raw, BLOB_MAGIC, 8) != 0 || memcmp(raw + 8, key->b, 16) != 0) {
+    char why[200];
+    if (!cbc_st_blob_check(raw, n, key, why, sizeof why)) {
         free(raw);
         return cbc_err_set(err, CBC_E_NOT_FOUND, "'%s/%s' is not a blob of its key", s->root,
                            rel);
     }
+    if (local && which != CBC_STORE_TOOLS && which != CBC_STORE_LAST) /* never our own */
+        cbc_st_remote_reshare(s, ns, key, raw, n);
     memmove(raw, raw + BLOB_HEADER, n - BLOB_HEADER + 1); /* the NUL too */
     *data = raw;
     *len = n - BLOB_HEADER;
     return CBC_OK;
 }
 
-enum cbc_status cbc_store_blob_put(struct cbc_store *s, enum cbc_store_ns which,
-                                   const struct cbc_hash *key, const void *data, size_t len,
-                                   struct cbc_err *err)
+static enum cbc_status blob_write(struct cbc_store *s, enum cbc_store_ns which,
+                                  const struct cbc_hash *key, const void *data, size_t len,
+                                  bool to_remote, struct cbc_err *err)
 {
     const char *ns = ns_dir(which);
     if (!ns)
@@ -497,10 +502,24 @@ enum cbc_status cbc_store_blob_put(struct cbc_store *s, enum cbc_store_ns which,
     char rel[80];
     cbc_st_rel_path(ns, key, ".dep", rel, sizeof rel);
     enum cbc_status st = cbc_st_put_file(s, rel, buf, BLOB_HEADER + len, NULL, err);
-    if (which != CBC_STORE_TOOLS && which != CBC_STORE_LAST)
+    if (to_remote && which != CBC_STORE_TOOLS && which != CBC_STORE_LAST)
         cbc_st_remote_put(s, ns, key, buf, BLOB_HEADER + len);
     free(buf);
     return st;
+}
+
+enum cbc_status cbc_store_blob_put(struct cbc_store *s, enum cbc_store_ns which,
+                                   const struct cbc_hash *key, const void *data, size_t len,
+                                   struct cbc_err *err)
+{
+    return blob_write(s, which, key, data, len, true, err);
+}
+
+enum cbc_status cbc_store_blob_put_local(struct cbc_store *s, enum cbc_store_ns which,
+                                         const struct cbc_hash *key, const void *data,
+                                         size_t len, struct cbc_err *err)
+{
+    return blob_write(s, which, key, data, len, false, err);
 }
 
 static enum cbc_status tools_get(void *ctx, const struct cbc_hash *key, uint8_t **data,

@@ -129,14 +129,22 @@ enum cbc_status cbc_store_blob_get(struct cbc_store *s, enum cbc_store_ns ns,
 enum cbc_status cbc_store_blob_put(struct cbc_store *s, enum cbc_store_ns ns,
                                    const struct cbc_hash *key, const void *data, size_t len,
                                    struct cbc_err *err);
+/* The same, in this cache alone: a blob whose bytes matter only here (a
+ * dependency list with this machine's stamps refreshed on a hit), which a
+ * remote neither needs nor should be written by a hit for. */
+enum cbc_status cbc_store_blob_put_local(struct cbc_store *s, enum cbc_store_ns ns,
+                                         const struct cbc_hash *key, const void *data,
+                                         size_t len, struct cbc_err *err);
 
 /* ---- the second-level cache (src/remote) ---------------------------------- */
 
-/* Puts a remote cache (a spec of remote.h: redis://...) behind this store:
- * a local miss of an entry, a direct-mode record or a dependency list asks
- * it; what it returns is verified by the checks a local file passes and
- * written here; puts are written through to it (not for a read-only
- * remote). Toolchain identities stay local. A remote that fails is skipped
+/* Puts a remote cache (a spec of remote.h: redis://..., http://...)
+ * behind this store: a local miss of an entry, a direct-mode record or a
+ * dependency list asks it; what it returns is verified by the checks a
+ * local file passes and written here; puts are written through to it (not
+ * for a read-only remote); with |reshare a local hit is written back when
+ * the remote lacks it (one round trip per hit to find out). Toolchain
+ * identities stay local. A remote that fails is skipped
  * for the rest of the process and, through v1/remote-skip, by the builds of
  * the next skip-after-failure seconds; fn gets one warning per process.
  * CBC_E_USAGE for a bad spec, CBC_E_NOT_FOUND for "none" or "". */
@@ -155,6 +163,103 @@ enum cbc_status cbc_store_attach_default_remote(struct cbc_store *s, const char 
 const char *cbc_store_remote_name(const struct cbc_store *s);
 /* Whether the last cbc_store_get hit came from the remote. */
 bool cbc_store_last_remote(const struct cbc_store *s);
+
+/* ---- compile once per fleet: leases on the remote ---------------------------- */
+
+/* Of N cold builders about to compile the same unit, one compiles and the
+ * others use its result: before compiling a miss, a builder takes a lease
+ * on the key that missed (the direct key of the unit, say) in the remote.
+ * The lease only says who compiles; the result travels as any other entry
+ * (the holder's cbc_store_put writes it through, a waiter's lookup asks
+ * the remote on its local miss).
+ *
+ * How a caller uses it, for one unit whose lookup just missed (a scheduler
+ * polls each waiting unit in turn while others compile; nothing here
+ * sleeps):
+ *
+ *   struct cbc_store_lease l;
+ *   bool waited = false;
+ *   uint64_t until = 0;              // the wait's end, set at the first HELD
+ *   for (;;) {
+ *       enum cbc_lease_state ls = cbc_store_remote_lease_acquire(s, &key, TTL_MS, &l);
+ *       if (ls == CBC_LEASE_HELD) {  // another builder compiles it
+ *           if (!waited)
+ *               waited = true, until = now + WAIT_MS;
+ *           if (now >= until)
+ *               { compile; put; break; }        // bounded: compile without a lease
+ *           sleep or serve other units for POLL_MS; continue;
+ *       }
+ *       // ACQUIRED (this builder holds it) or NONE (no lease to be had)
+ *       if (waited && the same lookup hits now)  // the holder's result arrived
+ *           { cbc_store_remote_lease_release(s, &l); use the hit; break; }
+ *       compile; publish as now: every record the lookup reads (entry,
+ *       direct record, dependency list), written through to the remote;
+ *       cbc_store_remote_lease_release(s, &l);  // after the puts, also when the
+ *       break;                                  // compile failed; no-op unless ACQUIRED
+ *   }
+ *
+ * - Poll with acquire, not with lookups: while the lease is held a poll is
+ *   one SET NX of a few bytes and counts no remote miss; it returns
+ *   ACQUIRED once the holder released it (look up again: its result is
+ *   there) or its ttl ran out (the holder died: the lookup misses and this
+ *   builder compiles, and holds the lease for the others meanwhile).
+ * - Look up again only after a wait: an ACQUIRED at the first call means
+ *   nobody held the lease when the lookup missed a moment before, so
+ *   compiling is right (a result that landed in between costs one compile,
+ *   as without leases).
+ * - Release only after every put the waiters' lookup needs: releasing
+ *   first makes the next waiter's lookup miss and compile again. A holder
+ *   whose compile failed releases too (without puts): the next waiter then
+ *   compiles, so a failing unit is compiled by the waiters one after
+ *   another, each bounded by its WAIT_MS.
+ * - TTL_MS: above the unit's usual compile time (say 2 to 5 minutes); a
+ *   compile that outlives it lets a waiter compile it too (twice, not
+ *   wrong). WAIT_MS: how long a waiter trusts the holder, from its first
+ *   HELD (TTL_MS is the natural choice: by then the holder released or its
+ *   lease expired). POLL_MS: 100 to 250 ms, with jitter.
+ * - NONE at any call: compile now (after a wait, look up first, as above).
+ *
+ * What acquire returns, on every call a fresh `*lease` (key, a new token,
+ * acquired):
+ *   ACQUIRED  this process holds "cubincache:v1:[NAMESPACE:]lease:<32 hex
+ *             of key>", set to the lease's token (128 random bits, new for
+ *             each acquire) by SET NX PX TTL_MS: atomic across the fleet;
+ *             it ends at release or after TTL_MS, whichever comes first,
+ *             so a builder that dies holds the others up at most TTL_MS;
+ *             lease->acquired is true.
+ *   HELD      another holds it (a read-only remote says this too, from a
+ *             GET, when a writer holds it).
+ *   NONE      no lease to be had: no remote attached, TTL_MS 0, the remote
+ *             failed now or is skipped by v1/remote-skip (a failure warns
+ *             once through the attached message function and marks it, as
+ *             any remote operation does), the backend has no leases (HTTP),
+ *             or the client may not write (read-only, or the server refused
+ *             a write) and nobody holds it.
+ * Each call is one remote operation (connecting first when there is no
+ * connection), bounded by the remote's operation timeout. Neither call
+ * fails otherwise: the caller can always compile. Not thread-safe, as the
+ * store is not.
+ *
+ * release gives the lease back only while it still holds this lease's
+ * token (a server-side compare-and-delete, one Lua EVAL): a lease that
+ * expired and was taken by another builder stays that builder's. It does
+ * nothing for a lease not acquired (HELD, NONE, released already), clears
+ * lease->acquired, and when the remote failed, stopped taking writes
+ * (full) or refuses EVAL (an ACL) it leaves the lease to expire by its
+ * ttl. */
+enum cbc_lease_state {
+    CBC_LEASE_ACQUIRED = 0,
+    CBC_LEASE_HELD = 1,
+    CBC_LEASE_NONE = 2
+};
+struct cbc_store_lease {
+    struct cbc_hash key;
+    char token[CBC_HASH_HEX_LEN + 1];
+    bool acquired; /* true after ACQUIRED, until release */
+};
+enum cbc_lease_state cbc_store_remote_lease_acquire(struct cbc_store *s, const struct cbc_hash *key,
+                                                    unsigned ttl_ms, struct cbc_store_lease *lease);
+void cbc_store_remote_lease_release(struct cbc_store *s, struct cbc_store_lease *lease);
 
 /* ---- settings (settings.h) ------------------------------------------------ */
 
@@ -177,6 +282,11 @@ struct cbc_store_stats {
     /* the remote's part (remote hits are hits too) */
     uint64_t remote_hits, remote_misses, remote_errors;
     uint64_t remote_bytes_read, remote_bytes_written, remote_time_us;
+    /* parts of remote_errors: operations out of time, refusals (connection
+     * refused, authentication, writes refused: OOM, READONLY, NOPERM, HTTP
+     * 401/403/405/507), bad values (undecodable, over max-value, the wrong
+     * type, failed the checks); and local hits written back (reshare) */
+    uint64_t remote_timeouts, remote_refusals, remote_bad_values, remote_reshared;
 };
 
 /* Adds to the counters kept in memory; written to v1/stats on close. */
@@ -216,5 +326,52 @@ enum cbc_status cbc_store_clean(struct cbc_store *s, uint64_t *removed, cbc_stor
 enum cbc_status cbc_store_verify_all(struct cbc_store *s, uint64_t *checked, uint64_t *dropped,
                                      uint64_t *left, cbc_store_report_fn report, void *ctx,
                                      struct cbc_err *err);
+
+/* ---- operators: the remote as a whole (remote_maint.c) --------------------------- */
+
+#define CBC_INVENTORY_NS_MAX 32
+/* What the remote holds for cubincache, from a bounded listing. */
+struct cbc_store_remote_inventory {
+    char version[64];       /* the server's ("redis 7.0.15") */
+    uint64_t keys, bytes;   /* keys under cubincache:v1:, their values' bytes (STRLEN) */
+    uint64_t foreign;       /* keys there that cubincache does not write */
+    struct {
+        char name[65]; /* "" for none; 64 characters at most (remote.h) */
+        uint64_t objects, direct, deps, lease, bytes;
+    } ns[CBC_INVENTORY_NS_MAX];
+    size_t n_ns;
+    uint64_t ns_others;     /* keys of namespaces beyond the first CBC_INVENTORY_NS_MAX */
+    bool complete;          /* the whole key space was seen (not cut by the limits) */
+};
+/* Lists every namespace's keys, at most max_keys, until deadline_us
+ * (CLOCK_MONOTONIC in microseconds; 0: none), each operation under the remote's
+ * timeout. CBC_E_NOT_FOUND without a remote; CBC_E_UNSUPPORTED for one
+ * that cannot list (HTTP); CBC_E_CACHE when it fails. */
+enum cbc_status cbc_store_remote_inventory(struct cbc_store *s, uint64_t max_keys,
+                                           uint64_t deadline_us,
+                                           struct cbc_store_remote_inventory *out,
+                                           struct cbc_err *err);
+/* Uploads every local entry and record (not toolchain identities) that
+ * passes its local checks, replacing what the remote holds under its key
+ * (the damaged ones are counted in *bad and reported, never sent).
+ * CBC_E_USAGE for a read-only remote; CBC_E_CACHE when it fails or
+ * refuses writes (what was pushed so far stays). */
+enum cbc_status cbc_store_remote_push(struct cbc_store *s, uint64_t *pushed, uint64_t *bytes,
+                                      uint64_t *bad, cbc_store_report_fn report, void *ctx,
+                                      struct cbc_err *err);
+struct cbc_store_remote_verify {
+    uint64_t checked, bad, deleted, foreign;
+    bool complete;
+};
+/* Fetches every value of the remote's namespace (at most max_keys, until
+ * deadline_us) and checks it exactly as a local file is checked (the value
+ * codec, then the entry's header, key, content hash and image arch, or the
+ * record's header and key); reports each bad one, and with delete_bad
+ * deletes it. Keys that cubincache does not write are reported and left
+ * alone; leases are skipped. Errors as cbc_store_remote_inventory. */
+enum cbc_status cbc_store_remote_verify(struct cbc_store *s, bool delete_bad, uint64_t max_keys,
+                                        uint64_t deadline_us, struct cbc_store_remote_verify *out,
+                                        cbc_store_report_fn report, void *ctx,
+                                        struct cbc_err *err);
 
 #endif

@@ -45,6 +45,7 @@ struct cbc_store {
     bool remote_warned;   /* one warning per process */
     bool last_remote;     /* the last get's hit came from the remote */
     uint64_t remote_hits, remote_misses; /* entries; what the records cost is in bytes/time */
+    uint64_t remote_bad; /* values that decoded but failed the store's checks */
     cbc_msg_fn msg;
     void *msg_ctx;
     struct cbc_remote_stats remote_merged; /* what the counters already hold */
@@ -80,7 +81,9 @@ enum cbc_status cbc_st_put_file(struct cbc_store *s, const char *rel, const void
 
 enum {
     C_HITS, C_MISSES, C_STORES, C_DROPPED, C_STORE_ERRORS, C_BYTES, C_UNCACHEABLE,
-    C_R_HITS, C_R_MISSES, C_R_ERRORS, C_R_READ, C_R_WRITTEN, C_R_TIME, C_COUNT
+    C_R_HITS, C_R_MISSES, C_R_ERRORS, C_R_READ, C_R_WRITTEN, C_R_TIME,
+    /* appended (issue 27): the parts of C_R_ERRORS, and local hits written back */
+    C_R_TIMEOUTS, C_R_REFUSALS, C_R_BAD_VALUES, C_R_RESHARED, C_COUNT
 };
 
 /* Runs fn on the counters of v1/stats under the directory lock, writing
@@ -105,6 +108,18 @@ bool cbc_st_remote_get_blob(struct cbc_store *s, const char *ns, const char *rel
 /* Writes a local file through to the remote. */
 void cbc_st_remote_put(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
                        const void *data, size_t len);
+/* A local hit of a file (header and all): written back to the remote when
+ * it has reshare and lacks the key. */
+void cbc_st_remote_reshare(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
+                           const void *data, size_t len);
+/* Whether the remote may be asked now (attached, not failed here or, by
+ * v1/remote-skip, in another build within its skip time). */
+bool cbc_st_remote_ready(struct cbc_store *s);
+/* The remote failed: one warning (with its hint) and the skip marker. */
+void cbc_st_remote_failed(struct cbc_store *s, const struct cbc_err *e);
+/* Whether `raw` (n bytes) is a good blob file of `key`; why says what not. */
+bool cbc_st_blob_check(const uint8_t *raw, size_t n, const struct cbc_hash *key, char *why,
+                       size_t why_len);
 
 /* ---- the walker (maint.c) ---------------------------------------------------------- */
 

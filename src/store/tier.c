@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,7 +38,7 @@ static void name_hash_hex(const struct cbc_store *s, char hex[CBC_HASH_HEX_LEN +
 
 /* Whether the remote may be asked now: attached, not failed in this
  * process, not marked failed by another within its skip time. */
-static bool remote_ready(struct cbc_store *s)
+bool cbc_st_remote_ready(struct cbc_store *s)
 {
     if (!s->remote || !cbc_remote_usable(s->remote))
         return false;
@@ -75,7 +76,7 @@ static bool remote_ready(struct cbc_store *s)
 }
 
 /* The remote failed: one warning, and the marker for the other builds. */
-static void remote_failed(struct cbc_store *s, const struct cbc_err *e)
+void cbc_st_remote_failed(struct cbc_store *s, const struct cbc_err *e)
 {
     const struct cbc_remote_cfg *cfg = cbc_remote_config(s->remote);
     bool failed = !cbc_remote_usable(s->remote);
@@ -90,13 +91,15 @@ static void remote_failed(struct cbc_store *s, const struct cbc_err *e)
     if (s->remote_warned)
         return;
     s->remote_warned = true;
+    /* the fix on its own line, as a command prints an error's hint */
+    const char *hl = e->remedy[0] ? "\n  hint: " : "";
     if (!cbc_remote_usable(s->remote))
         cbc_say(s->msg, s->msg_ctx, CBC_MSG_WARNING, "%s; building without it (skipped by this process and, "
-                                       "for %u s, by the other builds using this cache)",
-                   e->msg, cfg->skip_s);
+                                       "for %u s, by the other builds using this cache)%s%s",
+                   e->msg, cfg->skip_s, hl, e->remedy);
     else
         cbc_say(s->msg, s->msg_ctx, CBC_MSG_WARNING, "%s (and, for %u s, by the other builds using this "
-                                       "cache)", e->msg, cfg->skip_s);
+                                       "cache)%s%s", e->msg, cfg->skip_s, hl, e->remedy);
 }
 
 static void remote_bad_value(struct cbc_store *s, const char *why)
@@ -111,7 +114,7 @@ static void remote_bad_value(struct cbc_store *s, const char *why)
 static bool remote_fetch(struct cbc_store *s, const char *ns, const char *rel,
                          const struct cbc_hash *key, uint8_t **raw, size_t *n)
 {
-    if (!remote_ready(s))
+    if (!cbc_st_remote_ready(s))
         return false;
     struct cbc_err e = {0};
     bool bad_value = false;
@@ -119,7 +122,7 @@ static bool remote_fetch(struct cbc_store *s, const char *ns, const char *rel,
     enum cbc_status st = cbc_remote_get(s->remote, ns, key, raw, n, &bad_value, why, sizeof why,
                                         &e);
     if (st == CBC_E_CACHE)
-        remote_failed(s, &e);
+        cbc_st_remote_failed(s, &e);
     else if (bad_value)
         remote_bad_value(s, why);
     (void)rel;
@@ -139,13 +142,37 @@ static void remote_backfill(struct cbc_store *s, const char *rel, const uint8_t 
 void cbc_st_remote_put(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
                        const void *data, size_t len)
 {
-    if (!remote_ready(s))
+    if (!cbc_st_remote_ready(s))
         return;
     struct cbc_err e = {0};
     if (cbc_remote_put(s->remote, ns, key, data, len, &e) != CBC_OK)
-        remote_failed(s, &e);
+        cbc_st_remote_failed(s, &e);
 }
 
+
+bool cbc_st_blob_check(const uint8_t *raw, size_t n, const struct cbc_hash *key, char *why,
+                       size_t why_len)
+{
+    if (n < BLOB_HEADER || memcmp(raw, BLOB_MAGIC, 8) != 0) {
+        snprintf(why, why_len, "not a record (bad magic or %zu bytes)", n);
+        return false;
+    }
+    if (memcmp(raw + 8, key->b, 16) != 0) {
+        snprintf(why, why_len, "a record filed under the wrong key");
+        return false;
+    }
+    return true;
+}
+
+void cbc_st_remote_reshare(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
+                           const void *data, size_t len)
+{
+    if (!s->remote || !cbc_remote_config(s->remote)->reshare || !cbc_st_remote_ready(s))
+        return;
+    struct cbc_err e = {0};
+    if (cbc_remote_reshare(s->remote, ns, key, data, len, NULL, &e) != CBC_OK)
+        cbc_st_remote_failed(s, &e);
+}
 
 enum cbc_status cbc_st_remote_get_entry(struct cbc_store *s, const char *rel,
                                         const struct cbc_hash *key,
@@ -154,7 +181,7 @@ enum cbc_status cbc_st_remote_get_entry(struct cbc_store *s, const char *rel,
 {
     uint8_t *raw = NULL;
     size_t n = 0;
-    if (!remote_ready(s))
+    if (!cbc_st_remote_ready(s))
         return CBC_OK;
     if (!remote_fetch(s, "objects", rel, key, &raw, &n)) {
         s->remote_misses++;
@@ -170,6 +197,7 @@ enum cbc_status cbc_st_remote_get_entry(struct cbc_store *s, const char *rel,
         remote_bad_value(s, full);
         free(raw);
         s->remote_misses++;
+        s->remote_bad++;
         return CBC_OK;
     }
     s->remote_hits++;
@@ -185,7 +213,7 @@ enum cbc_status cbc_st_remote_get_entry(struct cbc_store *s, const char *rel,
 bool cbc_st_remote_get_blob(struct cbc_store *s, const char *ns, const char *rel,
                             const struct cbc_hash *key, uint8_t **raw, size_t *n)
 {
-    if (!remote_ready(s))
+    if (!cbc_st_remote_ready(s))
         return false;
     if (!remote_fetch(s, ns, rel, key, raw, n)) {
         /* no direct-mode record: the entry lookup that needs it misses too */
@@ -193,10 +221,14 @@ bool cbc_st_remote_get_blob(struct cbc_store *s, const char *ns, const char *rel
             s->remote_misses++;
         return false;
     }
-    if (*n < BLOB_HEADER || memcmp(*raw, BLOB_MAGIC, 8) != 0 || memcmp(*raw + 8, key->b, 16) != 0) {
-        remote_bad_value(s, "a record that is not a blob of its key");
+    char why[200];
+    if (!cbc_st_blob_check(*raw, *n, key, why, sizeof why)) {
+        char full[300];
+        snprintf(full, sizeof full, "%s: %s", rel, why);
+        remote_bad_value(s, full);
         free(*raw);
         *raw = NULL;
+        s->remote_bad++;
         return false;
     }
     remote_backfill(s, rel, *raw, *n, false);
@@ -265,3 +297,54 @@ bool cbc_store_last_remote(const struct cbc_store *s)
     return s->last_remote;
 }
 
+
+/* ---- leases (store.h) -------------------------------------------------------------- */
+
+/* 128 random bits as hex: the token that makes a lease this process's. */
+static void lease_token(char out[CBC_HASH_HEX_LEN + 1])
+{
+    struct cbc_hash h;
+    uint8_t seed[16];
+    if (getrandom(seed, sizeof seed, GRND_NONBLOCK) == (ssize_t)sizeof seed) {
+        memcpy(h.b, seed, sizeof h.b);
+    } else { /* no entropy yet: unique enough for a lease */
+        static unsigned n;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        char text[96];
+        int k = snprintf(text, sizeof text, "%ld %ld %ld %u", (long)getpid(), (long)ts.tv_sec,
+                         ts.tv_nsec, n++);
+        cbc_hash_bytes(text, (size_t)k, &h);
+    }
+    cbc_hash_hex(&h, out);
+}
+
+enum cbc_lease_state cbc_store_remote_lease_acquire(struct cbc_store *s, const struct cbc_hash *key,
+                                                    unsigned ttl_ms, struct cbc_store_lease *lease)
+{
+    memset(lease, 0, sizeof *lease);
+    lease->key = *key;
+    if (!cbc_st_remote_ready(s) || ttl_ms == 0)
+        return CBC_LEASE_NONE;
+    lease_token(lease->token);
+    enum cbc_remote_lease got = CBC_REMOTE_LEASE_UNSUPPORTED;
+    struct cbc_err e = {0};
+    if (cbc_remote_lease_acquire(s->remote, key, lease->token, ttl_ms, &got, &e) != CBC_OK) {
+        cbc_st_remote_failed(s, &e);
+        return CBC_LEASE_NONE;
+    }
+    lease->acquired = got == CBC_REMOTE_LEASE_ACQUIRED;
+    return got == CBC_REMOTE_LEASE_ACQUIRED ? CBC_LEASE_ACQUIRED
+           : got == CBC_REMOTE_LEASE_HELD   ? CBC_LEASE_HELD
+                                            : CBC_LEASE_NONE;
+}
+
+void cbc_store_remote_lease_release(struct cbc_store *s, struct cbc_store_lease *lease)
+{
+    if (!lease->acquired || !s->remote)
+        return;
+    lease->acquired = false;
+    struct cbc_err e = {0};
+    if (cbc_remote_lease_release(s->remote, &lease->key, lease->token, NULL, &e) != CBC_OK)
+        cbc_st_remote_failed(s, &e);
+}

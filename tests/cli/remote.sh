@@ -7,33 +7,22 @@
 # header relabelled, truncated, the wrong Redis type) are refused and
 # compiled here; another kernel's valid entry under a key is served: what
 # a trusted writer can do (README). Faults, each bounded in time: nothing
-# listening, a server that never answers, one that answers garbage, a
-# password missing or wrong, a full server. 16 builders at once.
+# listening, a server that never answers, one that answers garbage, one
+# that trickles a valid reply a byte every 0.5 s (one deadline for the
+# whole operation), one that announces a 1 GiB value and sends it for ever
+# (refused from its header: the peak resident size stays small), a password
+# missing or wrong, a full server; each counted as what it is (timeouts,
+# refusals, bad values). 16 builders at once.
 . "$(dirname "$0")/lib.sh"
 command -v redis-server > /dev/null || { echo "redis-server is not installed" >&2; exit 77; }
-H="python3 $(dirname "$0")/redis_helpers.py"
+. "$(dirname "$0")/remote_lib.sh"
 trap 'for p in "$T"/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done; chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
 
-start_redis() { # NAME [redis-server options...]: sets PORT
-    local name=$1; shift
-    mkdir -p "$T/$name"
-    for try in 1 2 3 4 5 6 7 8; do
-        PORT=$((20000 + RANDOM % 40000))
-        redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$T/$name" \
-            --daemonize yes --pidfile "$T/$name.pid" --logfile "$T/$name/log" "$@" > /dev/null 2>&1 || continue
-        for i in $(seq 50); do
-            redis-cli -p "$PORT" ${REDIS_AUTH:+-a "$REDIS_AUTH" --no-auth-warning} ping 2>/dev/null | grep -q PONG && return 0
-            sleep 0.1
-        done
-    done
-    fail "redis-server did not start: $(cat "$T/$name/log" 2>/dev/null | tail -3)"
-}
 rcli() { redis-cli -p "$PORT" "$@"; }
-compiles() { grep -v -c -e '^--version' -e '^--list-gpu-code' -e 'cubincache-probe' "$T/nvcc.log" || true; }
 
 make_counting_nvcc
 export NVCC="$T/nvcc-count"
-start_redis main
+start_redis "$T/main" || fail "no redis-server"
 MAIN=$PORT
 URL="redis://127.0.0.1:$MAIN"
 make_kernel "$T/src"
@@ -101,6 +90,7 @@ note "poison: a byte of the cubin flipped (the value re-wrapped, its sizes right
 cp "$T/e90" "$T/bad" && printf '\xff' | dd of="$T/bad" bs=1 seek=200 conv=notrunc 2> /dev/null
 $H value "$T/bad" "$T/badv" && $H "$MAIN" set "$K90" "$T/badv"
 poisoned flip "content hash mismatch"
+[ "$(counter "$T/cflip" remote_bad_values)" -ge 1 ] || fail "flip: the bad value is not counted"
 note "poison: the sm_89 entry under the sm_90 key"
 $H "$MAIN" set "$K90" "$T/v89"
 poisoned arch "filed under the wrong key"
@@ -135,25 +125,15 @@ if command -v xxhsum > /dev/null; then
 fi
 
 # ---- faults, each bounded in time -------------------------------------------
-rtime() { # the remote time, in ms, a cache's stats recorded
-    CUBINCACHE_DIR="$1" "$CUBINCACHE" cache stats --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["remote_time_us"] // 1000)'
-}
-fresh_kernel() { sed "s/sq(x\[i\]) \* a/sq(x[i]) * a + $1.0f/" "$T/src/k.cu" > "$T/src/f$1.cu"; echo "f$1.cu"; }
-three_builds() { # NAME SPEC: three fresh kernels built one after another, as ninja would
-    local i rc
-    : > "$T/$1.err"
-    for i in 1 2 3; do
-        rc=0
-        CUBINCACHE_DIR="$T/c$1" timeout 60 "$CUBINCACHE" build -a 90 --remote "$2" -o "$T/out$1" -n "$1$i" "$(fresh_kernel "$RANDOM$i")" 2>> "$T/$1.err" || rc=$?
-        [ $rc = 0 ] || fail "$1: build $i exited $rc: $(cat "$T/$1.err")"
-    done
-}
 note "fault: nothing listens (refused): one warning, three local builds, no time lost"
 dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 three_builds dead "redis://127.0.0.1:$dead"
 [ "$(grep -c 'remote cache' "$T/dead.err")" = 1 ] || fail "dead: $(cat "$T/dead.err")"
 grep -q "cannot connect" "$T/dead.err" || fail "dead: $(cat "$T/dead.err")"
 [ "$(rtime "$T/cdead")" -lt 200 ] || fail "dead: $(rtime "$T/cdead") ms spent on the remote"
+[ "$(counter "$T/cdead" remote_refusals)" = 1 ] && [ "$(counter "$T/cdead" remote_timeouts)" = 0 ] ||
+    fail "dead: not counted as one refusal: $(CUBINCACHE_DIR="$T/cdead" "$CUBINCACHE" cache stats --json)"
+grep -q "hint: start the server or correct the remote's address" "$T/dead.err" || fail "dead: no fix: $(cat "$T/dead.err")"
 
 note "the skip marker is never written or read through a link planted in the cache"
 mkdir -p "$T/clink/v1"
@@ -166,8 +146,7 @@ CUBINCACHE_DIR="$T/clink" timeout 60 "$CUBINCACHE" build -q -a 90 --remote "redi
     fail "the planted link is still the marker"
 
 note "fault: a server that accepts and never answers: one 1 s timeout for the three builds"
-$H fake "$T/silent.port" silent & echo $! > "$T/silent.pid"
-for i in $(seq 50); do [ -f "$T/silent.port" ] && break; sleep 0.1; done
+start_fake "$T/silent" silent || fail "no silent server"
 t0=$(date +%s%N)
 three_builds silent "redis://127.0.0.1:$(cat "$T/silent.port")"
 [ "$(grep -c 'remote cache' "$T/silent.err")" = 1 ] || fail "silent: $(cat "$T/silent.err")"
@@ -175,6 +154,7 @@ grep -q "no answer within the operation timeout" "$T/silent.err" || fail "silent
 ms=$(rtime "$T/csilent")
 [ "$ms" -ge 900 ] && [ "$ms" -lt 1500 ] || fail "silent: $ms ms spent on the remote (one 1 s timeout expected)"
 [ -f "$T/csilent/v1/remote-skip" ] || fail "silent: no skip marker"
+[ "$(counter "$T/csilent" remote_timeouts)" = 1 ] || fail "silent: not counted as a timeout"
 note "  a fourth build within the minute skips it at once (a note with -v)"
 CUBINCACHE_DIR="$T/csilent" timeout 60 "$CUBINCACHE" build -v -a 90 --remote "redis://127.0.0.1:$(cat "$T/silent.port")" \
     -o "$T/outsilent" -n s4 "$(fresh_kernel 44)" 2> "$T/s4.err" || fail "$(cat "$T/s4.err")"
@@ -183,14 +163,63 @@ grep -q "warning" "$T/s4.err" && fail "a second warning: $(cat "$T/s4.err")"
 [ "$(rtime "$T/csilent")" = "$ms" ] || fail "the skipping build still spent time on the remote"
 
 note "fault: a server that answers garbage"
-$H fake "$T/garbage.port" garbage & echo $! > "$T/garbage.pid"
-for i in $(seq 50); do [ -f "$T/garbage.port" ] && break; sleep 0.1; done
+start_fake "$T/garbage" garbage || fail "no garbage server"
 three_builds garbage "redis://127.0.0.1:$(cat "$T/garbage.port")"
 [ "$(grep -c 'remote cache' "$T/garbage.err")" = 1 ] || fail "garbage: $(cat "$T/garbage.err")"
 [ "$(sm_of "$T/outgarbage/garbage1.sm_90.cubin")" = 90 ] || fail "garbage: no good output"
 
+note "fault: a server that trickles a valid reply, a byte every 0.5 s: one 1 s deadline for all of it"
+start_fake "$T/trickle" trickle || fail "no trickle server"
+CUBINCACHE_DIR="$T/ctrickle" $H peak "$T/trickle.peak" "$CUBINCACHE" build -a 90 \
+    --remote "redis://127.0.0.1:$(cat "$T/trickle.port")" -o "$T/outtrickle" -n tr1 "$(fresh_kernel 31)" 2> "$T/trickle.err"
+read -r rc hwm maxrss wall < "$T/trickle.peak"
+[ "$rc" = 0 ] || fail "trickle: the build exited $rc (124: held past 60 s): $(cat "$T/trickle.err")"
+[ "$(grep -c 'remote cache' "$T/trickle.err")" = 1 ] || fail "trickle: $(cat "$T/trickle.err")"
+grep -q "the reply was not complete within the operation timeout (1000 ms" "$T/trickle.err" || fail "trickle: $(cat "$T/trickle.err")"
+ms=$(rtime "$T/ctrickle")
+[ "$ms" -ge 900 ] && [ "$ms" -lt 1500 ] || fail "trickle: $ms ms spent on the remote (one 1 s deadline expected)"
+[ "$(counter "$T/ctrickle" remote_timeouts)" = 1 ] || fail "trickle: not counted as a timeout"
+note "  trickle: the build took $wall ms, $ms ms of it on the remote"
+
+note "fault: a server that announces a 1 GiB value and sends it for ever: refused from its header"
+start_fake "$T/huge" huge || fail "no huge server"
+CUBINCACHE_DIR="$T/chuge" $H peak "$T/huge.peak" "$CUBINCACHE" build -a 90 \
+    --remote "redis://127.0.0.1:$(cat "$T/huge.port")" -o "$T/outhuge" -n hg1 "$(fresh_kernel 32)" 2> "$T/huge.err"
+read -r rc hwm maxrss wall < "$T/huge.peak"
+[ "$rc" = 0 ] || fail "huge: the build exited $rc: $(cat "$T/huge.err")"
+grep -q "a value of 1073741824 bytes, over max-value (268435456 bytes); not read" "$T/huge.err" || fail "huge: $(cat "$T/huge.err")"
+# well under the 256 MiB cap: 64 MiB (under AddressSanitizer, whose shadow and quarantine are
+# the process's too, under the cap itself: reading the value would take more than 1 GiB)
+rss_max=65536
+[ -n "${CBC_SANITIZED:-}" ] && rss_max=262144
+[ "$hwm" -gt 2048 ] && [ "$hwm" -lt $rss_max ] ||
+    fail "huge: the build's peak resident size was $hwm kB (the cap is 256 MiB)"
+[ "$(sm_of "$T/outhuge/hg1.sm_90.cubin")" = 90 ] || fail "huge: no good output"
+[ "$(counter "$T/chuge" remote_bad_values)" -ge 1 ] && [ "$(counter "$T/chuge" remote_timeouts)" = 0 ] ||
+    fail "huge: not counted as a bad value: $(CUBINCACHE_DIR="$T/chuge" "$CUBINCACHE" cache stats --json)"
+note "  huge: the build took $wall ms, peak resident $hwm kB"
+# the same through an operator's verify: a process with no children, so the
+# kernel's own peak (ru_maxrss) is exact
+CUBINCACHE_DIR="$T/chuge" $H peak "$T/hugev.peak" "$CUBINCACHE" cache remote verify \
+    --remote "redis://127.0.0.1:$(cat "$T/huge.port")|max-value=1MiB" > "$T/hugev.out" 2> "$T/hugev.err"
+read -r rc hwm maxrss wall < "$T/hugev.peak"
+[ "$rc" = 1 ] || fail "huge verify: exited $rc: $(cat "$T/hugev.err")"
+grep -q "over max-value (1048576 bytes); not read" "$T/hugev.err" || fail "huge verify: $(cat "$T/hugev.err")"
+[ "$wall" -lt 5000 ] && [ "$maxrss" -lt $rss_max ] || fail "huge verify: $maxrss kB at peak, $wall ms"
+note "  huge, verify: $wall ms, peak resident $maxrss kB"
+
+note "max-value: a real value over a small cap is a bad value, compiled here"
+CUBINCACHE_DIR="$T/ccap" timeout 60 "$CUBINCACHE" build --remote "$URL|read-only|max-value=1KiB" -a 90 \
+    -o "$T/outcap" k.cu 2> "$T/cap.err" || fail "cap: $(cat "$T/cap.err")"
+grep -q "over max-value (1024 bytes)" "$T/cap.err" || fail "cap: $(cat "$T/cap.err")"
+cmp "$T/outA/k.sm_90.cubin" "$T/outcap/k.sm_90.cubin" || fail "cap: wrong output"
+
+note "rediss:// is refused, saying why and what to do"
+expect_out 2 "Redis over TLS is not supported" "$CUBINCACHE" build --remote "rediss://127.0.0.1:6380" -a 90 -o "$T/outtls" k.cu
+grep -q "hint: reach Redis over a trusted network or a tunnel" "$T/last.out" || fail "rediss: $(cat "$T/last.out")"
+
 note "fault: a password missing, a wrong one (never printed), the right one"
-REDIS_AUTH=s3cret start_redis auth --requirepass s3cret
+REDIS_AUTH=s3cret start_redis "$T/auth" --requirepass s3cret || fail "no redis-server"
 AUTHP=$PORT
 three_builds noauth "redis://127.0.0.1:$AUTHP"
 grep -q "NOAUTH" "$T/noauth.err" || fail "noauth: $(cat "$T/noauth.err")"
@@ -198,6 +227,7 @@ three_builds badpw "redis://:hunter2@127.0.0.1:$AUTHP"
 grep -q "authentication failed" "$T/badpw.err" && grep -q "redis://:\*\*\*@127.0.0.1" "$T/badpw.err" ||
     fail "badpw: $(cat "$T/badpw.err")"
 grep -q hunter2 "$T/badpw.err" && fail "the password was printed"
+[ "$(counter "$T/cbadpw" remote_refusals)" = 1 ] || fail "badpw: not counted as a refusal"
 three_builds goodpw "redis://:s3cret@127.0.0.1:$AUTHP"
 [ -s "$T/goodpw.err" ] && fail "goodpw: $(cat "$T/goodpw.err")"
 [ "$(redis-cli -p "$AUTHP" -a s3cret --no-auth-warning dbsize)" -gt 0 ] || fail "nothing was written with the right password"
@@ -207,6 +237,7 @@ redis-cli -p "$AUTHP" -a s3cret --no-auth-warning config set maxmemory-policy no
 redis-cli -p "$AUTHP" -a s3cret --no-auth-warning config set maxmemory 1 > /dev/null
 three_builds full "redis://:s3cret@127.0.0.1:$AUTHP"
 [ "$(grep -c 'refuses writes: OOM' "$T/full.err")" = 1 ] || fail "full: $(cat "$T/full.err")"
+[ "$(counter "$T/cfull" remote_refusals)" = 1 ] || fail "full: not counted as a refusal"
 [ "$(find "$T/cfull" -name '*.cbc' | wc -l)" = 3 ] || fail "full: the local cache lacks the entries"
 
 note "16 builders at once on one Redis, each with its own cache: all right, all the same"

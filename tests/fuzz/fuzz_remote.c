@@ -1,5 +1,7 @@
 /* fuzz_remote.c: libFuzzer target for the remote's value codec (what a
- * Redis answers) and its spec parser (a URL from the environment). */
+ * Redis answers), the first line of a Redis reply (RESP: read before the
+ * bytes it announces) and its spec parser (a URL from the environment). */
+#include "backend.h"
 #include "remote.h"
 
 #include <stddef.h>
@@ -14,6 +16,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char why[256];
     if (cbc_remote_decode(data, size, &out, &len, why, sizeof why) == CBC_OK)
         free(out);
+    struct cbc_resp_head h;
+    const char *bad = NULL;
+    (void)cbc_resp_head(data, size, &h, &bad);
     char *spec = malloc(size + 1);
     if (!spec)
         return 0;
