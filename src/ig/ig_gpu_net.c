@@ -574,23 +574,26 @@ static enum cbc_status backward_chunk(struct cbc_ig_gpu_net *m, const struct are
                 st = nlaunch(g, NK_EW_BWD, (size_t)R * E, 1, 1, &e, err);
             }
             break;
+        /* A node's slots go back last to first: plan() has the last slot
+         * naming a value store its gradient and the earlier ones add to it
+         * (Add of a value to itself, Concat naming one value twice). */
         case CBC_NET_ADD:
-            for (int i = 0; st == CBC_OK && i < 2; i++) {
+            for (int i = 1; st == CBC_OK && i >= 0; i--) {
                 struct cbc_k_ew c = e;
                 c.op = CBC_K_EW_COPY, c.gx = at(a, m->grad_off[d->in[i]]), c.accumulate = acc[i];
                 st = nlaunch(g, NK_EW_BWD, (size_t)R * E, 1, 1, &c, err);
             }
             break;
         case CBC_NET_CONCAT: {
-            size_t off = 0;
-            for (int i = 0; st == CBC_OK && i < d->n_in; i++) {
+            size_t off = E; /* the slot's offset in the output: slots after it come first */
+            for (int i = d->n_in - 1; st == CBC_OK && i >= 0; i--) {
                 size_t ei = elems_of(&m->net, d->in[i]);
+                off -= ei;
                 struct cbc_k_ew c = {0};
                 c.op = CBC_K_EW_COPY, c.R = R, c.E = (int)ei, c.accumulate = acc[i];
                 c.x = gy, c.ldx = (int)E, c.xoff = (int)off;
                 c.y = at(a, m->grad_off[d->in[i]]), c.ldy = (int)ei;
                 st = nlaunch(g, NK_EW_FWD, (size_t)R * ei, 1, 1, &c, err);
-                off += ei;
             }
             break;
         }
