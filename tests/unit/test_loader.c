@@ -923,7 +923,7 @@ Test(loader, the_loader_and_check_read_one_description_of_an_embedded_bundle)
     struct cbc_embedded_list el;
     struct cbc_err err = {0};
     char other[16] = "";
-    snprintf(other, sizeof other, "%s", orig->images[1].target);
+    snprintf(other, sizeof other, "%s", strcmp(orig->images[0].target, "sm_75") ? "sm_75" : "sm_80");
     memset(rec + desc0, 0, 16);
     memcpy(rec + desc0, other, strlen(other));
     eb.record = rec;
