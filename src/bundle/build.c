@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1421,6 +1422,72 @@ enum cbc_status cbc_build_arch(const struct cbc_toolchain *tc, const char *spec,
     return cbc_arch_resolve(spec ? spec : "auto", &aenv, out, err);
 }
 
+/* ---- compile once per fleet ------------------------------------------------ */
+
+/* How long a lease holds (above a build's usual compile time: one that runs
+ * longer is compiled twice, never wrongly) and how long a waiter trusts its
+ * holder: a builder that died holds the others up this long at most. */
+#define LEASE_TTL_MS 180000u
+#define LEASE_POLL_MS 150u
+
+/* Before compiling its misses, a builder sharing a remote takes one lease
+ * on the set of units it builds (the hash of their direct keys: the eight
+ * builders of one kernel for one arch list share it). Another builder
+ * holding it is compiling the same units: this one waits for it, polling
+ * the lease (one small SET NX each, no remote miss counted), then looks its
+ * misses up again, uses what hits and compiles the rest. Bounded by
+ * LEASE_TTL_MS; with no remote, or one without leases, nothing waits. One
+ * lease for the whole set, never one per unit: two builders each holding a
+ * unit the other waits for would wait out the bound. The lease is released
+ * by fleet_release, after the commits the waiters' lookups read. */
+static enum cbc_status fleet_wait(struct ctx *c, struct tstate *ts, size_t nt,
+                                  struct cbc_store_lease *lease)
+{
+    size_t misses = 0;
+    for (size_t i = 0; i < nt; i++)
+        misses += ts[i].state == T_MISS;
+    if (!misses || !c->store)
+        return CBC_OK;
+    struct cbc_hasher *h = cbc_hasher_new();
+    if (!h)
+        return cbc_err_oom(c->err);
+    cbc_hasher_str(h, 1, "cubincache build lease");
+    for (size_t i = 0; i < nt; i++)
+        cbc_hasher_hash(h, 2, &ts[i].u.dt.direct_key);
+    struct cbc_hash key;
+    cbc_hasher_digest(h, &key);
+    cbc_hasher_free(h);
+    enum cbc_lease_state ls = cbc_store_remote_lease_acquire(c->store, &key, LEASE_TTL_MS, lease);
+    if (ls != CBC_LEASE_HELD)
+        return CBC_OK; /* ours (compile, then release), or no leases to be had */
+    say(c, CBC_MSG_NOTE, "another builder is compiling these targets; waiting for its results "
+        "(at most %u s)", LEASE_TTL_MS / 1000);
+    const uint64_t until = cbc_now_ns() + (uint64_t)LEASE_TTL_MS * 1000000u;
+    unsigned jitter = (unsigned)getpid();
+    while (ls == CBC_LEASE_HELD && cbc_now_ns() < until) {
+        jitter = jitter * 1103515245u + 12345u;
+        struct timespec pause = {0, (long)(LEASE_POLL_MS + (jitter >> 16) % 100u) * 1000000L};
+        nanosleep(&pause, NULL);
+        ls = cbc_store_remote_lease_acquire(c->store, &key, LEASE_TTL_MS, lease);
+    }
+    /* released (its results are there), expired, the remote gone, or the
+     * bound: what hits now is used, the rest compiled here */
+    enum cbc_status st = CBC_OK;
+    for (size_t i = 0; i < nt && st == CBC_OK; i++)
+        if (ts[i].state == T_MISS)
+            st = lookup(c, &ts[i]);
+    return st;
+}
+
+static void fleet_release(struct ctx *c, struct cbc_store_lease *lease)
+{
+    if (c->store)
+        cbc_store_remote_lease_release(c->store, lease);
+}
+
+static enum cbc_status compile_units(struct ctx *c, struct tstate *ts, size_t nt, size_t *hits,
+                                     size_t *nmiss, size_t *dropped);
+
 /* Phases 2-4 for a set of units: lookup, the misses compiled (at most
  * `jobs` at once), their results verified and stored. */
 static enum cbc_status run_units(struct ctx *c, struct tstate *ts, size_t nt, size_t *hits,
@@ -1431,8 +1498,21 @@ static enum cbc_status run_units(struct ctx *c, struct tstate *ts, size_t nt, si
         st = lookup(c, &ts[i]);
     if (st == CBC_OK && c->cwd_keyed)
         st = preprocessed(c, ts, nt, c->o->jobs > 0 ? c->o->jobs : 4);
-    if (st != CBC_OK)
-        return st;
+    struct cbc_store_lease lease = {0};
+    if (st == CBC_OK)
+        st = fleet_wait(c, ts, nt, &lease);
+    if (st == CBC_OK)
+        st = compile_units(c, ts, nt, hits, nmiss, dropped);
+    fleet_release(c, &lease); /* after the commits: a waiter's lookup then hits */
+    return st;
+}
+
+/* Phases 3-4 for units looked up: the hits counted and explained, the
+ * misses compiled, verified and stored. */
+static enum cbc_status compile_units(struct ctx *c, struct tstate *ts, size_t nt, size_t *hits,
+                                     size_t *nmiss, size_t *dropped)
+{
+    enum cbc_status st = CBC_OK;
     size_t misses = 0;
     for (size_t i = 0; i < nt; i++) {
         struct tstate *t = &ts[i];
