@@ -730,8 +730,18 @@ static bool fetch(struct run *r, struct group *g, struct cbc_cache_unit *u)
     char what[64];
     snprintf(what, sizeof what, "device code of compute_%u", g->arch);
     u->result = g->key;
-    if (cbc_cache_get(r->req->cache, u, &rt, what, NULL) != CBC_OK || u->state != CBC_CACHE_HIT)
+    /* an entry that names this tree is stored under the tree too
+     * (commit_group): look for both */
+    bool hit = false;
+    for (int pd = 0; pd < 2 && !hit; pd++) {
+        u->path_dependent = pd;
+        hit = cbc_cache_get(r->req->cache, u, &rt, what, NULL) == CBC_OK &&
+              u->state == CBC_CACHE_HIT;
+    }
+    if (!hit)
         return false;
+    const struct cbc_cache *c = r->req->cache;
+    u->path_dependent = u->path_dependent || cbc_base_names(c->base, c->cwd, u->data, u->len);
     bool ok = restore(r, g, u->data, u->len);
     free(u->data);
     u->data = NULL;
@@ -946,6 +956,13 @@ static void commit_group(struct run *r, struct group *g, struct cbc_filememo *me
     bool collected = collect_group(r, g, memo, &co);
     struct cbc_cache_unit *u = &g->u[collected && co.mentions & CBC_MENTIONS_ARCH_LIST ? 1 : 0];
     u->result = g->key;
+    /* device code that names its tree (an assert's __FILE__, a path in a
+     * string) is this tree's alone: stored and recorded as such, so another
+     * checkout compiles its own; a restored entry's fetch said it already */
+    if (entry)
+        u->path_dependent = cbc_base_names(r->req->cache->base, r->req->cache->cwd, entry, len);
+    else
+        u->path_dependent = g->u[0].path_dependent;
     struct cbc_target rt = cbc_store_result_target();
     enum cbc_commit outcome;
     cbc_cache_commit(r->req->cache, u, collected ? &co : NULL, &rt, entry, len, &outcome, NULL,

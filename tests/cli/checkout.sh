@@ -86,6 +86,19 @@ note "   __FILE__ (build gives nvcc the absolute path)"
 grep -q "$T/b/proj/src/f.cu" b/proj/fo/f.sm_90.cubin || fail "b's cubin does not carry b's __FILE__"
 grep -q "$T/a/proj" b/proj/fo/f.sm_90.cubin && fail "b's cubin carries a's __FILE__"
 "$C" check b/proj/fo > /dev/null || fail "check of b's per-tree bundle"
+note "   __FILE__ in device code through the launcher's split compile (CMake's absolute paths)"
+G=(-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90)
+"$C" "$NVCC_REAL" "${G[@]}" -x cu -c "$T/a/proj/src/f.cu" -o a/proj/fs.o || fail "launcher in a"
+m0=$(stat_of misses)
+"$C" "$NVCC_REAL" "${G[@]}" -x cu -c "$T/b/proj/src/f.cu" -o b/proj/fs.o || fail "launcher in b"
+"$NVCC_REAL" "${G[@]}" -x cu -c "$T/b/proj/src/f.cu" -o b/proj/fsref.o
+grep -q "$T/a/proj" b/proj/fs.o && fail "b's object carries a's __FILE__ (a's device code served in b)"
+same_object b/proj/fs.o b/proj/fsref.o || fail "b's split-compiled object is not nvcc's in b"
+[ "$(stat_of misses)" -gt "$m0" ] || fail "b's object that names its tree was a's"
+m0=$(stat_of misses)
+"$C" "$NVCC_REAL" "${G[@]}" -x cu -c "$T/b/proj/src/f.cu" -o b/proj/fs2.o || fail "launcher in b"
+[ "$(stat_of misses)" = "$m0" ] || fail "b's own object was not kept"
+same_object b/proj/fs2.o b/proj/fsref.o || fail "b's hit is not nvcc's in b"
 
 note "4. base_dir none: the checkouts share nothing"
 rm -rf "$CUBINCACHE_DIR"
