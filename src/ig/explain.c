@@ -24,7 +24,6 @@
  */
 #include "ig_int.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -140,48 +139,6 @@ struct expand {
     float *X, *Bx; /* the rows and, when every row has its own, their baselines */
     bool noisy;
 };
-
-/* fn(ctx, b0, b1) over [0, n) split into ranges, on up to 16 threads when
- * `work` (elements touched) pays for them; the results never depend on how
- * many ran, as each range writes its own rows only. */
-typedef void (*range_fn)(void *ctx, size_t b0, size_t b1);
-
-struct range_part {
-    range_fn fn;
-    void *ctx;
-    size_t b0, b1;
-};
-
-static void *range_thread(void *arg)
-{
-    struct range_part *t = arg;
-    t->fn(t->ctx, t->b0, t->b1);
-    return NULL;
-}
-
-static void parallel_ranges(size_t n, size_t work, range_fn fn, void *ctx)
-{
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t nt = cpus > 1 ? (size_t)cpus : 1;
-    nt = nt > 16 ? 16 : nt > n ? n : nt;
-    if (work < (1u << 18) || nt < 2) {
-        fn(ctx, 0, n);
-        return;
-    }
-    struct range_part parts[16];
-    pthread_t tid[16];
-    bool started[16] = {false};
-    for (size_t t = 0; t < nt; t++) {
-        parts[t] = (struct range_part){fn, ctx, n * t / nt, n * (t + 1) / nt};
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, range_thread, &parts[t]) == 0;
-    }
-    for (size_t t = 0; t < nt; t++) /* this thread: part 0 and any that did not start */
-        if (!started[t])
-            fn(ctx, parts[t].b0, parts[t].b1);
-    for (size_t t = 1; t < nt; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
-}
 
 /* Input b's noise comes from its own generator: xoshiro256** seeded by the
  * splitmix64 outputs 4b to 4b + 3 of the seed (input 0's are the first four),
@@ -384,7 +341,7 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
             row_targets[j * per_input + e2] = order[j].target;
     }
     struct expand e = {r, p, F, T, S, K, per_input, slot, X, Bx, noisy};
-    parallel_ranges(r->n, rows * F, expand_inputs, &e);
+    ig_parallel_ranges(r->n, rows * F, expand_inputs, &e);
     /* one engine call per distinct target, or (a target per row) for slices
      * of at most EXPLAIN_ROWS_MAX rows, which bounds what one call puts on
      * the GPU besides its budgeted per-step work */
@@ -411,7 +368,7 @@ enum cbc_status cbc_ig_explain(cbc_ig_engine_fn run, void *ctx, size_t F,
     if (st != CBC_OK)
         goto out;
     struct reduce rd = {p, out, base_delta, F, S, K, per_input, slot, group, A, V};
-    parallel_ranges(n_pairs, rows * F, reduce_pairs, &rd);
+    ig_parallel_ranges(n_pairs, rows * F, reduce_pairs, &rd);
 out:
     free(order), free(slot), free(group), free(X), free(Bx), free(A), free(V), free(row_targets);
     return st;

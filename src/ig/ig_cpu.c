@@ -177,15 +177,33 @@ static double forward(const struct cbc_mlp *m, struct mlp_scratch *s, const doub
     for (int l = 0; l < m->n_layers; l++) {
         const struct cbc_mlp_layer *L = &m->layers[l];
         const double *src = L->residual ? residual_src(L, s, x) : NULL;
-        for (int j = 0; j < L->out; j++) {
-            const float *w = L->w + (size_t)j * (size_t)L->in;
+        /* four rows of W at once: four independent sums, each in the order
+         * of k, so the same value as one at a time, without waiting on one
+         * chain of additions */
+        const size_t K = (size_t)L->in;
+        int j = 0;
+        for (; j + 4 <= L->out; j += 4) {
+            const float *w0 = L->w + (size_t)j * K, *w1 = w0 + K, *w2 = w1 + K, *w3 = w2 + K;
+            double a0 = L->b ? L->b[j] : 0, a1 = L->b ? L->b[j + 1] : 0,
+                   a2 = L->b ? L->b[j + 2] : 0, a3 = L->b ? L->b[j + 3] : 0;
+            for (size_t k = 0; k < K; k++) {
+                a0 += (double)w0[k] * in[k];
+                a1 += (double)w1[k] * in[k];
+                a2 += (double)w2[k] * in[k];
+                a3 += (double)w3[k] * in[k];
+            }
+            s->z[l][j] = a0, s->z[l][j + 1] = a1, s->z[l][j + 2] = a2, s->z[l][j + 3] = a3;
+        }
+        for (; j < L->out; j++) {
+            const float *w = L->w + (size_t)j * K;
             double acc = L->b ? L->b[j] : 0;
-            for (int k = 0; k < L->in; k++)
+            for (size_t k = 0; k < K; k++)
                 acc += (double)w[k] * in[k];
-            if (L->residual == CBC_RESIDUAL_BEFORE_ACT)
-                acc += (L->residual_mul ? L->residual_mul[j] : 1) * src[j];
             s->z[l][j] = acc;
         }
+        if (L->residual == CBC_RESIDUAL_BEFORE_ACT)
+            for (j = 0; j < L->out; j++)
+                s->z[l][j] += (L->residual_mul ? L->residual_mul[j] : 1) * src[j];
         if (L->norm == CBC_NORM_BEFORE_ACT)
             layer_norm(L, s->z[l], s->pre[l], &s->mean[l], &s->rstd[l]);
         else
@@ -253,26 +271,48 @@ static void backward(const struct cbc_mlp *m, struct mlp_scratch *s, int target,
     }
 }
 
+/* cbc_mlp_forward over inputs [b0, b1), each range with its own scratch. */
+struct mlp_fwd {
+    const struct cbc_mlp *m;
+    const float *x;
+    size_t n;
+    double *out;
+    bool oom; /* set by any range that could not allocate (no row of it written) */
+};
+
+static void mlp_fwd_range(void *ctx, size_t b0, size_t b1)
+{
+    struct mlp_fwd *f = ctx;
+    const struct cbc_mlp *m = f->m;
+    struct mlp_scratch s;
+    size_t F = (size_t)m->layers[0].in, outs = (size_t)m->layers[m->n_layers - 1].out;
+    double *in = malloc(F * sizeof *in);
+    bool ok = in && scratch_alloc(&s, m);
+    for (size_t b = b0; ok && b < b1; b++) {
+        for (size_t i = 0; i < F; i++)
+            in[i] = f->x[b * F + i];
+        forward(m, &s, in, 0);
+        memcpy(f->out + b * outs, s.h[m->n_layers - 1], outs * sizeof *f->out);
+    }
+    if (in)
+        scratch_free(&s, m->n_layers);
+    free(in);
+    if (!ok)
+        __atomic_store_n(&f->oom, true, __ATOMIC_RELAXED);
+}
+
 enum cbc_status cbc_mlp_forward(const struct cbc_mlp *m, const float *x, size_t n, double *out,
                                 struct cbc_err *err)
 {
     enum cbc_status st = cbc_mlp_validate(m, err); /* sizes the scratch from the model */
     if (st != CBC_OK)
         return st;
-    struct mlp_scratch s;
-    size_t F = (size_t)m->layers[0].in, outs = (size_t)m->layers[m->n_layers - 1].out;
-    double *in = malloc(F * sizeof *in);
-    bool ok = in && scratch_alloc(&s, m);
-    for (size_t b = 0; ok && b < n; b++) {
-        for (size_t i = 0; i < F; i++)
-            in[i] = x[b * F + i];
-        forward(m, &s, in, 0);
-        memcpy(out + b * outs, s.h[m->n_layers - 1], outs * sizeof *out);
-    }
-    if (in)
-        scratch_free(&s, m->n_layers);
-    free(in);
-    return ok ? CBC_OK : ig_err_oom(err);
+    size_t work = 0;
+    for (int l = 0; l < m->n_layers; l++)
+        work += (size_t)m->layers[l].in * (size_t)m->layers[l].out;
+    struct mlp_fwd f = {m, x, n, out, false};
+    ig_parallel_ranges(n, n * work, mlp_fwd_range, &f);
+    return f.oom ? ig_err_oom(err) : CBC_OK;
 }
 
 struct mlp_fn_ctx {

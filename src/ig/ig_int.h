@@ -25,6 +25,11 @@ enum cbc_status ig_err_set(struct cbc_err *err, enum cbc_status status, const ch
     IG_PRINTF(3, 4);
 void ig_err_hint(struct cbc_err *err, const char *fmt, ...) IG_PRINTF(2, 3);
 enum cbc_status ig_err_oom(struct cbc_err *err);
+/* fn(ctx, b0, b1) over [0, n) split into ranges, on up to 16 threads when
+ * `work` (elements touched) pays for them; the results never depend on how
+ * many ran, as each range writes its own rows only. */
+typedef void (*ig_range_fn)(void *ctx, size_t b0, size_t b1);
+void ig_parallel_ranges(size_t n, size_t work, ig_range_fn fn, void *ctx);
 char *ig_strdup(const char *s);
 /* IEEE half and bfloat16 bits to float (subnormals, Inf and NaN kept). */
 float ig_half_to_float(uint16_t h);

@@ -12,6 +12,7 @@
 #include "ig_int.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -194,4 +195,41 @@ enum cbc_status ig_file_write_atomic(const char *path, const void *data, size_t 
         unlink(tmp);
     free(tmp);
     return s;
+}
+
+struct range_part {
+    ig_range_fn fn;
+    void *ctx;
+    size_t b0, b1;
+};
+
+static void *range_thread(void *arg)
+{
+    struct range_part *t = arg;
+    t->fn(t->ctx, t->b0, t->b1);
+    return NULL;
+}
+
+void ig_parallel_ranges(size_t n, size_t work, ig_range_fn fn, void *ctx)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nt = cpus > 1 ? (size_t)cpus : 1;
+    nt = nt > 16 ? 16 : nt > n ? n : nt;
+    if (work < (1u << 18) || nt < 2) {
+        fn(ctx, 0, n);
+        return;
+    }
+    struct range_part parts[16];
+    pthread_t tid[16];
+    bool started[16] = {false};
+    for (size_t t = 0; t < nt; t++) {
+        parts[t] = (struct range_part){fn, ctx, n * t / nt, n * (t + 1) / nt};
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, range_thread, &parts[t]) == 0;
+    }
+    for (size_t t = 0; t < nt; t++) /* this thread: part 0 and any that did not start */
+        if (!started[t])
+            fn(ctx, parts[t].b0, parts[t].b1);
+    for (size_t t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
 }

@@ -594,23 +594,42 @@ static void backward(const struct cbc_net *net, struct net_scratch *s, int targe
     memcpy(grad, s->g[0], s->len[0] * sizeof *grad);
 }
 
+/* cbc_net_forward over inputs [b0, b1), each range with its own scratch. */
+struct net_fwd {
+    const struct cbc_net *net;
+    const float *x;
+    double *out;
+    bool oom; /* set by any range that could not allocate */
+};
+
+static void net_fwd_range(void *ctx, size_t b0, size_t b1)
+{
+    struct net_fwd *f = ctx;
+    const struct cbc_net *net = f->net;
+    struct net_scratch s;
+    bool ok = scratch_alloc(&s, net);
+    const size_t F = cbc_net_features(net), outs = cbc_net_outputs(net);
+    for (size_t b = b0; ok && b < b1; b++) {
+        for (size_t i = 0; i < F; i++)
+            s.v[0][i] = f->x[b * F + i];
+        forward(net, &s);
+        memcpy(f->out + b * outs, s.v[net->n_nodes], outs * sizeof *f->out);
+    }
+    scratch_free(&s);
+    if (!ok)
+        __atomic_store_n(&f->oom, true, __ATOMIC_RELAXED);
+}
+
 enum cbc_status cbc_net_forward(const struct cbc_net *net, const float *x, size_t n, double *out,
                                 struct cbc_err *err)
 {
     enum cbc_status st = cbc_net_validate(net, err);
     if (st != CBC_OK)
         return st;
-    struct net_scratch s;
-    bool ok = scratch_alloc(&s, net);
-    const size_t F = cbc_net_features(net), outs = cbc_net_outputs(net);
-    for (size_t b = 0; ok && b < n; b++) {
-        for (size_t i = 0; i < F; i++)
-            s.v[0][i] = x[b * F + i];
-        forward(net, &s);
-        memcpy(out + b * outs, s.v[net->n_nodes], outs * sizeof *out);
-    }
-    scratch_free(&s);
-    return ok ? CBC_OK : ig_err_oom(err);
+    struct net_fwd f = {net, x, out, false};
+    /* a network's work per input is not summed here: every input pays */
+    ig_parallel_ranges(n, n << 18, net_fwd_range, &f);
+    return f.oom ? ig_err_oom(err) : CBC_OK;
 }
 
 struct net_fn_ctx {
