@@ -532,6 +532,45 @@ def torch_table(rows, args):
     print()
 
 
+FLEET_ROWS = [
+    ("fleet_bundle", "`cubincache build` (bundle mode)"),
+    ("fleet_cmake_launcher", "`cubincache nvcc` (CMake launcher), builder 2 in a fresh build dir"),
+    ("fleet_ccache", "peer: ccache 4.14, no base_dir"),
+    ("fleet_ccache_basedir", "peer: ccache 4.14 with base_dir"),
+    ("fleet_sccache", "peer: sccache 0.16 (SCCACHE_BASEDIRS)"),
+]
+
+
+def fleet_table(rows, args):
+    by = {r["bench"]: r for r in rows if str(r.get("bench", "")).startswith("fleet_")}
+    if not by:
+        return
+    header("A fleet sharing one Redis (`bench/bench_fleet.sh`)", args,
+           args.command or "LLMC_DIR=DIR bench/bench_fleet.sh")
+    print("Eight kernels of karpathy/llm.c's dev/cuda x four archs (80, 86, 89, 90) = 32 units. "
+          "Builder 1 compiles them cold in one checkout; builder 2 builds them in another "
+          "checkout path, from another working directory, with an empty local cache and the warm "
+          "Redis. Compiles are runs of cicc and ptxas, counted by wrappers in a CUDA tree of "
+          "links, the same for every tool. Time ratio = builder 2 / builder 1.\n")
+    print("| tool | builder 2 compiles (cicc, ptxas) of 32 | builder 1 cold | builder 2 | ratio |")
+    print("|---|---|---|---|---|")
+    for key, label in FLEET_ROWS:
+        r = by.get(key)
+        if not r:
+            continue
+        print("| %s | %d, %d | %.2f s | %.3f s | %.4fx |" % (
+            label, r["cicc"], r["ptxas"], r["builder1_s"], r["builder2_s"],
+            r["builder2_s"] / r["builder1_s"] if r["builder1_s"] else float("nan")))
+    e = by.get("fleet_eight_cold")
+    if e:
+        print("\nEight cold builders at once, each its own checkout and empty local cache, one "
+              "Redis, three kernels x four archs = %d units: %d cicc and %d ptxas runs together, "
+              "%.2f compiles per unit (target: 1.5 or less), %.1f s wall." % (
+                  e["units"], e["cicc"], e["ptxas"], max(e["cicc"], e["ptxas"]) / e["units"],
+                  e["seconds"]))
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--commit", default="?")
@@ -548,6 +587,7 @@ def main():
     remote_table(rows, args)
     torch_table(rows, args)
     remote_bounds_table(rows, args)
+    fleet_table(rows, args)
     loader_table(rows, args)
     ig_table(rows, args)
     explain_table(rows, args)

@@ -30,7 +30,8 @@ export CCACHE="$PWD/$peers/bin/ccache" SCCACHE="$PWD/$peers/bin/sccache"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # BENCHES="bench_lint bench_remote" bench/run_cpu.sh: only those (their tables alone)
-for b in ${BENCHES:-bench_build_hit bench_build_cold bench_noop_ninja bench_check bench_lint bench_remote bench_remote_bounds bench_launcher bench_torch}; do
+# bench_fleet needs a checkout of karpathy/llm.c: LLMC_DIR=DIR adds it
+for b in ${BENCHES:-bench_build_hit bench_build_cold bench_noop_ninja bench_check bench_lint bench_remote bench_remote_bounds bench_launcher bench_torch ${LLMC_DIR:+bench_fleet}}; do
     CUBINCACHE="$PWD/$build/tools/cubincache" NVCC_REAL="${NVCC:-/usr/local/cuda/bin/nvcc}" \
         bash "bench/$b.sh" >> "$out"
 done
