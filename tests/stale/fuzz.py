@@ -34,7 +34,9 @@ environment), so a state met again is not compiled by nvcc again.
 
 Every failure prints the seed and step that reproduce it:
     fuzz.py --seed S --steps N [--workers W] [--peer ccache]
-Exit 0: no stale output; 1: at least one; 2: usage or setup error.
+Exit 0: no stale output; 1: at least one; 2: usage or setup error (a
+worker that could not run: ERROR, never counted as stale). --seconds T
+ends a long run with its summary: no step starts after T seconds.
 """
 import argparse
 import hashlib
@@ -426,6 +428,8 @@ class Runner:
         failures = []
         time.sleep(1.1)  # the aged files' ctimes settle: stamps are trusted
         for i in range(1, steps + 1):
+            if self.a.seconds and time.time() > self.deadline:
+                break  # --seconds: the steps begun are finished and reported
             what = "start" if i == 1 else w.mutate()
             env = w.environ()
             try:
@@ -435,6 +439,8 @@ class Runner:
             self.stats["steps"] += 1
             for b in bad:
                 failures.append("seed %d step %d (%s): %s" % (seed, i, what, b))
+                print("STALE seed %d step %d (%s): %s" % (seed, i, what, b), file=sys.stderr,
+                      flush=True)  # at once: a run stopped from outside still says it
             if self.a.verbose:
                 print("worker %d step %d: %s%s" % (self.worker, i, what,
                                                    "" if not bad else " -> " + "; ".join(bad)),
@@ -448,10 +454,11 @@ def worker_main(args, wid, q):
     root = tempfile.mkdtemp(prefix="cbc-fuzz-%d-" % wid, dir=args.tmp)
     try:
         r = Runner(args, root, wid)
+        r.deadline = time.time() + args.seconds
         fails = r.fuzz(args.seed + wid, args.steps)
-        q.put((wid, fails, r.stats))
-    except Exception as e:  # a setup error is reported, never a pass
-        q.put((wid, ["worker %d: %s" % (wid, e)], {}))
+        q.put((wid, fails, r.stats, None))
+    except Exception as e:  # a setup error is reported, never a pass, and is no stale hit
+        q.put((wid, [], {}, "worker %d: %s" % (wid, e)))
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -471,6 +478,8 @@ def main():
     ap.add_argument("--tmp", default=None)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--stop", action="store_true", help="stop a worker at its first failure")
+    ap.add_argument("--seconds", type=float, default=0,
+                    help="start no step after this long (a long run that ends with its summary)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
@@ -486,18 +495,22 @@ def main():
     results = [q.get() for _ in procs]
     for p in procs:
         p.join()
-    fails = [f for _, fs, _ in results for f in fs]
-    total = {k: sum(st.get(k, 0) for _, _, st in results) for k in ("steps", "compares",
-                                                                        "memo_hits")}
+    fails = [f for _, fs, _, _ in results for f in fs]
+    errors = [e for _, _, _, e in results if e]
+    total = {k: sum(st.get(k, 0) for _, _, st, _ in results) for k in ("steps", "compares",
+                                                                           "memo_hits")}
     secs = time.time() - t0
     summary = dict(total, peer=a.peer, seed=a.seed, workers=a.workers, seconds=round(secs, 1),
                    stale=len(fails))
+    summary["errors"] = len(errors)
     for f in fails:
         print("STALE " + f)
+    for e in errors:
+        print("ERROR " + e)
     print(json.dumps(summary) if a.json else
           "fuzz.py: %(peer)s: %(steps)d steps, %(compares)d comparisons with nvcc, "
           "%(stale)d stale, %(seconds).1f s (seed %(seed)d, %(workers)d workers)" % summary)
-    return 1 if fails else 0
+    return 1 if fails else 2 if errors else 0
 
 
 if __name__ == "__main__":
