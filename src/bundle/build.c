@@ -1474,8 +1474,10 @@ static enum cbc_status fleet_wait(struct ctx *c, struct tstate *ts, size_t nt,
      * bound: what hits now is used, the rest compiled here */
     enum cbc_status st = CBC_OK;
     for (size_t i = 0; i < nt && st == CBC_OK; i++)
-        if (ts[i].state == T_MISS)
+        if (ts[i].state == T_MISS) {
+            free_deps(&ts[i]); /* a miss holds none; the lookup sets them on a hit */
             st = lookup(c, &ts[i]);
+        }
     return st;
 }
 
