@@ -275,7 +275,6 @@ static void backward(const struct cbc_mlp *m, struct mlp_scratch *s, int target,
 struct mlp_fwd {
     const struct cbc_mlp *m;
     const float *x;
-    size_t n;
     double *out;
     bool oom; /* set by any range that could not allocate (no row of it written) */
 };
@@ -310,7 +309,7 @@ enum cbc_status cbc_mlp_forward(const struct cbc_mlp *m, const float *x, size_t 
     size_t work = 0;
     for (int l = 0; l < m->n_layers; l++)
         work += (size_t)m->layers[l].in * (size_t)m->layers[l].out;
-    struct mlp_fwd f = {m, x, n, out, false};
+    struct mlp_fwd f = {m, x, out, false};
     ig_parallel_ranges(n, n * work, mlp_fwd_range, &f);
     return f.oom ? ig_err_oom(err) : CBC_OK;
 }
