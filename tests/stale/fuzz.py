@@ -21,12 +21,15 @@ The edits: a header edited (sometimes to the same size with its mtime put
 back), a new header earlier on the include path or beside the source,
 one removed, -I order and membership changed, an -isystem directory, a
 __has_include target appearing and going, the generated header rewritten,
-the symlink retargeted, every environment variable the key covers set and
-unset (the profile's INCLUDES, PTXAS_FLAGS, CUDAFE_FLAGS; NVCC_*_FLAGS,
-CPATH, CPLUS_INCLUDE_PATH), host and device flags, the arch list, touches
+the symlink retargeted, __FILE__ in host or device code and an internal
+device function (nvcc's module id) switched on and off, every environment
+variable the key covers set and unset (the profile's INCLUDES,
+PTXAS_FLAGS, CUDAFE_FLAGS; NVCC_*_FLAGS, CPATH, CPLUS_INCLUDE_PATH), host
+and device flags, the arch list, touches
 and future modification times; the working directory moved, the paths
 spelled relative or absolute, and the other checkout made the one built
-(it keeps its own state: edits go to the checkout in use).
+(it keeps its own state: edits go to the checkout in use) or brought to
+this one's state first (two runners at one commit).
 
 Reference outputs are memoized by the whole world the fuzzer controls
 (every file's bytes, every link's target, the command and the
@@ -62,8 +65,13 @@ ENV_KNOBS = {
     "CPATH": [None, "@inc3"],
     "CPLUS_INCLUDE_PATH": [None, "@inc3"],
 }
-HOST_FLAGS = [[], ["-O0"], ["-DHOSTOPT=1"], ["-Xcompiler", "-O1"]]
-DEV_FLAGS = [[], ["-DVAL_OFF=1"], ["-Xptxas", "-O1"], ["-maxrregcount=32"], ["-lineinfo"]]
+HOST_FLAGS = [[], ["-O0"], ["-DHOSTOPT=1"], ["-Xcompiler", "-O1"], ["-DHOST_FILE=1"]]
+# DEV_FILE: __FILE__ in a kernel (a PTX byte array, raw in the cubin); ANON:
+# an internal device function, whose name holds nvcc's module id (a hash of
+# the source's absolute path): both name the tree, so the other checkout
+# must get its own bytes
+DEV_FLAGS = [[], ["-DVAL_OFF=1"], ["-Xptxas", "-O1"], ["-maxrregcount=32"], ["-lineinfo"],
+             ["-DDEV_FILE=1"], ["-DANON=1"], ["-DANON=1", "-DDEV_FILE=1"]]
 
 
 class World:
@@ -166,7 +174,8 @@ class World:
         kinds = [self.edit, self.edit_same_size, self.shadow, self.unshadow, self.reorder,
                  self.toggle_dir, self.toggle_sys, self.has_include, self.regenerate,
                  self.relink, self.env_knob, self.host_flags, self.dev_flags, self.arch_list,
-                 self.touch, self.future, self.move_cwd, self.toggle_rel, self.switch_tree]
+                 self.touch, self.future, self.move_cwd, self.toggle_rel, self.switch_tree,
+                 self.sync_tree]
         return r.choice(kinds)()
 
     def headers(self):
@@ -288,6 +297,16 @@ class World:
         self.root = self.trees[1] if self.root == self.trees[0] else self.trees[0]
         return "build in checkout %s" % os.path.basename(os.path.dirname(self.root))
 
+    def sync_tree(self):
+        """The other checkout at this one's state (a second runner at the
+        same commit, modification times as a checkout of it leaves them),
+        then built: whatever names the tree must be its own there."""
+        other = self.trees[1] if self.root == self.trees[0] else self.trees[0]
+        shutil.rmtree(other)
+        shutil.copytree(self.root, other, symlinks=True)
+        self.root = other
+        return "the other checkout at this state, built"
+
     def future(self):
         h = self.rng.choice(self.headers())
         t = time.time() + 7200
@@ -322,10 +341,27 @@ SOURCE = r'''#include "a.h"
 #undef A_VAL
 #define A_VAL 0.5f
 #endif
+#ifdef ANON
+namespace { __device__ __noinline__ float twice(float v) { return 2.0f * v; } }
+#define TWICE(v) twice(v)
+#else
+#define TWICE(v) (v)
+#endif
 extern "C" __global__ void k(float *o)
 {
-    o[0] = A_VAL + B_VAL + B2_VAL + LINK_VAL + GEN_VAL + S_VAL + OPT_VAL + EXTRA;
+    o[0] = TWICE(A_VAL + B_VAL + B2_VAL + LINK_VAL + GEN_VAL + S_VAL + OPT_VAL + EXTRA);
 }
+#ifdef DEV_FILE
+extern "C" __global__ void where(char *o)
+{
+    const char *f = __FILE__;
+    for (int i = 0; f[i]; i++)
+        o[i] = f[i];
+}
+#endif
+#ifdef HOST_FILE
+const char *host_where() { return __FILE__; }
+#endif
 '''
 
 
@@ -451,16 +487,17 @@ class Runner:
 
 
 def worker_main(args, wid, q):
-    root = tempfile.mkdtemp(prefix="cbc-fuzz-%d-" % wid, dir=args.tmp)
+    root = None
     try:
+        root = tempfile.mkdtemp(prefix="cbc-fuzz-%d-" % wid, dir=args.tmp)
         r = Runner(args, root, wid)
         r.deadline = time.time() + args.seconds
         fails = r.fuzz(args.seed + wid, args.steps)
         q.put((wid, fails, r.stats, None))
-    except Exception as e:  # a setup error is reported, never a pass, and is no stale hit
-        q.put((wid, [], {}, "worker %d: %s" % (wid, e)))
+    except BaseException as e:  # a setup error is reported, never a pass, no stale hit,
+        q.put((wid, [], {}, "worker %d: %s" % (wid, e)))  # and never a wait for ever
     finally:
-        if not args.keep:
+        if root and not args.keep:
             shutil.rmtree(root, ignore_errors=True)
 
 
