@@ -67,6 +67,8 @@ struct tstate {
     /* compile */
     pid_t pid;
     char *tmp_out, *tmp_dep, *tmp_log, *tmp_trace;
+    char *keep; /* nvcc's -keep-dir for it: cicc's device-only source is asked whether the
+                   cubin may name the tree (names_tree); NULL when the user's flags keep */
     int exit_code;
     bool cacheable;
 };
@@ -421,7 +423,7 @@ static char **unit_argv(const struct ctx *c, const struct tstate *t, const char 
     snprintf(gencode, 96, "arch=compute_%u%s,code=%s_%u%s", (unsigned)t->t.arch, v,
              t->t.kind == CBC_KIND_PTX ? "compute" : "sm", (unsigned)t->t.arch, v);
     size_t n = 0;
-    char **argv = calloc(c->n_flags + 16, sizeof *argv);
+    char **argv = calloc(c->n_flags + 20, sizeof *argv);
     *xdep = NULL;
     if (!argv)
         return NULL;
@@ -449,11 +451,25 @@ static char **unit_argv(const struct ctx *c, const struct tstate *t, const char 
         argv[n++] = "-MF";
         argv[n++] = (char *)dep;
     }
+    if (t->keep && !preprocess) { /* the same output, and cicc's files kept for names_tree */
+        argv[n++] = "-keep";
+        argv[n++] = "-keep-dir";
+        argv[n++] = t->keep;
+    }
     argv[n++] = "-o";
     argv[n++] = (char *)out;
     argv[n++] = c->sources[t->src];
     argv[n] = NULL;
     return argv;
+}
+
+/* Whether a compiled unit's cubin may name this tree (cbc_cache_names_tree
+ * on its bytes, and cicc's device-only source from its -keep-dir); true
+ * when that source cannot be read. */
+static bool names_tree(const struct ctx *c, const struct tstate *t)
+{
+    return cbc_cache_names_tree(&c->cache, c->sources[t->src], t->data, t->len) || !t->keep ||
+           cbc_cache_keep_dir_names_tree(&c->cache, t->keep);
 }
 
 static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
@@ -465,6 +481,13 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     t->tmp_dep = cbc_asprintf("%s/%s.d", c->stage.path, t->file);
     t->tmp_log = cbc_asprintf("%s/%s.log", c->stage.path, t->file);
     t->tmp_trace = cbc_asprintf("%s/%s.trace", c->nvtmp, t->file);
+    if (!t->keep && !cbc_flags_keep(c->flags, c->n_flags)) {
+        t->keep = cbc_asprintf("%s/keep.%s", c->nvtmp, t->file);
+        if (t->keep && mkdir(t->keep, 0700) != 0 && errno != EEXIST) {
+            free(t->keep);
+            t->keep = NULL;
+        }
+    }
     char gencode[96], *xdep = NULL;
     char **argv = t->tmp_out && t->tmp_dep && t->tmp_log && t->tmp_trace
                       ? unit_argv(c, t, t->tmp_dep, t->tmp_out, false, gencode, &xdep)
@@ -828,8 +851,9 @@ static enum cbc_status finish_compile(struct ctx *c, struct tstate *t, uint64_t 
     }
     enum cbc_commit outcome;
     char why[CBC_ERR_MSG_MAX];
-    /* a cubin that names this tree (-G, -lineinfo) is no entry for another checkout */
-    t->u.path_dependent = cbc_base_names(c->base, c->cwd, t->data, t->len);
+    /* a cubin that names this tree (-G, -lineinfo, __FILE__, an internal
+     * name's module id) is no entry for another checkout */
+    t->u.path_dependent = names_tree(c, t);
     st = cbc_cache_commit(&c->cache, &t->u, &co, &t->t, t->data, t->len, &outcome, why,
                           sizeof why, c->err);
     if (outcome == CBC_COMMIT_CHANGED)
@@ -1374,6 +1398,7 @@ static void release_targets(struct tstate *ts, size_t n)
         free(t->tmp_dep);
         free(t->tmp_log);
         free(t->tmp_trace);
+        free(t->keep);
         free_lookups(t->lookups, t->n_lookups, true);
         free(t->file);
         free(t->data);
@@ -1698,6 +1723,18 @@ static enum cbc_status run_link(struct ctx *c, struct tstate *b, struct tstate *
     return st;
 }
 
+/* Whether a linked image names this tree: one of its units does (their
+ * device code may use the path in a form the image's bytes do not show),
+ * or its bytes do (cbc_cache_names_tree, any source's module id). */
+static bool link_names_tree(const struct ctx *c, const struct tstate *b, struct tstate **u)
+{
+    for (size_t i = 0; i < c->n_sources; i++)
+        if (u[i]->u.path_dependent ||
+            cbc_cache_names_tree(&c->cache, c->sources[i], b->data, b->len))
+            return true;
+    return false;
+}
+
 /* Per target: the linked image from the store, else linked from its units
  * and stored. A target is a hit when no unit compiled and the store had
  * the link. */
@@ -1723,7 +1760,11 @@ static enum cbc_status link_targets(struct ctx *c, struct cbc_build_result *res)
         cbc_key_result(&in, &b->u.result);
         char what[CBC_TARGET_NAME_MAX + 16];
         snprintf(what, sizeof what, "link of %s", b->name);
-        st = cbc_cache_get(&c->cache, &b->u, &b->t, what, c->err);
+        /* a link of units kept per tree is kept per tree too (link_names_tree) */
+        for (int pd = 0; pd < 2 && st == CBC_OK && b->u.state != CBC_CACHE_HIT; pd++) {
+            b->u.path_dependent = pd;
+            st = cbc_cache_get(&c->cache, &b->u, &b->t, what, c->err);
+        }
         if (st != CBC_OK)
             break;
         if (b->u.state == CBC_CACHE_HIT) {
@@ -1736,7 +1777,7 @@ static enum cbc_status link_targets(struct ctx *c, struct cbc_build_result *res)
             st = run_link(c, b, u);
             enum cbc_commit outcome;
             if (st == CBC_OK) { /* keyed on the units' files, which their records vouch for */
-                b->u.path_dependent = cbc_base_names(c->base, c->cwd, b->data, b->len);
+                b->u.path_dependent = link_names_tree(c, b, u);
                 st = cbc_cache_commit(&c->cache, &b->u, NULL, &b->t, b->data, b->len, &outcome,
                                       NULL, 0, c->err);
             }

@@ -79,6 +79,22 @@ struct cbc_cache {
     bool recache;              /* the recache setting: lookups find nothing */
 };
 
+/* Whether an output (a cubin, PTX, a fatbin, a host object) of a compile
+ * of `source` names this tree: its base or working directory, as bytes or
+ * as a PTX byte array, or nvcc's module id (a hash of the source's path),
+ * device code in fatbins looked at decompressed (names.c). Such an output
+ * is path-dependent (cbc_cache_unit): another checkout compiles its own. */
+bool cbc_cache_names_tree(const struct cbc_cache *c, const char *source, const uint8_t *d,
+                          size_t n);
+/* Whether cicc's device-only translation unit (its .cudafe1.gpu file)
+ * names this tree outside its line directives: device code that may use
+ * the path (__FILE__ in a kernel) in a form no byte search finds. */
+bool cbc_cache_device_code_names_tree(const struct cbc_cache *c, const uint8_t *gpu, size_t n);
+/* The same of the .cudafe1.gpu file in `keep` (nvcc's -keep-dir of one
+ * compile); true when there is none. */
+bool cbc_cache_keep_dir_names_tree(const struct cbc_cache *c, const char *keep);
+/* Whether one of PTX's initialised byte arrays holds `dir` (names.c). */
+bool cbc_ptx_arrays_hold(const uint8_t *s, size_t n, const char *dir);
 /* The base directory for a compile of `source` under the store's base_dir
  * setting (cbc_base_detect), malloc'd; NULL for none (no store, "none", no
  * checkout found, or a bad value, which is warned about through msg). */

@@ -9,6 +9,12 @@
  * (a file named "@BASE@" elsewhere never turns into this tree). Text that names the tree (a depfile, nvcc's diagnostics) is
  * stored with the base replaced the same way and given this tree's base
  * back when served. Nothing is ever rewritten in binary outputs.
+ *
+ * The split compile's text files (cicc's stub and host-side files, PTX)
+ * also name nvcc's module id, a hash of the source's absolute path: with
+ * an id given it is spelled "@MID@" (cbc_base_template_id), and serving
+ * puts this compile's id back; a text that holds a mark the serving
+ * compile cannot fill is refused whole (cbc_base_expand_id).
  */
 #include "key.h"
 
@@ -18,6 +24,8 @@
 
 #define MARK "@BASE@"
 #define MARK_LEN 6
+#define ID_MARK "@MID@"
+#define ID_MARK_LEN 5
 
 char *cbc_base_detect(const char *setting, const char *source)
 {
@@ -85,13 +93,22 @@ static bool path_start(const char *text, const char *p)
 
 void cbc_base_template(const char *base, const char *text, size_t len, struct cbc_buf *out)
 {
-    size_t bl = base ? strlen(base) : 0;
+    cbc_base_template_id(base, NULL, text, len, out);
+}
+
+void cbc_base_template_id(const char *base, const char *id, const char *text, size_t len,
+                          struct cbc_buf *out)
+{
+    size_t bl = base ? strlen(base) : 0, il = id ? strlen(id) : 0;
     const char *end = text + len;
     for (const char *p = text; p < end;) {
         size_t k = bl && path_start(text, p) ? base_at(base, bl, p, end) : 0;
         if (k) {
             cbc_buf_append(out, MARK, MARK_LEN);
             p += k;
+        } else if (il && (size_t)(end - p) >= il && !memcmp(p, id, il)) {
+            cbc_buf_append(out, ID_MARK, ID_MARK_LEN);
+            p += il;
         } else if (*p == '@') {
             cbc_buf_append(out, "@@", 2);
             p++;
@@ -102,7 +119,11 @@ void cbc_base_template(const char *base, const char *text, size_t len, struct cb
     }
 }
 
-void cbc_base_expand(const char *base, const char *text, size_t len, struct cbc_buf *out)
+/* The inverse of the template. strict: a mark with nothing to fill it, or
+ * a lone '@', refuses the text (false); else the mark stays as it is and
+ * "@MID@" is no mark. */
+static bool expand(const char *base, const char *id, bool strict, const char *text, size_t len,
+                   struct cbc_buf *out)
 {
     const char *end = text + len;
     for (const char *p = text; p < end;) {
@@ -110,13 +131,35 @@ void cbc_base_expand(const char *base, const char *text, size_t len, struct cbc_
             cbc_buf_append(out, "@", 1);
             p += 2;
         } else if ((size_t)(end - p) >= MARK_LEN && !memcmp(p, MARK, MARK_LEN)) {
+            if (!base && strict)
+                return false;
             cbc_buf_puts(out, base ? base : MARK);
             p += MARK_LEN;
+        } else if (strict && (size_t)(end - p) >= ID_MARK_LEN &&
+                   !memcmp(p, ID_MARK, ID_MARK_LEN)) {
+            if (!id || !*id)
+                return false;
+            cbc_buf_puts(out, id);
+            p += ID_MARK_LEN;
+        } else if (strict && *p == '@') {
+            return false; /* no text templated here has a lone '@' */
         } else {
             cbc_buf_append(out, p, 1);
             p++;
         }
     }
+    return !out->oom;
+}
+
+void cbc_base_expand(const char *base, const char *text, size_t len, struct cbc_buf *out)
+{
+    expand(base, NULL, false, text, len, out);
+}
+
+bool cbc_base_expand_id(const char *base, const char *id, const char *text, size_t len,
+                        struct cbc_buf *out)
+{
+    return expand(base, id, true, text, len, out);
 }
 
 char *cbc_base_rel(const char *base, const char *path)

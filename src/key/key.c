@@ -136,3 +136,14 @@ const char *cbc_flags_ccbin(char *const *flags, size_t n)
     }
     return found;
 }
+
+bool cbc_flags_keep(char *const *flags, size_t n)
+{
+    static const char *const opts[] = {"-keep", "--keep", "-save-temps", "--save-temps",
+                                       "-keep-dir", "--keep-dir"};
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < CBC_ARRAY_LEN(opts); k++)
+            if (flags[i] && !strncmp(flags[i], opts[k], strlen(opts[k])))
+                return true;
+    return false;
+}

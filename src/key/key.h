@@ -84,6 +84,10 @@ void cbc_key_direct(const struct cbc_key_inputs *in, struct cbc_hash *out);
 /* The host compiler named among nvcc flags (-ccbin X, -ccbin=X,
  * --compiler-bindir X, --compiler-bindir=X), pointing into flags; NULL if none. */
 const char *cbc_flags_ccbin(char *const *flags, size_t n);
+/* Whether nvcc flags keep intermediate files themselves (-keep,
+ * -keep-dir, -save-temps, in either spelling): a caller that adds its own
+ * -keep-dir then does not. */
+bool cbc_flags_keep(char *const *flags, size_t n);
 
 /* The environment a key covers, from the process's: the names of
  * cbc_key_env_names and `extra` (the toolchain's profile_env), with their
@@ -126,6 +130,13 @@ char *cbc_base_rel(const char *base, const char *path);
  * entry, flags as keyed); one-to-one, so expand(template(t)) == t. */
 void cbc_base_template(const char *base, const char *text, size_t len, struct cbc_buf *out);
 void cbc_base_expand(const char *base, const char *text, size_t len, struct cbc_buf *out);
+/* The same with nvcc's module id `id` (NULL: none) spelled "@MID@" too;
+ * expand_id is false when the text holds a mark it has nothing for (no
+ * base, no id) or is not such a text (a lone '@'), or when out of memory. */
+void cbc_base_template_id(const char *base, const char *id, const char *text, size_t len,
+                          struct cbc_buf *out);
+bool cbc_base_expand_id(const char *base, const char *id, const char *text, size_t len,
+                        struct cbc_buf *out);
 /* Whether an output names this tree (its base or working directory):
  * then it is no entry for another tree (debug info, -lineinfo, __FILE__
  * with absolute paths). */

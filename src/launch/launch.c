@@ -194,6 +194,8 @@ struct ctx {
     char native[256];   /* -arch=native: the GPUs it means here ("sm_90,sm_80") */
     char *base;         /* the base directory (key.h), or NULL */
     bool cwd_keyed;     /* the command names a path relative to the working directory */
+    bool device_names_tree; /* the compile's device code may name this tree in a form its
+                               output's bytes do not show (compile(): split.h, cache.h) */
 };
 
 #define say(c, kind, ...) cbc_say((c)->o->msg, (c)->o->msg_ctx, (kind), __VA_ARGS__)
@@ -611,7 +613,7 @@ static enum cbc_status compile(struct ctx *c)
     char *own_dep = !c->a.md && c->a.mode != CBC_NV_DLINK ? cbc_asprintf("%s/deps.d", c->tmp)
                                                           : NULL;
     char *nvtmp = cbc_asprintf("%s/t", c->tmp), *log = cbc_asprintf("%s/trace", c->tmp);
-    char **argv = calloc(c->a.argc + 5, sizeof *argv);
+    char **argv = calloc(c->a.argc + 8, sizeof *argv);
     struct cbc_trace_run tr = {0};
     enum cbc_status st = CBC_OK;
     if (!out_path || !err_path || !argv || !nvtmp || !log ||
@@ -634,9 +636,22 @@ static enum cbc_status compile(struct ctx *c)
         argv[n++] = "-MF";
         argv[n++] = own_dep;
     }
+    /* -cubin, -ptx: cicc's files kept (the same output) for names_tree */
+    char *keep = (c->a.mode == CBC_NV_CUBIN || c->a.mode == CBC_NV_PTX) && !cbc_flags_keep(c->a.argv, c->a.argc)
+                     ? cbc_asprintf("%s/keep", c->tmp) : NULL;
+    if (keep && mkdir(keep, 0700) != 0) {
+        free(keep);
+        keep = NULL;
+    }
+    if (keep) {
+        argv[n++] = "-keep";
+        argv[n++] = "-keep-dir";
+        argv[n++] = keep;
+    }
     uint64_t started = cbc_now_ns();
     int code = -1;
     bool split = false, traced = tr.log != NULL;
+    c->device_names_tree = true; /* until a look says otherwise */
     if (c->a.mode == CBC_NV_OBJECT || c->a.mode == CBC_NV_FATBIN) {
         /* step by step, each virtual arch's device code from the store when
          * it was compiled before (split.h); else nvcc as one command */
@@ -659,6 +674,7 @@ static enum cbc_status compile(struct ctx *c)
             c->r->out = sr.out, c->r->out_len = sr.out_len;
             c->r->errs = sr.errs, c->r->errs_len = sr.errs_len;
             c->r->archs = sr.archs, c->r->archs_cached = sr.archs_cached;
+            c->device_names_tree = sr.names_tree;
             sr.out = sr.errs = NULL;
             say(c, CBC_MSG_NOTE,
                 "'%s': device code of %zu of %zu virtual archs from the cache (%zu not "
@@ -686,6 +702,11 @@ static enum cbc_status compile(struct ctx *c)
                 c->r->errs_len = l;
         }
     }
+    if (st == CBC_OK && code == 0 && keep)
+        c->device_names_tree = cbc_cache_keep_dir_names_tree(&c->cache, keep);
+    else if (!split && c->a.mode != CBC_NV_OBJECT && c->a.mode != CBC_NV_FATBIN)
+        c->device_names_tree = false; /* no device compile of a source: its bytes tell */
+    free(keep);
     free(argv);
     free(out_path);
     free(err_path);
@@ -786,7 +807,8 @@ static enum cbc_status compile(struct ctx *c)
         goto out;
     }
     /* an output that names this tree is no entry for another checkout */
-    c->u.path_dependent = cbc_base_names(c->base, c->cwd, output, out_len) || co.n_side;
+    c->u.path_dependent = c->device_names_tree ||
+                          cbc_cache_names_tree(&c->cache, c->source, output, out_len) || co.n_side;
     size_t blen = 0;
     uint8_t *blob = cbc_result_encode(&res, &blen);
     if (!blob) {

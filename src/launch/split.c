@@ -12,7 +12,16 @@
  *
  * A stored arch is a result container (src/cache/cache.h) whose members
  * are its files by role, "pp.d" (its preprocessing's depfile) and
- * "1:<step>"/"2:<step>" for what each step printed.
+ * "1:<step>"/"2:<step>" for what each step printed. Its text members are
+ * stored with the base directory and nvcc's module id (a hash of the
+ * source's absolute path, which cicc pastes into internal names) as marks
+ * (key.h, cbc_base_template_id), so another checkout is served its own
+ * paths and id; the arch's key hashes what cicc reads the same way. An
+ * arch whose device code holds the tree or the id where no mark can stand
+ * (a cubin's bytes, a PTX byte array: an assert's __FILE__, an internal
+ * function's name in a cubin), or whose device-only source (cicc's
+ * .cudafe1.gpu) names the tree outside line directives, is path-dependent
+ * (cache.h): kept per tree.
  */
 #include "split.h"
 
@@ -25,6 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The form of a stored arch, in its content and direct keys: entries of
+ * another form are never read as this one. */
+#define SPLIT_ENTRY "split-entry-2"
 
 enum kind {
     K_ASSIGN, K_DEV_PP, K_HOST_PP, K_FILTER, K_CUDAFE, K_CICC, K_PTXAS, K_FATBIN, K_HOST_CC,
@@ -53,6 +66,12 @@ struct group {
     struct cbc_cache_unit u[2];
     bool direct_hit;
     int hit_w; /* which of dt matched */
+    /* a direct hit's entry, restored at the arch's preprocessing step (its
+     * text needs the module id, which cudafe++ writes before it) */
+    uint8_t *pending;
+    size_t pending_len;
+    bool id_in_source; /* what cicc reads holds the module id itself: not marked */
+    bool names_tree;   /* its device code holds the tree or the id (group_entry) */
 };
 
 struct run {
@@ -75,6 +94,8 @@ struct run {
     size_t n_ren;
     char dry_trace[PATH_MAX]; /* the dryrun's trace log, "" when untraced */
     unsigned serial;
+    char mid[128]; /* nvcc's module id, once cudafe++ wrote it (run_mid) */
+    bool mid_read;
 };
 
 /* ---- the dryrun --------------------------------------------------------------- */
@@ -596,25 +617,79 @@ static bool is_text_role(const char *path)
     return !(l > 6 && !strcmp(path + l - 6, ".cubin"));
 }
 
-/* The key of a group: what cicc reads (the arch's preprocessed source and
- * the module id), the cicc and ptxas lines by role, nvcc and the host
- * compiler, the environment. */
+/* The module id cudafe++ wrote for this compile (the file cicc's
+ * --module_id_file_name names), or NULL: none, not written yet, or not an
+ * id that can be marked (under 8 bytes, or holding '@' or a control byte). */
+static const char *run_mid(struct run *r, const struct group *g)
+{
+    if (!r->mid_read) {
+        const char *path = after(&r->s[g->cicc], "--module_id_file_name");
+        uint8_t *d = NULL;
+        size_t n = 0;
+        if (!path || cbc_file_read(path, &d, &n, NULL) != CBC_OK)
+            return NULL; /* not yet: asked again later */
+        r->mid_read = true;
+        bool ok = n >= 8 && n < sizeof r->mid;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = d[i] > ' ' && d[i] < 0x7f && d[i] != '@';
+        if (ok)
+            memcpy(r->mid, d, n), r->mid[n] = '\0';
+        free(d);
+    }
+    return r->mid[0] ? r->mid : NULL;
+}
+
+/* A text member as stored: this run's temporary names by role, then the
+ * base and (unless cicc's input holds it) the module id as marks. */
+static bool store_text(struct run *r, const struct group *g, const void *s, size_t n,
+                       struct cbc_buf *out)
+{
+    struct cbc_buf t = {0};
+    normalize(r, s, n, &t);
+    const struct cbc_cache *c = r->req->cache;
+    cbc_base_template_id(c ? c->base : NULL, g->id_in_source ? NULL : run_mid(r, g),
+                         t.p ? t.p : "", t.len, out);
+    bool ok = !t.oom && !out->oom;
+    cbc_buf_release(&t);
+    return ok;
+}
+
+/* The inverse of store_text for this run; false when the member does not
+ * fit it (a mark it cannot fill, a role it has no name for). */
+static bool load_text(struct run *r, const struct group *g, const uint8_t *s, size_t n,
+                      struct cbc_buf *out)
+{
+    struct cbc_buf t = {0};
+    const struct cbc_cache *c = r->req->cache;
+    bool ok = cbc_base_expand_id(c ? c->base : NULL, run_mid(r, g), (const char *)s, n, &t) &&
+              denormalize(r, t.p ? (const uint8_t *)t.p : (const uint8_t *)"", t.len, out);
+    cbc_buf_release(&t);
+    return ok;
+}
+
+/* The key of a group: what cicc reads (the arch's preprocessed source,
+ * its paths under the base as marks), the cicc and ptxas lines by role,
+ * nvcc and the host compiler, the environment. The module id is not in it:
+ * it is a mark in the entry, or the entry is kept per tree (group_entry). */
 static bool group_key(struct run *r, struct group *g)
 {
     const struct step *c = &r->s[g->cicc];
-    const char *mid = after(c, "--module_id_file_name");
     struct cbc_hasher *h = cbc_hasher_new();
     if (!h)
         return false;
     uint8_t *d = NULL;
     size_t n = 0;
     bool ok = cbc_file_read(c->in, &d, &n, NULL) == CBC_OK;
-    if (ok)
-        cbc_hasher_field(h, 1, d, n);
-    free(d);
-    d = NULL;
-    if (ok && mid && cbc_file_read(mid, &d, &n, NULL) == CBC_OK)
-        cbc_hasher_field(h, 2, d, n);
+    const char *mid = ok ? run_mid(r, g) : NULL;
+    g->id_in_source = mid && memmem(d, n, mid, strlen(mid));
+    if (ok) {
+        struct cbc_buf t = {0};
+        cbc_base_template(r->req->cache ? r->req->cache->base : NULL, (const char *)d, n, &t);
+        ok = !t.oom;
+        cbc_hasher_str(h, 3, SPLIT_ENTRY);
+        cbc_hasher_field(h, 1, t.p ? t.p : "", t.len);
+        cbc_buf_release(&t);
+    }
     free(d);
     struct cbc_hash content;
     cbc_hasher_digest(h, &content);
@@ -671,7 +746,7 @@ static bool restore(struct run *r, struct group *g, const uint8_t *data, size_t 
             break;
         }
         if (is_text_role(paths[i]))
-            ok = denormalize(r, f->data, f->len, &contents[i]);
+            ok = load_text(r, g, f->data, f->len, &contents[i]);
         else
             cbc_buf_append(&contents[i], f->data, f->len);
         /* the device code must be what its step says */
@@ -688,6 +763,22 @@ static bool restore(struct run *r, struct group *g, const uint8_t *data, size_t 
                  found.arch == t.arch && found.kind == t.kind;
         }
     }
+    /* what the skipped steps printed, in their order (decoded before
+     * anything is written) */
+    struct cbc_buf printed[2] = {{0}, {0}};
+    for (int k = g->cicc; ok && k <= g->last_ptxas; k++) {
+        if (r->s[k].group != (int)(g - r->g) || (r->s[k].kind != K_CICC && r->s[k].kind != K_PTXAS))
+            continue;
+        char nm[32];
+        snprintf(nm, sizeof nm, "1:%d", k - g->cicc);
+        const struct cbc_member *o = cbc_result_get(&fs, nm);
+        if (o && o->len)
+            ok = load_text(r, g, o->data, o->len, &printed[0]);
+        snprintf(nm, sizeof nm, "2:%d", k - g->cicc);
+        o = cbc_result_get(&fs, nm);
+        if (ok && o && o->len)
+            ok = load_text(r, g, o->data, o->len, &printed[1]);
+    }
     for (size_t i = 0; ok && i < np; i++)
         ok = cbc_file_write_atomic(paths[i], contents[i].p ? contents[i].p : "", contents[i].len,
                                    0600, NULL) == CBC_OK;
@@ -698,25 +789,17 @@ static bool restore(struct run *r, struct group *g, const uint8_t *data, size_t 
         struct cbc_buf b = {0};
         char dep[PATH_MAX];
         snprintf(dep, sizeof dep, "%s/.pp%d.d", r->req->tmpdir, g->pp);
-        if (denormalize(r, ppd->data, ppd->len, &b) &&
+        if (load_text(r, g, ppd->data, ppd->len, &b) &&
             cbc_file_write_atomic(dep, b.p ? b.p : "", b.len, 0600, NULL) == CBC_OK)
             memcpy(pp->dep, dep, strlen(dep) + 1);
         cbc_buf_release(&b);
     }
-    /* what the skipped steps printed, in their order */
-    for (int k = g->cicc; ok && k <= g->last_ptxas; k++) {
-        if (r->s[k].group != (int)(g - r->g) || (r->s[k].kind != K_CICC && r->s[k].kind != K_PTXAS))
-            continue;
-        char nm[32];
-        snprintf(nm, sizeof nm, "1:%d", k - g->cicc);
-        const struct cbc_member *o = cbc_result_get(&fs, nm);
-        if (o && o->len)
-            cbc_buf_append(&r->out, o->data, o->len);
-        snprintf(nm, sizeof nm, "2:%d", k - g->cicc);
-        o = cbc_result_get(&fs, nm);
-        if (o && o->len)
-            cbc_buf_append(&r->errs, o->data, o->len);
+    if (ok) {
+        cbc_buf_append(&r->out, printed[0].p, printed[0].len);
+        cbc_buf_append(&r->errs, printed[1].p, printed[1].len);
     }
+    cbc_buf_release(&printed[0]);
+    cbc_buf_release(&printed[1]);
     for (size_t i = 0; i < CBC_ARRAY_LEN(contents); i++)
         cbc_buf_release(&contents[i]);
     cbc_result_release(&fs);
@@ -749,28 +832,42 @@ static bool fetch(struct run *r, struct group *g, struct cbc_cache_unit *u)
 }
 
 /* A group's entry after its steps ran (the steps' output is in outs):
- * every file by role, its preprocessing's depfile, what the steps printed.
- * NULL when a file cannot be stored. */
+ * every file by role, its preprocessing's depfile, what the steps printed,
+ * text as store_text spells it. NULL when a file cannot be stored.
+ * g->names_tree: the entry holds the tree (base or working directory) or
+ * the module id where no mark stands: in a binary, in PTX's byte arrays,
+ * or as written because cicc's input holds the id itself. */
 static uint8_t *group_entry(struct run *r, struct group *g, const struct cbc_result *outs,
                             size_t *len)
 {
     const char *paths[16];
     size_t np = group_outputs(r, g, paths, CBC_ARRAY_LEN(paths));
     struct cbc_result fs = {0};
-    bool ok = true;
+    const struct cbc_cache *c = r->req->cache;
+    const char *source = r->req->now ? r->req->now->source : NULL, *mid = run_mid(r, g);
+    bool ok = c != NULL, saw_gpu = false;
+    g->names_tree = g->id_in_source;
     for (size_t i = 0; ok && i < np; i++) {
         uint8_t *d = NULL;
         size_t n = 0;
         char *role = role_of(r, paths[i]);
         ok = role && cbc_file_read(paths[i], &d, &n, NULL) == CBC_OK;
+        size_t pl = strlen(paths[i]);
+        if (ok && pl > 12 && !strcmp(paths[i] + pl - 12, ".cudafe1.gpu")) {
+            saw_gpu = true;
+            g->names_tree |= cbc_cache_device_code_names_tree(c, d, n);
+        }
         if (ok && is_text_role(paths[i])) {
+            /* as stored: what still names the tree has no mark */
             struct cbc_buf b = {0};
-            normalize(r, (const char *)d, n, &b);
-            ok = !b.oom && cbc_result_add(&fs, role, b.p ? b.p : "", b.len);
+            ok = store_text(r, g, d, n, &b) && cbc_result_add(&fs, role, b.p ? b.p : "", b.len);
+            g->names_tree |= ok && cbc_cache_names_tree(c, source, (const uint8_t *)b.p, b.len);
             cbc_buf_release(&b);
         } else if (ok) {
             /* a binary naming a temporary file could not be moved to another run */
             ok = !memmem(d, n, "tmpxft_", 7) && cbc_result_add(&fs, role, d, n);
+            g->names_tree |= cbc_cache_names_tree(c, source, d, n) ||
+                             (mid && memmem(d, n, mid, strlen(mid)));
         }
         free(d);
         free(role);
@@ -781,13 +878,17 @@ static uint8_t *group_entry(struct run *r, struct group *g, const struct cbc_res
     size_t pn = 0;
     if (ok && r->s[g->pp].dep[0] && cbc_file_read(r->s[g->pp].dep, &pd, &pn, NULL) == CBC_OK) {
         struct cbc_buf b = {0};
-        normalize(r, (const char *)pd, pn, &b);
-        ok = !b.oom && cbc_result_add(&fs, "pp.d", b.p ? b.p : "", b.len);
+        ok = store_text(r, g, pd, pn, &b) && cbc_result_add(&fs, "pp.d", b.p ? b.p : "", b.len);
         cbc_buf_release(&b);
     }
     free(pd);
-    for (size_t i = 0; ok && i < outs->n; i++)
-        ok = cbc_result_add(&fs, outs->m[i].name, outs->m[i].data, outs->m[i].len);
+    g->names_tree |= !saw_gpu; /* no device-only source to ask: kept per tree */
+    for (size_t i = 0; ok && i < outs->n; i++) {
+        struct cbc_buf b = {0};
+        ok = store_text(r, g, outs->m[i].data, outs->m[i].len, &b) &&
+             cbc_result_add(&fs, outs->m[i].name, b.p ? b.p : "", b.len);
+        cbc_buf_release(&b);
+    }
     uint8_t *blob = ok ? cbc_result_encode(&fs, len) : NULL;
     cbc_result_release(&fs);
     return blob;
@@ -832,6 +933,7 @@ static bool direct_keys(struct run *r, struct group *g)
     char *flags[20];
     size_t nf = 0;
     char list[256] = "";
+    flags[nf++] = cbc_strdup("--cubincache-" SPLIT_ENTRY);
     flags[nf++] = direct_line(r, r->s[g->pp].line, list, sizeof list);
     flags[nf++] = direct_line(r, r->s[hp].line, NULL, 0);
     for (int k = g->cicc; k <= g->last_ptxas && nf < CBC_ARRAY_LEN(flags) - 1; k++)
@@ -874,15 +976,24 @@ static bool direct_lookup(struct run *r, struct group *g)
             continue;
         g->key = u->result;
         g->keyed = true;
-        bool ok = restore(r, g, u->data, u->len);
-        free(u->data);
+        g->pending = u->data, g->pending_len = u->len;
         u->data = NULL;
-        if (ok) {
-            g->hit_w = w;
-            return g->direct_hit = true;
-        }
+        g->hit_w = w;
+        return g->direct_hit = true;
     }
     return false;
+}
+
+/* A direct hit's entry, at its arch's preprocessing step: restored, or
+ * the arch is compiled after all (the step runs). */
+static bool restore_pending(struct run *r, struct group *g)
+{
+    bool ok = restore(r, g, g->pending, g->pending_len);
+    free(g->pending);
+    g->pending = NULL;
+    if (!ok)
+        g->cached = g->direct_hit = false;
+    return ok;
 }
 
 /* The union of two sorted path lists (each as cbc_depfile_parse makes them). */
@@ -960,7 +1071,8 @@ static void commit_group(struct run *r, struct group *g, struct cbc_filememo *me
      * string) is this tree's alone: stored and recorded as such, so another
      * checkout compiles its own; a restored entry's fetch said it already */
     if (entry)
-        u->path_dependent = cbc_base_names(r->req->cache->base, r->req->cache->cwd, entry, len);
+        u->path_dependent = g->names_tree ||
+                            cbc_base_names(r->req->cache->base, r->req->cache->cwd, entry, len);
     else
         u->path_dependent = g->u[0].path_dependent;
     struct cbc_target rt = cbc_store_result_target();
@@ -1120,6 +1232,8 @@ static void free_steps(struct run *r)
         free(r->s[i].line);
     }
     free(r->s);
+    for (size_t k = 0; k < r->ng; k++)
+        free(r->g[k].pending);
 }
 
 enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_result *res,
@@ -1179,9 +1293,10 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
         }
         if (s->kind == K_RM)
             continue; /* the directory is removed whole afterwards */
-        if (s->kind == K_DEV_PP && g && g->cached)
+        if (s->kind == K_DEV_PP && g && g->cached && (!g->pending || restore_pending(&r, g)))
             continue; /* served through direct mode: its output is not needed */
         if (s->kind == K_CICC && g->cached) {
+            res->names_tree |= g->u[g->hit_w].path_dependent;
             res->archs++;
             res->archs_cached++;
             res->archs_direct++;
@@ -1190,6 +1305,7 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
         if (s->kind == K_CICC) {
             res->archs++;
             if (group_key(&r, g) && fetch(&r, g, &g->u[0])) {
+                res->names_tree |= g->u[0].path_dependent;
                 g->cached = true;
                 res->archs_cached++;
                 commit_group(&r, g, memo, NULL, 0); /* next time without preprocessing */
@@ -1239,6 +1355,7 @@ enum cbc_status cbc_split_run(const struct cbc_split_req *req, struct cbc_split_
             (int)i == (g->last_ptxas >= 0 ? g->last_ptxas : g->cicc)) {
             size_t len = 0;
             uint8_t *entry = group_entry(&r, g, &outs[s->group], &len);
+            res->names_tree |= !entry || g->names_tree;
             commit_group(&r, g, memo, entry, len);
             free(entry);
         }

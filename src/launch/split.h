@@ -63,6 +63,8 @@ struct cbc_split_result {
     size_t archs_direct;        /* of those served, how many without preprocessing */
     char unrecorded[320];       /* why a compiled arch got no record, "" when all did */
     bool traced;         /* req->trace_log holds the whole command's trace */
+    bool names_tree;     /* some arch's device code may name this tree (its entry is kept
+                            per tree): so may the command's output, whatever its bytes show */
     char *out, *errs;    /* the steps' stdout and stderr, in order (malloc'd) */
     size_t out_len, errs_len;
 };

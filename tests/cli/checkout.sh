@@ -6,7 +6,9 @@
 #     speak of the tree they are in;
 #  2. the launcher: an object is a hit, its depfile names this tree;
 #  3. outputs that name the tree (-lineinfo, __FILE__ of an absolute
-#     path) stay per tree and equal nvcc's there;
+#     path, nvcc's module id in an internal function's name) stay per tree
+#     and equal nvcc's there; the split compile's per-arch device code is
+#     shared when only cicc's host-side files name the tree;
 #  4. base_dir none: no sharing; an edit in one checkout is a miss there only;
 #  5. another working directory: absolute paths (CMake) hit without running
 #     anything; relative ones (Meson, build -- -I ../inc) hit through one
@@ -99,6 +101,68 @@ m0=$(stat_of misses)
 "$C" "$NVCC_REAL" "${G[@]}" -x cu -c "$T/b/proj/src/f.cu" -o b/proj/fs2.o || fail "launcher in b"
 [ "$(stat_of misses)" = "$m0" ] || fail "b's own object was not kept"
 same_object b/proj/fs2.o b/proj/fsref.o || fail "b's hit is not nvcc's in b"
+
+# in_a_then_b NOTE SRC FLAGS...: the launcher compiles src/SRC in a, then in
+# b (saying NOTE there, when given); b's object must be nvcc's in b
+in_a_then_b() {
+    local needle=$1 src=$2 o=${2%.cu}.$RANDOM.o; shift 2
+    "$C" "$NVCC_REAL" "$@" -c "$T/a/proj/src/$src" -o "a/proj/$o" || fail "launcher in a ($src)"
+    expect_out 0 "$needle" env CUBINCACHE_DEBUG=1 \
+        "$C" "$NVCC_REAL" "$@" -c "$T/b/proj/src/$src" -o "b/proj/$o"
+    "$NVCC_REAL" "$@" -c "$T/b/proj/src/$src" -o "b/proj/ref.$o"
+    same_object "b/proj/$o" "b/proj/ref.$o" || fail "b's object of $src ($*) is not nvcc's in b"
+}
+note "   __FILE__ copied byte by byte: stores of immediates, no string in the cubin"
+cat > a/proj/src/fc.cu <<'CU'
+extern "C" __global__ void where(char *o)
+{
+    const char *f = __FILE__;
+    for (int i = 0; f[i]; i++)
+        o[i] = f[i];
+}
+CU
+cp a/proj/src/fc.cu b/proj/src/fc.cu
+(cd a/proj && "$C" build -q -a 89,90 -o fc "$T/a/proj/src/fc.cu") || fail "build in a"
+(cd b/proj && "$C" build -q -a 89,90 -o fc "$T/b/proj/src/fc.cu") || fail "build in b"
+(cd b/proj && "$NVCC_REAL" -cubin -gencode arch=compute_90,code=sm_90 -o fcref.cubin "$T/b/proj/src/fc.cu")
+cmp b/proj/fc/fc.sm_90.cubin b/proj/fcref.cubin || fail "b's cubin stores a's __FILE__"
+in_a_then_b "" fc.cu "${G[@]}"
+"$C" "$NVCC_REAL" -cubin -arch=sm_90 -o b/proj/fcl.cubin "$T/b/proj/src/fc.cu" || fail "launcher -cubin in b"
+cmp b/proj/fcl.cubin b/proj/fcref.cubin || fail "the launcher's -cubin in b stores a's __FILE__"
+note "   ... a device link of it (-rdc) is b's own too"
+(cd a/proj && "$C" build -q -a 90 -n fcl -o fcl "$T/a/proj/src/fc.cu" "$T/a/proj/src/k.cu" -- -I inc) ||
+    fail "link in a"
+(cd b/proj && "$C" build -q -a 90 -n fcl -o fcl "$T/b/proj/src/fc.cu" "$T/b/proj/src/k.cu" -- -I inc) ||
+    fail "link in b"
+grep -q "$T/a/proj" b/proj/fcl/fcl.sm_90.cubin && fail "b's linked cubin names a"
+(cd b/proj && "$C" build -q -a 90 -n fcl -o fcl2 "$T/b/proj/src/fc.cu" "$T/b/proj/src/k.cu" -- -I inc) ||
+    fail "link in b again"
+cmp b/proj/fcl/fcl.sm_90.cubin b/proj/fcl2/fcl.sm_90.cubin || fail "b's second link differs"
+
+note "   nvcc's module id (a hash of the source's absolute path) in an internal device function"
+cat > a/proj/src/anon.cu <<'CU'
+namespace { __device__ __noinline__ float cube(float v) { return v * v * v; } }
+extern "C" __global__ void k2(float *x) { x[0] = cube(x[2]); }
+CU
+cp a/proj/src/anon.cu b/proj/src/anon.cu
+(cd a/proj && "$C" build -q -a 89,90 -o an src/anon.cu) || fail "build in a"
+(cd b/proj && "$C" build -q -a 89,90 -o an src/anon.cu) || fail "build in b"
+(cd b/proj && "$NVCC_REAL" -cubin -gencode arch=compute_90,code=sm_90 -o anref.cubin src/anon.cu)
+cmp b/proj/an/anon.sm_90.cubin b/proj/anref.cubin || fail "b's cubin holds a's module id (a's cubin served in b)"
+in_a_then_b "" anon.cu "${G[@]}"
+note "   ... PTX only: the id is a mark in the PTX, so b is served a's PTX with b's id"
+P1=(-gencode arch=compute_90,code=compute_90)
+in_a_then_b "device code of 1 of 1 virtual archs from the cache" anon.cu "${P1[@]}"
+note "   ... an assert's __FILE__ in PTX only (a byte array, in a compressed fatbin)"
+in_a_then_b "" f.cu "${P1[@]}"
+note "   host code's __FILE__ (llm.c's cudaCheck): the object is b's, its device code a's"
+cat > a/proj/src/hf.cu <<'CU'
+#include <cstdio>
+extern "C" __global__ void k3(float *x) { x[0] = 1.0f; }
+void report() { printf("%s\n", __FILE__); }
+CU
+cp a/proj/src/hf.cu b/proj/src/hf.cu
+in_a_then_b "device code of 2 of 2 virtual archs from the cache" hf.cu "${G[@]}"
 
 note "4. base_dir none: the checkouts share nothing"
 rm -rf "$CUBINCACHE_DIR"

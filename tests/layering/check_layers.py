@@ -31,7 +31,7 @@ EDGES = {
     "remote": {"common"},
     "trace": {"common"},
     "store": {"common", "binfmt", "remote"},
-    "cache": {"common", "key", "store", "trace"},
+    "cache": {"common", "binfmt", "key", "store", "trace"},
     "bundle": {"common", "cudadrv", "binfmt", "manifest", "key", "store", "trace", "cache"},
     "launch": {"common", "cudadrv", "binfmt", "manifest", "key", "store", "trace", "cache"},
     "check": {"common", "cudadrv", "binfmt", "select", "program", "manifest", "key", "store"},

@@ -289,3 +289,29 @@ Test(cache, results_round_trip_and_refuse_damage)
     free(b);
     cbc_result_release(&r);
 }
+
+/* ---- outputs that name their tree (names.c) --------------------------------- */
+
+Test(names, a_ptx_byte_array_a_module_id_and_a_path_name_the_tree)
+{
+    struct cbc_cache c = {.base = "/w/a", .cwd = "/w/a/build"};
+    /* "/w/a/k.cu" as cicc writes an assert's __FILE__ */
+    const char ptx[] = ".version 9.0\n.target sm_90\n"
+                       ".global .align 1 .b8 $str[10] = {47, 119, 47, 97, 47, 107, 46, 99, 117};\n";
+    cr_assert(cbc_cache_names_tree(&c, "/w/a/k.cu", (const uint8_t *)ptx, sizeof ptx - 1));
+    const char ptx2[] = ".version 9.0\n.target sm_90\n"
+                        ".global .align 1 .b8 $str[4] = {47, 119, 47, 0};\n";
+    cr_assert_not(cbc_cache_names_tree(&c, "/w/a/k.cu", (const uint8_t *)ptx2, sizeof ptx2 - 1));
+    /* an internal function's name holds nvcc's module id for "as.cu" */
+    const char cubin[] = "bytes\0_ZN33_INTERNAL_87212641_5_as_cu__Z1kPf4cubeEf\0";
+    cr_assert(cbc_cache_names_tree(&c, "/w/a/src/as.cu", (const uint8_t *)cubin, sizeof cubin));
+    cr_assert_not(cbc_cache_names_tree(&c, "/w/a/src/bs.cu", (const uint8_t *)cubin, sizeof cubin),
+                  "another file's id taken for this one's");
+    const char plain[] = "bytes\0_Z1kPf\0src/k.cu\0";
+    cr_assert_not(cbc_cache_names_tree(&c, "/w/a/src/k.cu", (const uint8_t *)plain, sizeof plain));
+    const char path[] = "bytes\0/w/a/build/x\0";
+    cr_assert(cbc_cache_names_tree(&c, "/w/a/src/k.cu", (const uint8_t *)path, sizeof path));
+    /* an ELF this cannot look into is kept per tree */
+    const char elf[] = "\x7f" "ELF\x02\x01\x01";
+    cr_assert(cbc_cache_names_tree(&c, "/w/a/src/k.cu", (const uint8_t *)elf, sizeof elf));
+}

@@ -554,3 +554,30 @@ Test(base, an_output_that_names_the_tree_is_told_apart)
     cr_assert(cbc_base_names(NULL, "/w/proj", (const uint8_t *)with, sizeof with),
               "the working directory counts without a base");
 }
+
+Test(base, the_module_id_is_a_mark_and_only_this_compile_fills_it)
+{
+    const char *id = "_87212641_5_as_cu__Z1kPf";
+    const char text[] = "# 2 \"/w/a/src/as.cu\"\n_ZN33_INTERNAL_87212641_5_as_cu__Z1kPf4cubeEf @x";
+    struct cbc_buf t = {0}, e = {0};
+    cbc_base_template_id("/w/a", id, text, strlen(text), &t);
+    cbc_buf_append(&t, "", 1);
+    cr_assert_str_eq(t.p, "# 2 \"@BASE@/src/as.cu\"\n_ZN33_INTERNAL@MID@4cubeEf @@x");
+    /* another checkout, its own id: its own paths and names */
+    cr_assert(cbc_base_expand_id("/w/b", "_0badf00d_5_as_cu__Z1kPf", t.p, t.len - 1, &e));
+    cbc_buf_append(&e, "", 1);
+    cr_assert_str_eq(e.p, "# 2 \"/w/b/src/as.cu\"\n_ZN33_INTERNAL_0badf00d_5_as_cu__Z1kPf4cubeEf @x");
+    cbc_buf_release(&e);
+    /* the same id back: the text as it was */
+    cr_assert(cbc_base_expand_id("/w/a", id, t.p, t.len - 1, &e));
+    cr_assert(e.len == strlen(text) && !memcmp(e.p, text, e.len));
+    cbc_buf_release(&e);
+    /* a mark this compile has nothing for is refused, never left in */
+    cr_assert_not(cbc_base_expand_id("/w/b", NULL, t.p, t.len - 1, &e), "no id, yet expanded");
+    cbc_buf_release(&e);
+    cr_assert_not(cbc_base_expand_id(NULL, id, t.p, t.len - 1, &e), "no base, yet expanded");
+    cbc_buf_release(&e);
+    cr_assert_not(cbc_base_expand_id("/w/b", id, "a@b", 3, &e), "a lone '@' read as a mark");
+    cbc_buf_release(&e);
+    cbc_buf_release(&t);
+}
