@@ -14,9 +14,11 @@
 #    (SCCACHE_BASEDIRS);
 #  - eight cold builders at once (bundle mode, one Redis, 12 units): the
 #    compiles they ran together against the units (target: 1.5x or less).
-# layernorm_forward.cu asserts in a kernel: its cubins hold the source's
-# path as nvcc was given it, so builder 2 (another spelling of the path)
-# must compile its 4 units; the other 28 are the same bytes anywhere.
+# layernorm_forward.cu asserts in a kernel (its cubins hold the source's
+# path as nvcc was given it) and softmax_forward.cu's device code holds
+# nvcc's module id (a hash of the source's absolute path, in CCCL's
+# internal names), so builder 2 must compile those 8 units; the other 24
+# are the same bytes anywhere.
 # LLMC_DIR: a checkout of karpathy/llm.c (exit 77 without one).
 . "$(dirname "$0")/bench_lib.sh"
 LLMC_DIR=${LLMC_DIR:-}

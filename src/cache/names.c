@@ -73,7 +73,7 @@ static bool holds_module_id(const uint8_t *d, size_t n, const char *tail)
 bool cbc_ptx_arrays_hold(const uint8_t *s, size_t n, const char *dir)
 {
     size_t dl = dir ? strlen(dir) : 0;
-    if (!dl || !strcmp(dir, "/"))
+    if (!dl || !strcmp(dir, "/") || !s || !n)
         return false;
     const char *p = (const char *)s, *end = p + n;
     struct cbc_buf b = {0};
@@ -180,6 +180,8 @@ bool cbc_cache_names_tree(const struct cbc_cache *c, const char *source, const u
 bool cbc_cache_device_code_names_tree(const struct cbc_cache *c, const uint8_t *gpu, size_t n)
 {
     const char *dirs[2] = {c->base, c->cwd};
+    if (!gpu || !n)
+        return false;
     const char *p = (const char *)gpu, *end = p + n;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));

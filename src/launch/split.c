@@ -645,7 +645,7 @@ static bool store_text(struct run *r, const struct group *g, const void *s, size
                        struct cbc_buf *out)
 {
     struct cbc_buf t = {0};
-    normalize(r, s, n, &t);
+    normalize(r, s ? s : "", s ? n : 0, &t);
     const struct cbc_cache *c = r->req->cache;
     cbc_base_template_id(c ? c->base : NULL, g->id_in_source ? NULL : run_mid(r, g),
                          t.p ? t.p : "", t.len, out);
@@ -661,7 +661,8 @@ static bool load_text(struct run *r, const struct group *g, const uint8_t *s, si
 {
     struct cbc_buf t = {0};
     const struct cbc_cache *c = r->req->cache;
-    bool ok = cbc_base_expand_id(c ? c->base : NULL, run_mid(r, g), (const char *)s, n, &t) &&
+    bool ok = cbc_base_expand_id(c ? c->base : NULL, run_mid(r, g), s ? (const char *)s : "",
+                                 s ? n : 0, &t) &&
               denormalize(r, t.p ? (const uint8_t *)t.p : (const uint8_t *)"", t.len, out);
     cbc_buf_release(&t);
     return ok;
