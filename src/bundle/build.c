@@ -440,9 +440,7 @@ static char **unit_argv(const struct ctx *c, const struct tstate *t, const char 
      * nvcc's own -MD would preprocess the source a second time. -Xcompiler
      * splits at commas and nvcc pastes its value into a shell line, so a
      * path with anything but [A-Za-z0-9_./+-] takes nvcc's way. */
-    bool plain_path = dep[strspn(dep, "abcdefghijklmnopqrstuvwxyz"
-                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+-")] == '\0';
-    *xdep = plain_path ? cbc_asprintf("-MD,-MF,%s", dep) : NULL;
+    *xdep = cbc_path_plain(dep) ? cbc_asprintf("-MD,-MF,%s", dep) : NULL;
     if (*xdep) {
         argv[n++] = "-Xcompiler";
         argv[n++] = *xdep;
@@ -483,7 +481,7 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     t->tmp_trace = cbc_asprintf("%s/%s.trace", c->nvtmp, t->file);
     if (!t->keep && !cbc_flags_keep(c->flags, c->n_flags)) {
         t->keep = cbc_asprintf("%s/keep.%s", c->nvtmp, t->file);
-        if (t->keep && mkdir(t->keep, 0700) != 0 && errno != EEXIST) {
+        if (t->keep && (!cbc_path_plain(t->keep) || (mkdir(t->keep, 0700) != 0 && errno != EEXIST))) {
             free(t->keep);
             t->keep = NULL;
         }

@@ -147,3 +147,10 @@ bool cbc_flags_keep(char *const *flags, size_t n)
                 return true;
     return false;
 }
+
+bool cbc_path_plain(const char *path)
+{
+    return path && *path &&
+           path[strspn(path, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+-")] ==
+               '\0';
+}

@@ -88,6 +88,9 @@ const char *cbc_flags_ccbin(char *const *flags, size_t n);
  * -keep-dir, -save-temps, in either spelling): a caller that adds its own
  * -keep-dir then does not. */
 bool cbc_flags_keep(char *const *flags, size_t n);
+/* Whether a path can be pasted into nvcc's shell lines as it is (letters,
+ * digits and _./+-): a -keep-dir or -MF of ours that is not is not added. */
+bool cbc_path_plain(const char *path);
 
 /* The environment a key covers, from the process's: the names of
  * cbc_key_env_names and `extra` (the toolchain's profile_env), with their

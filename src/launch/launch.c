@@ -639,7 +639,7 @@ static enum cbc_status compile(struct ctx *c)
     /* -cubin, -ptx: cicc's files kept (the same output) for names_tree */
     char *keep = (c->a.mode == CBC_NV_CUBIN || c->a.mode == CBC_NV_PTX) && !cbc_flags_keep(c->a.argv, c->a.argc)
                      ? cbc_asprintf("%s/keep", c->tmp) : NULL;
-    if (keep && mkdir(keep, 0700) != 0) {
+    if (keep && (!cbc_path_plain(keep) || mkdir(keep, 0700) != 0)) {
         free(keep);
         keep = NULL;
     }

@@ -884,6 +884,8 @@ static uint8_t *group_entry(struct run *r, struct group *g, const struct cbc_res
     }
     free(pd);
     g->names_tree |= !saw_gpu; /* no device-only source to ask: kept per tree */
+    /* an id that could not be read could not be marked: whatever holds it is this tree's */
+    g->names_tree |= !mid && after(&r->s[g->cicc], "--module_id_file_name");
     for (size_t i = 0; ok && i < outs->n; i++) {
         struct cbc_buf b = {0};
         ok = store_text(r, g, outs->m[i].data, outs->m[i].len, &b) &&
