@@ -1,7 +1,8 @@
-/* ig_gpu_int.h: what the GPU engine's three files share: the engine and
- * model structs, the kernel table, the grow-only workspace, and the helpers
- * that launch kernels and GEMMs (ig_gpu.c), the analytic path with its
- * graph cache (ig_gpu_analytic.c) and central differences (ig_gpu_fd.c).
+/* ig_gpu_int.h: what the GPU engine's files share: the engine and model
+ * structs, the kernel table, the grow-only workspace, and the helpers that
+ * launch kernels and GEMMs (ig_gpu.c), for the analytic path with its graph
+ * cache (ig_gpu_analytic.c), the layered path (ig_gpu_layered.c), central
+ * differences (ig_gpu_fd.c) and convolutional networks (ig_gpu_net.c).
  * Internal to libcubincache-ig.
  *
  * Invariants: calls on one engine never overlap (one stream, one
