@@ -30,8 +30,11 @@
 
 /* Bump when anything hashed below changes meaning: old entries then miss.
  * 2: the environment is a set of names (the profile's added), and direct
- * records hold the lookups that found nothing. */
-#define CBC_KEY_VERSION 2
+ * records hold the lookups that found nothing.
+ * 3: what counts as an output that names its tree (cache.h,
+ * cbc_cache_names_tree): version 2 stored some as shared that hold one
+ * checkout's __FILE__ or module id. */
+#define CBC_KEY_VERSION 3
 
 /* The environment that changes nvcc's output (struct cbc_env,
  * cbc_key_env_names) and struct cbc_dep are in common.h: the manifest
