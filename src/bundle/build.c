@@ -1759,10 +1759,7 @@ static enum cbc_status link_targets(struct ctx *c, struct cbc_build_result *res)
         char what[CBC_TARGET_NAME_MAX + 16];
         snprintf(what, sizeof what, "link of %s", b->name);
         /* a link of units kept per tree is kept per tree too (link_names_tree) */
-        for (int pd = 0; pd < 2 && st == CBC_OK && b->u.state != CBC_CACHE_HIT; pd++) {
-            b->u.path_dependent = pd;
-            st = cbc_cache_get(&c->cache, &b->u, &b->t, what, c->err);
-        }
+        st = cbc_cache_get_any(&c->cache, &b->u, &b->t, what, c->err);
         if (st != CBC_OK)
             break;
         if (b->u.state == CBC_CACHE_HIT) {

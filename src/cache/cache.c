@@ -133,6 +133,18 @@ enum cbc_status cbc_cache_lookup(struct cbc_cache *c, struct cbc_cache_unit *u,
     return cbc_cache_get(c, u, target, what, err);
 }
 
+enum cbc_status cbc_cache_get_any(struct cbc_cache *c, struct cbc_cache_unit *u,
+                                  const struct cbc_target *target, const char *what,
+                                  struct cbc_err *err)
+{
+    enum cbc_status st = CBC_OK;
+    for (int pd = 0; pd < 2 && st == CBC_OK && (!pd || u->state != CBC_CACHE_HIT); pd++) {
+        u->path_dependent = pd;
+        st = cbc_cache_get(c, u, target, what, err);
+    }
+    return st;
+}
+
 bool cbc_cache_sibling_seen(struct cbc_cache *c, const struct cbc_cache_unit *u)
 {
     uint8_t *raw = NULL;

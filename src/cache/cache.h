@@ -147,6 +147,11 @@ enum cbc_status cbc_cache_lookup(struct cbc_cache *c, struct cbc_cache_unit *u,
 enum cbc_status cbc_cache_get(struct cbc_cache *c, struct cbc_cache_unit *u,
                               const struct cbc_target *target, const char *what,
                               struct cbc_err *err);
+/* The entry under u->result whether it was stored shared or for this tree
+ * (path-dependent): u->path_dependent says which was found. */
+enum cbc_status cbc_cache_get_any(struct cbc_cache *c, struct cbc_cache_unit *u,
+                                  const struct cbc_target *target, const char *what,
+                                  struct cbc_err *err);
 /* Whether this command was compiled in another working directory to a
  * result this directory's record (read by the lookup) does not hold (a
  * commit links u->sibling): then a direct miss is worth a preprocessing. */

@@ -816,12 +816,8 @@ static bool fetch(struct run *r, struct group *g, struct cbc_cache_unit *u)
     u->result = g->key;
     /* an entry that names this tree is stored under the tree too
      * (commit_group): look for both */
-    bool hit = false;
-    for (int pd = 0; pd < 2 && !hit; pd++) {
-        u->path_dependent = pd;
-        hit = cbc_cache_get(r->req->cache, u, &rt, what, NULL) == CBC_OK &&
-              u->state == CBC_CACHE_HIT;
-    }
+    bool hit = cbc_cache_get_any(r->req->cache, u, &rt, what, NULL) == CBC_OK &&
+               u->state == CBC_CACHE_HIT;
     if (!hit)
         return false;
     const struct cbc_cache *c = r->req->cache;
