@@ -11,8 +11,6 @@
 #include <cjson/cJSON.h>
 
 #include <errno.h>
-#include <getopt.h>
-
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,16 +99,6 @@ int tool_exit_code(enum cbc_status st)
     return EXIT_INTERNAL;
 }
 
-int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg(t, "error", "\033[1;31m", fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s", usage);
-    return EXIT_USAGE;
-}
-
 void tool_fputs_escaped(const char *s, FILE *f)
 {
     size_t n = s ? strlen(s) : 0;
@@ -121,13 +109,6 @@ void tool_fputs_escaped(const char *s, FILE *f)
         s += used;
         n -= used;
     }
-}
-
-int tool_unknown_option(const struct tool *t, const char *usage, char **argv)
-{
-    if (optopt > 0 && optopt < 256)
-        return tool_usage_error(t, usage, "unknown option '-%c'", optopt);
-    return tool_usage_error(t, usage, "unknown option '%s'", argv[optind - 1]);
 }
 
 void tool_print_json(struct cJSON *o)

@@ -1,8 +1,8 @@
 /* tool.h: what the commands (cubincache and igrun) share: message
  * printing (errors always, warnings unless -q, notes with -v; NO_COLOR
  * honoured; all of it on stderr), the one mapping from a library status to
- * an exit code (docs/exit-codes.md), JSON Lines output and the parsing of
- * option values they have in common. A static helper library of tools/,
+ * an exit code (docs/exit-codes.md) and JSON Lines output. The option
+ * parser they share is opts.h. A static helper library of tools/,
  * linked into each command; never installed.
  */
 #ifndef CBC_TOOL_H
@@ -22,10 +22,12 @@ enum {
     EXIT_INTERNAL = 5 /* out of memory or a bug */
 };
 
+struct tool_cmd;
 struct tool {
     const char *prog; /* "cubincache build" */
     int verbosity;    /* -1 quiet, 0 normal, 1 verbose */
     bool color;
+    const struct tool_cmd *cmd; /* its options, once tool_parse has read them (opts.h) */
 };
 
 /* The index of the first "--" in argv (the options before it are ours,
@@ -42,12 +44,6 @@ int tool_exit_code(enum cbc_status st);
  * Lines, docs/json.md) and deletes it. */
 struct cJSON;
 void tool_print_json(struct cJSON *o);
-/* After getopt_long returned '?': names the option it did not know (a
- * letter inside a group like -qX, or the whole argument) and prints usage. */
-int tool_unknown_option(const struct tool *t, const char *usage, char **argv);
-/* Prints "usage: ..." to stderr and returns EXIT_USAGE. */
-int tool_usage_error(const struct tool *t, const char *usage, const char *fmt, ...) CBC_PRINTF(3, 4);
-
 /* Prints s to f with every byte that is not printable escaped (\n, \t,
  * \xNN; C1 controls and invalid UTF-8 included: common.h, cbc_escape), so a
  * value from the environment or a file can never split a one-line record

@@ -9,38 +9,27 @@
 
 #include <cubincache/version.h>
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char zero_usage[] =
-    "usage: cubincache -z|--zero-stats [--cache-dir DIR]\n"
-    "  sets the cache's counters (hits, misses, stored, ...) to 0; the entries stay\n";
 
 static int zero_stats(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache --zero-stats");
-    enum { O_CACHE = 256, O_HELP };
-    static const struct option longopts[] = {
-        {"cache-dir", required_argument, NULL, O_CACHE},
-        {"help", no_argument, NULL, O_HELP},
-        {NULL, 0, NULL, 0},
-    };
     const char *dir = NULL;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_CACHE: dir = optarg; break;
-        case O_HELP: fputs(zero_usage, stdout); return EXIT_OK;
-        case ':': return tool_usage_error(&t, zero_usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_unknown_option(&t, zero_usage, argv);
-        }
-    }
+    const struct tool_opt opts[] = {
+        OPT_STR(0, "cache-dir", "DIR", &dir, "the cache (default: as build finds it)"),
+        OPT_END,
+    };
+    const struct tool_cmd cmd = {
+        "usage: cubincache -z|--zero-stats [--cache-dir DIR]\n"
+        "  sets the cache's counters (hits, misses, stored, ...) to 0; the entries stay\n",
+        opts, NULL};
+    int rc = tool_parse(&t, &cmd, argc, argv);
+    if (rc != TOOL_PARSED)
+        return rc;
     if (optind < argc)
-        return tool_usage_error(&t, zero_usage, "unexpected argument '%s'", argv[optind]);
+        return tool_usage(&t, "unexpected argument '%s'", argv[optind]);
     char *root = cbc_store_default_root(dir);
     struct cbc_store *s = NULL;
     struct cbc_err err = {0};

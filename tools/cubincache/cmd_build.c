@@ -6,42 +6,13 @@
  */
 #include "build.h"
 #include "cmds.h"
+#include "opts.h"
 #include "log.h"
 #include "manifest.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char usage[] =
-    "usage: cubincache build [options] SOURCE.cu [MORE.cu...] [-- NVCC_ARGS...]\n"
-    "  several sources (or -rdc=true in NVCC_ARGS) are compiled with -rdc and\n"
-    "  device-linked per target (device runtime included) into one image each\n"
-    "  -a, --arch SPEC       targets: 86, 8.6, sm_86, compute_86, 90a, 100f, 8.6+PTX,\n"
-    "                        lists, all, all-major, native, auto (default auto)\n"
-    "  -o, --out-dir DIR     where the bundle goes (default .); a DIR spelled NAME.bundle\n"
-    "                        names the bundle and is the depfile's target\n"
-    "  -n, --name NAME       output stem (default: NAME of NAME.bundle, else SOURCE's stem)\n"
-    "      --ptx             also emit PTX of the highest arch, for JIT on newer GPUs\n"
-    "      --depfile FILE    write a Makefile-syntax depfile for ninja\n"
-    "      --depfile-target T  the output the depfile names (default DIR/NAME.manifest.json,\n"
-    "                        or DIR itself when spelled NAME.bundle)\n"
-    "      --nvcc PATH       nvcc to run (default $NVCC, PATH, /usr/local/cuda/bin/nvcc)\n"
-    "      --cache-dir DIR   cache (default $CUBINCACHE_DIR, $XDG_CACHE_HOME/cubincache,\n"
-    "                        ~/.cache/cubincache); CUBINCACHE_DISABLE=1 turns it off\n"
-    "      --remote SPEC     a shared cache behind the local one: redis://HOST[:PORT][/DB]\n"
-    "                        [|read-only] ... (default $CUBINCACHE_REMOTE, else 'remote' in\n"
-    "                        the cache's config; 'none' for none)\n"
-    "  -j, --jobs N          parallel nvcc processes on a miss at most (default: one per\n"
-    "                        CPU); under a make or cargo jobserver, each beyond the\n"
-    "                        first takes one of its tokens\n"
-    "      --explain         say per target hit or miss, and which input changed\n"
-    "      --emit cargo      after the build (hit or miss), print for a cargo build.rs\n"
-    "                        rerun-if-changed of every source, dependency and the\n"
-    "                        toolchain, rerun-if-env-changed of every variable that\n"
-    "                        changes what is built\n"
-    "  -q, --quiet           no warnings    -v, --verbose   notes too\n";
 
 struct printer {
     struct tool *t;
@@ -186,63 +157,58 @@ int cmd_build(int argc, char **argv)
     struct tool t;
     tool_init(&t, "cubincache build");
     int split = tool_split_dashdash(argc, argv);
-    enum { O_PTX = 256, O_DEPFILE, O_DEPTARGET, O_NVCC, O_CACHE, O_REMOTE, O_EXPLAIN, O_EMIT, O_HELP };
-    static const struct option longopts[] = {
-        {"arch", required_argument, NULL, 'a'},     {"out-dir", required_argument, NULL, 'o'},
-        {"name", required_argument, NULL, 'n'},     {"ptx", no_argument, NULL, O_PTX},
-        {"depfile", required_argument, NULL, O_DEPFILE},
-        {"depfile-target", required_argument, NULL, O_DEPTARGET},
-        {"nvcc", required_argument, NULL, O_NVCC},  {"cache-dir", required_argument, NULL, O_CACHE},
-        {"remote", required_argument, NULL, O_REMOTE},
-        {"jobs", required_argument, NULL, 'j'},     {"explain", no_argument, NULL, O_EXPLAIN},
-        {"emit", required_argument, NULL, O_EMIT},
-        {"quiet", no_argument, NULL, 'q'},          {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, O_HELP},        {NULL, 0, NULL, 0},
-    };
     struct cbc_build_opts o = {0};
-    bool emit = false;
     struct printer pr = {.t = &t};
     o.msg = on_msg;
     o.msg_ctx = &pr;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(split, argv, ":a:o:n:j:qv", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'a': o.arch = optarg; break;
-        case 'o': o.out_dir = optarg; break;
-        case 'n': o.name = optarg; break;
-        case O_PTX: o.ptx = true; break;
-        case O_DEPFILE: o.depfile = optarg; break;
-        case O_DEPTARGET: o.depfile_target = optarg; break;
-        case O_NVCC: o.nvcc = optarg; break;
-        case O_CACHE: o.cache_dir = optarg; break;
-        case O_REMOTE: o.remote = optarg; break;
-        case 'j': {
-            char *end;
-            long j = strtol(optarg, &end, 10);
-            if (*end || j < 1 || j > 1024)
-                return tool_usage_error(&t, usage, "--jobs '%s': expected a number from 1 to 1024",
-                                        optarg);
-            o.jobs = (int)j;
-            break;
-        }
-        case O_EXPLAIN: pr.explain = o.explain = true; break;
-        case O_EMIT:
-            if (strcmp(optarg, "cargo") != 0)
-                return tool_usage_error(&t, usage, "--emit '%s': the one format is 'cargo'",
-                                        optarg);
-            emit = true;
-            break;
-        case 'q': t.verbosity = -1; break;
-        case 'v': t.verbosity = 1; break;
-        case O_HELP: fputs(usage, stdout); return EXIT_OK;
-        case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_unknown_option(&t, usage, argv);
-        }
-    }
+    static const struct tool_choice emit_formats[] = {{"cargo", 1, false}, {NULL, 0, false}};
+    int emit = 0;
+    const struct tool_opt opts[] = {
+        OPT_STR('a', "arch", "SPEC", &o.arch,
+                "targets: 86, 8.6, sm_86, compute_86, 90a, 100f, 8.6+PTX,\n"
+                "lists, all, all-major, native, auto (default auto)"),
+        OPT_STR('o', "out-dir", "DIR", &o.out_dir,
+                "where the bundle goes (default .); a DIR spelled NAME.bundle\n"
+                "names the bundle and is the depfile's target"),
+        OPT_STR('n', "name", "NAME", &o.name,
+                "output stem (default: NAME of NAME.bundle, else SOURCE's stem)"),
+        OPT_FLAG(0, "ptx", &o.ptx, "also emit PTX of the highest arch, for JIT on newer GPUs"),
+        OPT_STR(0, "depfile", "FILE", &o.depfile, "write a Makefile-syntax depfile for ninja"),
+        OPT_STR(0, "depfile-target", "T", &o.depfile_target,
+                "the output the depfile names (default DIR/NAME.manifest.json,\n"
+                "or DIR itself when spelled NAME.bundle)"),
+        OPT_STR(0, "nvcc", "PATH", &o.nvcc,
+                "nvcc to run (default $NVCC, PATH, /usr/local/cuda/bin/nvcc)"),
+        OPT_STR(0, "cache-dir", "DIR", &o.cache_dir,
+                "cache (default $CUBINCACHE_DIR, $XDG_CACHE_HOME/cubincache,\n"
+                "~/.cache/cubincache); CUBINCACHE_DISABLE=1 turns it off"),
+        OPT_STR(0, "remote", "SPEC", &o.remote,
+                "a shared cache behind the local one: redis://HOST[:PORT][/DB]\n"
+                "[|read-only] ... (default $CUBINCACHE_REMOTE, else 'remote' in\n"
+                "the cache's config; 'none' for none)"),
+        OPT_INT('j', "jobs", "N", &o.jobs, 1, 1024,
+                "parallel nvcc processes on a miss at most (default: one per\n"
+                "CPU); under a make or cargo jobserver, each beyond the\n"
+                "first takes one of its tokens"),
+        OPT_FLAG(0, "explain", &pr.explain, "say per target hit or miss, and which input changed"),
+        OPT_ENUM(0, "emit", "cargo", &emit, emit_formats,
+                 "after the build (hit or miss), print for a cargo build.rs\n"
+                 "rerun-if-changed of every source, dependency and the\n"
+                 "toolchain, rerun-if-env-changed of every variable that\n"
+                 "changes what is built"),
+        OPT_END,
+    };
+    const struct tool_cmd cmd = {
+        "usage: cubincache build [options] SOURCE.cu [MORE.cu...] [-- NVCC_ARGS...]\n"
+        "  several sources (or -rdc=true in NVCC_ARGS) are compiled with -rdc and\n"
+        "  device-linked per target (device runtime included) into one image each\n",
+        opts, NULL};
+    int rc = tool_parse(&t, &cmd, split, argv);
+    if (rc != TOOL_PARSED)
+        return rc;
+    o.explain = pr.explain;
     if (optind >= split)
-        return tool_usage_error(&t, usage, "no SOURCE.cu given");
+        return tool_usage(&t, "no SOURCE.cu given");
     o.source = argv[optind];
     if (split - optind > 1) {
         o.sources = (const char *const *)argv + optind;
@@ -276,7 +242,7 @@ int cmd_build(int argc, char **argv)
     }
     tool_note(&t, "%zu targets: %zu hit, %zu miss; %zu images rewritten; manifest %s", res.n_targets,
               res.hits, res.misses, res.written, res.manifest_changed ? "rewritten" : "unchanged");
-    int rc = emit ? emit_cargo(&t, res.manifest_path) : EXIT_OK;
+    rc = emit ? emit_cargo(&t, res.manifest_path) : EXIT_OK;
     cbc_build_result_release(&res);
     return rc;
 }

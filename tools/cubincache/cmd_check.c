@@ -13,34 +13,8 @@
 #include <cubincache/select.h>
 #include <cjson/cJSON.h>
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char usage[] =
-    "usage: cubincache check [options] PATH...\n"
-    "  PATH: a bundle directory or NAME.manifest.json (is every image current, correctly\n"
-    "        labelled and intact?), or a cubin, fatbin, PTX file or host binary\n"
-    "  -a, --arch SPEC        bundle: targets that must be present; binary: the GPUs to judge\n"
-    "                         (\"will this run on 9.0?\"): any compute capability (3.0 to 12.1),\n"
-    "                         native, or auto as build resolves it\n"
-    "      --kernels FILE     binary: judge only these kernels (one per line), the ones the\n"
-    "                         program launches; every other module may lack code for the GPU\n"
-    "      --rule RULE        the files named: per-module (default: every module with kernels\n"
-    "                         needs code for the GPU) or dispatch (at least one has it)\n"
-    "      --libs RULE        the libraries they need: dispatch (default; a library that picks\n"
-    "                         its kernels by GPU) or per-module\n"
-    "      --strict-lib NAME  judge this library per module (its DT_NEEDED name or file name)\n"
-    "  -j, --jobs N           threads reading images (default: one per CPU)\n"
-    "  -v, --verbose          every file and module that cannot launch, not the first few\n"
-    "      --cuda-driver X.Y  judge PTX against a driver of this CUDA version (default: any)\n"
-    "      --prefer-binary    assume CU_PREFER_BINARY instead of the driver's default\n"
-    "      --integrity-only   skip freshness (machines without the sources or nvcc)\n"
-    "  -L, --library-path DIR binaries: look here first for the shared libraries they need\n"
-    "      --no-libs          binaries: judge the file alone, not the libraries it needs\n"
-    "      --cache-dir DIR    where the cached toolchain identity lives\n"
-    "      --json             one JSON object per entry, then a summary object\n"
-    "  exit: 0 everything fine (an accepted partial too), 1 a problem, 2 usage or unreadable input\n";
 
 /* How many modules, and kernels of each, the human output names before
  * "... and N more" (all of them with -v; --json always has all). */
@@ -210,96 +184,55 @@ int cmd_check(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache check");
-    enum { O_JSON = 256, O_DRIVER, O_PREFER, O_INTEGRITY, O_CACHE, O_NOLIBS, O_HELP, O_KERNELS,
-           O_RULE, O_LIBS, O_STRICT_LIB };
-    static const struct option longopts[] = {
-        {"arch", required_argument, NULL, 'a'},
-        {"json", no_argument, NULL, O_JSON},
-        {"cuda-driver", required_argument, NULL, O_DRIVER},
-        {"prefer-binary", no_argument, NULL, O_PREFER},
-        {"integrity-only", no_argument, NULL, O_INTEGRITY},
-        {"cache-dir", required_argument, NULL, O_CACHE},
-        {"library-path", required_argument, NULL, 'L'},
-        {"no-libs", no_argument, NULL, O_NOLIBS},
-        {"kernels", required_argument, NULL, O_KERNELS},
-        {"rule", required_argument, NULL, O_RULE},
-        {"libs", required_argument, NULL, O_LIBS},
-        {"strict-lib", required_argument, NULL, O_STRICT_LIB},
-        {"jobs", required_argument, NULL, 'j'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, O_HELP},
-        {NULL, 0, NULL, 0},
-    };
     struct cbc_check_opts o = {0};
-    o.named_rule = CBC_JUDGE_PER_MODULE;
-    o.lib_rule = CBC_JUDGE_DISPATCH;
-    const char *libs[32], *strict[32];
-    o.lib_dirs = libs;
-    o.strict_libs = strict;
-    o.demangle = gate_demangle;
+    struct gate g;
+    gate_init(&g);
     bool json = false;
-    const char *kernels_file = NULL;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":a:qvj:L:", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_KERNELS: kernels_file = optarg; break;
-        case O_RULE:
-        case O_LIBS: {
-            int r = gate_rule_opt(&t, usage, c == O_RULE ? "--rule" : "--libs", optarg,
-                                  c == O_RULE ? &o.named_rule : &o.lib_rule);
-            if (r != EXIT_OK)
-                return r;
-            break;
-        }
-        case O_STRICT_LIB:
-            if (o.n_strict_libs == CBC_ARRAY_LEN(strict))
-                return tool_usage_error(&t, usage, "at most %zu --strict-lib", CBC_ARRAY_LEN(strict));
-            strict[o.n_strict_libs++] = optarg;
-            break;
-        case 'j': {
-            char *end;
-            long n = strtol(optarg, &end, 10);
-            if (*end || n < 0 || n > 16)
-                return tool_usage_error(&t, usage, "--jobs '%s': expected 0 (one per CPU) to 16",
-                                        optarg);
-            o.threads = (unsigned)n;
-            break;
-        }
-        case 'v': t.verbosity = 1; break;
-        case 'a': o.arch = optarg; break;
-        case 'L':
-            if (o.n_lib_dirs == CBC_ARRAY_LEN(libs))
-                return tool_usage_error(&t, usage, "at most %zu -L directories", CBC_ARRAY_LEN(libs));
-            libs[o.n_lib_dirs++] = optarg;
-            break;
-        case O_NOLIBS: o.no_libs = true; break;
-        case O_JSON: json = true; break;
-        case O_DRIVER:
-            if (!tool_parse_driver(optarg, &o.driver_isa))
-                return tool_usage_error(&t, usage, "--cuda-driver '%s': expected a CUDA version "
-                                        "such as 12.8 (11.0 or later)", optarg);
-            break;
-        case O_PREFER: o.prefer_binary = true; break;
-        case O_INTEGRITY: o.integrity_only = true; break;
-        case O_CACHE: o.cache_dir = optarg; break;
-        case 'q': t.verbosity = -1; break;
-        case O_HELP: fputs(usage, stdout); return EXIT_OK;
-        case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_unknown_option(&t, usage, argv);
-        }
-    }
+    const struct tool_opt opts[] = {
+        OPT_STR('a', "arch", "SPEC", &o.arch,
+                "bundle: targets that must be present; binary: the GPUs to judge\n"
+                "(\"will this run on 9.0?\"): any compute capability (3.0 to 12.1),\n"
+                "native, or auto as build resolves it"),
+        GATE_OPTS(&g),
+        OPT_INT('j', "jobs", "N", &o.threads, 0, 16,
+                "threads reading images (default 0: one per CPU)"),
+        OPT_VERBOSE("every file and module that cannot launch, not the first few"),
+        OPT_FLAG(0, "integrity-only", &o.integrity_only,
+                 "skip freshness (machines without the sources or nvcc)"),
+        OPT_STR(0, "cache-dir", "DIR", &o.cache_dir, "where the cached toolchain identity lives"),
+        OPT_FLAG(0, "json", &json, "one JSON object per entry, then a summary object"),
+        OPT_END,
+    };
+    const struct tool_cmd cmd = {
+        "usage: cubincache check [options] PATH...\n"
+        "  PATH: a bundle directory or NAME.manifest.json (is every image current, correctly\n"
+        "        labelled and intact?), or a cubin, fatbin, PTX file or host binary\n",
+        opts,
+        "  exit: 0 everything fine (an accepted partial too), 1 a problem, 2 usage or unreadable "
+        "input\n"};
+    int rc = tool_parse(&t, &cmd, argc, argv);
+    if (rc != TOOL_PARSED)
+        return rc;
+    o.driver_isa = g.driver_isa;
+    o.prefer_binary = g.prefer_binary;
+    o.lib_dirs = g.lib_dirs.v;
+    o.n_lib_dirs = g.lib_dirs.n;
+    o.no_libs = g.no_libs;
+    o.named_rule = g.named_rule;
+    o.lib_rule = g.lib_rule;
+    o.strict_libs = g.strict_libs.v;
+    o.n_strict_libs = g.strict_libs.n;
+    o.demangle = gate_demangle;
+    const char *kernels_file = g.kernels_file;
     if (optind >= argc)
-        return tool_usage_error(&t, usage, "no PATH given");
+        return tool_usage(&t, "no PATH given");
     char **kn = NULL;
     size_t nk = 0;
     if (kernels_file) {
         if (!o.arch)
-            return tool_usage_error(&t, usage, "--kernels needs --arch: the kernels are judged "
+            return tool_usage(&t, "--kernels needs --arch: the kernels are judged "
                                     "for the GPUs it names");
-        int r = gate_read_kernels(&t, usage, kernels_file, &kn, &nk);
+        int r = gate_read_kernels(&t, kernels_file, &kn, &nk);
         if (r != EXIT_OK)
             return r;
         o.kernels = (const char *const *)kn;
@@ -308,7 +241,7 @@ int cmd_check(int argc, char **argv)
     size_t counts[CBC_V_COUNT] = {0};
     size_t problems = 0;
     bool errors = false;
-    int rc = EXIT_OK;
+    rc = EXIT_OK;
     for (int i = optind; i < argc; i++) {
         struct cbc_check_report rep = {0};
         struct cbc_err err = {0};

@@ -9,43 +9,33 @@
 
 #include <cjson/cJSON.h>
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char usage[] =
-    "usage: cubincache config [--cache-dir DIR] [--json] [NAME]\n"
-    "  every setting (or NAME's): its value and where it came from (an environment\n"
-    "  variable, the cache's v1/config, the command line, or the default)\n";
 
 int cmd_config(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache config");
-    enum { O_CACHE = 256, O_JSON, O_HELP };
-    static const struct option longopts[] = {
-        {"cache-dir", required_argument, NULL, O_CACHE}, {"json", no_argument, NULL, O_JSON},
-        {"help", no_argument, NULL, O_HELP},             {NULL, 0, NULL, 0},
-    };
     const char *dir = NULL;
     bool json = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_CACHE: dir = optarg; break;
-        case O_JSON: json = true; break;
-        case O_HELP: fputs(usage, stdout); return EXIT_OK;
-        case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_unknown_option(&t, usage, argv);
-        }
-    }
+    const struct tool_opt opts[] = {
+        OPT_STR(0, "cache-dir", "DIR", &dir, "the cache whose settings are shown"),
+        OPT_FLAG(0, "json", &json, "one JSON object per setting (docs/json.md)"),
+        OPT_END,
+    };
+    const struct tool_cmd cmd = {
+        "usage: cubincache config [--cache-dir DIR] [--json] [NAME]\n"
+        "  every setting (or NAME's): its value and where it came from (an environment\n"
+        "  variable, the cache's v1/config, the command line, or the default)\n",
+        opts, NULL};
+    int rc = tool_parse(&t, &cmd, argc, argv);
+    if (rc != TOOL_PARSED)
+        return rc;
     if (optind < argc - 1)
-        return tool_usage_error(&t, usage, "one setting at a time");
+        return tool_usage(&t, "one setting at a time");
     int only = -1;
     if (optind == argc - 1 && (only = cbc_setting_find(argv[optind])) < 0)
-        return tool_usage_error(&t, usage, "no setting named '%s'", argv[optind]);
+        return tool_usage(&t, "no setting named '%s'", argv[optind]);
 
     char *root = cbc_store_default_root(dir);
     struct cbc_store *s = NULL;
@@ -60,7 +50,7 @@ int cmd_config(int argc, char **argv)
     }
     char config_path[4200];
     snprintf(config_path, sizeof config_path, "%s/config", cbc_store_root(s));
-    int rc = EXIT_OK;
+    rc = EXIT_OK;
     for (int i = 0; i < CBC_SET_COUNT; i++) {
         if (only >= 0 && i != only)
             continue;

@@ -8,40 +8,29 @@
 #include <cubincache/loader.h>
 #include <cjson/cJSON.h>
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char usage[] = "usage: cubincache devices [--json] [BUNDLE]\n"
-                            "  BUNDLE: a NAME.manifest.json (or DIR with --name NAME)\n"
-                            "  -n, --name NAME  the bundle in DIR\n";
 
 int cmd_devices(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache devices");
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'J'},
-        {"name", required_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool json = false;
     const char *name = NULL;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":n:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'J': json = true; break;
-        case 'n': name = optarg; break;
-        case 'h': fputs(usage, stdout); return EXIT_OK;
-        case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_unknown_option(&t, usage, argv);
-        }
-    }
+    const struct tool_opt opts[] = {
+        OPT_STR('n', "name", "NAME", &name, "the bundle in DIR"),
+        OPT_FLAG(0, "json", &json, "one JSON object per GPU (docs/json.md)"),
+        OPT_END,
+    };
+    const struct tool_cmd cmd = {
+        "usage: cubincache devices [--json] [BUNDLE]\n"
+        "  BUNDLE: a NAME.manifest.json (or DIR with --name NAME)\n",
+        opts, NULL};
+    int rc = tool_parse(&t, &cmd, argc, argv);
+    if (rc != TOOL_PARSED)
+        return rc;
     if (argc - optind > 1)
-        return tool_usage_error(&t, usage, "at most one BUNDLE");
+        return tool_usage(&t, "at most one BUNDLE");
     struct cbc_err err = {0};
     struct cbc_bundle *b = NULL;
     if (optind < argc) {

@@ -20,15 +20,8 @@
 #include <cubincache/loader.h>
 
 #include <ctype.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char usage[] =
-    "usage: cubincache embed [-s SYMBOL] -o OUT.c NAME.manifest.json\n"
-    "  -s, --symbol SYMBOL  the struct cbc_embedded_bundle to define\n"
-    "                       (default cbc_bundle_<NAME>)\n"
-    "  -o, --output OUT.c   the C source to write\n";
 
 static bool valid_symbol(const char *s)
 {
@@ -72,29 +65,22 @@ int cmd_embed(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache embed");
-    static const struct option longopts[] = {
-        {"symbol", required_argument, NULL, 's'},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *symbol = NULL, *output = NULL;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":s:o:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 's': symbol = optarg; break;
-        case 'o': output = optarg; break;
-        case 'h': fputs(usage, stdout); return EXIT_OK;
-        case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_unknown_option(&t, usage, argv);
-        }
-    }
+    const struct tool_opt opts[] = {
+        OPT_STR('s', "symbol", "SYMBOL", &symbol,
+                "the struct cbc_embedded_bundle to define\n(default cbc_bundle_<NAME>)"),
+        OPT_STR('o', "output", "OUT.c", &output, "the C source to write"),
+        OPT_END,
+    };
+    const struct tool_cmd cmd = {"usage: cubincache embed [-s SYMBOL] -o OUT.c NAME.manifest.json\n",
+                                 opts, NULL};
+    int rc = tool_parse(&t, &cmd, argc, argv);
+    if (rc != TOOL_PARSED)
+        return rc;
     if (!output)
-        return tool_usage_error(&t, usage, "-o OUT.c is required");
+        return tool_usage(&t, "-o OUT.c is required");
     if (optind != argc - 1)
-        return tool_usage_error(&t, usage, "one NAME.manifest.json expected");
+        return tool_usage(&t, "one NAME.manifest.json expected");
     const char *manifest = argv[optind];
     struct cbc_bundle *b;
     struct cbc_err err = {0};
@@ -108,8 +94,7 @@ int cmd_embed(int argc, char **argv)
         if (!isalnum((unsigned char)*p))
             *p = '_';
     if (!sym || !valid_symbol(sym)) {
-        int rc = tool_usage_error(&t, usage, "--symbol '%s' is not a C identifier",
-                                  sym ? sym : "?");
+        rc = tool_usage(&t, "--symbol '%s' is not a C identifier", sym ? sym : "?");
         free(sym);
         cbc_bundle_close(b);
         return rc;

@@ -21,13 +21,8 @@
 #include <cubincache/binfmt.h>
 #include <cjson/cJSON.h>
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char usage[] = "usage: cubincache inspect [--json] FILE...\n"
-                            "  FILE: a cubin, fatbin, PTX file, executable, shared library, object\n"
-                            "        or static library\n";
 
 static void add_cubin_json(cJSON *o, const struct cbc_cubin_info *ci)
 {
@@ -495,26 +490,24 @@ int cmd_inspect(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache inspect");
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'J'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        if (c == 'J')
-            json = true;
-        else if (c == 'h') {
-            fputs(usage, stdout);
-            return EXIT_OK;
-        } else
-            return tool_unknown_option(&t, usage, argv);
-    }
+    const struct tool_opt opts[] = {
+        OPT_FLAG(0, "json", &json, "one JSON object per file (docs/json.md)"),
+        OPT_END,
+    };
+    const struct tool_cmd cmd = {
+        "usage: cubincache inspect [--json] FILE...\n"
+        "  FILE: a cubin, fatbin, PTX file, executable, shared library, object\n"
+        "        or static library\n",
+        opts, NULL};
+    int rc = tool_parse(&t, &cmd, argc, argv);
+    if (rc != TOOL_PARSED)
+        return rc;
     if (optind >= argc)
-        return tool_usage_error(&t, usage, "no FILE given");
+        return tool_usage(&t, "no FILE given");
     int worst = EXIT_OK;
     for (int i = optind; i < argc; i++) {
-        int rc = inspect_one(&t, argv[i], json);
+        rc = inspect_one(&t, argv[i], json);
         if (rc > worst)
             worst = rc;
     }

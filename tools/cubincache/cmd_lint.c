@@ -9,27 +9,11 @@
  */
 #include "cmds.h"
 #include "lint.h"
+#include "opts.h"
 
 #include <cJSON.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-
-static const char usage[] =
-    "usage: cubincache lint [options] [PATH...]\n"
-    "  PATH: a directory (searched recursively; target/, vendor/, build trees and hidden\n"
-    "        directories are skipped), a build script (.rs), CMakeLists.txt, *.cmake,\n"
-    "        meson.build or a Makefile (GNUmakefile, makefile, *.mk); default: the current\n"
-    "        directory. --fix writes only beneath the PATHs given\n"
-    "      --fix       insert the missing cargo:rerun-if-env-changed= (and rerun-if-changed=\n"
-    "                  for kernel sources) before each read: every file or none\n"
-    "      --dry-run   with --fix: print the change as a unified diff, write nothing\n"
-    "      --json      one JSON object per finding, then a summary (docs/json.md)\n"
-    "      --helpers FILE  models of your own build helpers (what a call reads and\n"
-    "                  declares: README.md, `cubincache lint`); may be repeated\n"
-    "  -q, --quiet     no notes    -v, --verbose   also say what was read\n"
-    "exit: 0 clean, 1 findings (left after --fix), 2 usage, unreadable input or a fix\n"
-    "      refused, 4 a fix that could not be written\n";
 
 static void print_finding(const struct cbc_lint_finding *f, bool fixed)
 {
@@ -68,44 +52,40 @@ int cmd_lint(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache lint");
-    enum { O_FIX = 256, O_DRY, O_JSON, O_HELP, O_HELPERS };
-    static const struct option longopts[] = {
-        {"fix", no_argument, NULL, O_FIX},     {"dry-run", no_argument, NULL, O_DRY},
-        {"json", no_argument, NULL, O_JSON},   {"quiet", no_argument, NULL, 'q'},
-        {"verbose", no_argument, NULL, 'v'},   {"help", no_argument, NULL, O_HELP},
-        {"helpers", required_argument, NULL, O_HELPERS},
-        {NULL, 0, NULL, 0},
-    };
     bool fix = false, dry = false, json = false;
     const char *helpers[16];
-    size_t n_helpers = 0;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":qv", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_FIX: fix = true; break;
-        case O_DRY: dry = true; break;
-        case O_JSON: json = true; break;
-        case O_HELPERS:
-            if (n_helpers == CBC_ARRAY_LEN(helpers))
-                return tool_usage_error(&t, usage, "at most 16 --helpers files");
-            helpers[n_helpers++] = optarg;
-            break;
-        case 'q': t.verbosity = -1; break;
-        case 'v': t.verbosity = 1; break;
-        case O_HELP: fputs(usage, stdout); return EXIT_OK;
-        default: return tool_unknown_option(&t, usage, argv);
-        }
-    }
+    struct tool_list hl = {helpers, 0, CBC_ARRAY_LEN(helpers)};
+    const struct tool_opt opts[] = {
+        OPT_FLAG(0, "fix", &fix, "insert the missing cargo:rerun-if-env-changed= (and\n"
+                 "rerun-if-changed= for kernel sources) before each read: every file or none"),
+        OPT_FLAG(0, "dry-run", &dry, "with --fix: print the change as a unified diff, write nothing"),
+        OPT_FLAG(0, "json", &json, "one JSON object per finding, then a summary (docs/json.md)"),
+        OPT_LIST(0, "helpers", "FILE", &hl, "models of your own build helpers (what a call reads\n"
+                 "and declares: README.md, `cubincache lint`); may be repeated"),
+        OPT_QUIET("no notes"),
+        OPT_VERBOSE("also say what was read"),
+        OPT_END,
+    };
+    const struct tool_cmd cmd = {
+        "usage: cubincache lint [options] [PATH...]\n"
+        "  PATH: a directory (searched recursively; target/, vendor/, build trees and hidden\n"
+        "        directories are skipped), a build script (.rs), CMakeLists.txt, *.cmake,\n"
+        "        meson.build or a Makefile (GNUmakefile, makefile, *.mk); default: the current\n"
+        "        directory. --fix writes only beneath the PATHs given\n",
+        opts,
+        "exit: 0 clean, 1 findings (left after --fix), 2 usage, unreadable input or a fix\n"
+        "      refused, 4 a fix that could not be written\n"};
+    int rc = tool_parse(&t, &cmd, argc, argv);
+    if (rc != TOOL_PARSED)
+        return rc;
     if (dry && !fix)
-        return tool_usage_error(&t, usage, "--dry-run shows what --fix would change: use both");
+        return tool_usage(&t, "--dry-run shows what --fix would change: use both");
     if (dry && json)
-        return tool_usage_error(&t, usage, "--dry-run prints a diff, not JSON: drop --json");
+        return tool_usage(&t, "--dry-run prints a diff, not JSON: drop --json");
     struct cbc_lint_opts o = {.paths = (const char *const *)argv + optind,
                               .n_paths = (size_t)(argc - optind),
-                              .helper_files = helpers,
-                              .n_helper_files = n_helpers};
+                              .helper_files = hl.v,
+                              .n_helper_files = hl.n};
     struct cbc_lint_result r = {0};
     struct cbc_err err = {0};
     enum cbc_status st = cbc_lint_run(&o, &r, &err);

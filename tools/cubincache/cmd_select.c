@@ -10,27 +10,8 @@
 #include <cjson/cJSON.h>
 
 #include <dirent.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char usage[] =
-    "usage: cubincache select --cc X.Y [options] PATH\n"
-    "  PATH: a bundle directory, NAME.manifest.json, cubin, fatbin, PTX file or host binary\n"
-    "      --cc X.Y           the GPU's compute capability (9.0, 90 and sm_90 all work)\n"
-    "      --cuda-driver X.Y  the driver's CUDA version, to judge PTX (default: any)\n"
-    "      --prefer-binary    assume CU_PREFER_BINARY instead of the driver's default\n"
-    "  -L, --library-path DIR look here first for the shared libraries a binary needs\n"
-    "      --no-libs          judge the binary alone, not the libraries it needs\n"
-    "      --kernels FILE     only the modules of these kernels (one per line) must load\n"
-    "      --rule RULE        the file named: per-module (default) or dispatch\n"
-    "      --libs RULE        the libraries it needs: dispatch (default) or per-module\n"
-    "      --strict-lib NAME  judge this library per module\n"
-    "      --json             one JSON object per bundle, or per module of a binary\n"
-    "  A binary answers per module (each translation unit, device-linked image and\n"
-    "  embedded bundle, in it and its libraries), then per file with the rule that judged\n"
-    "  it (as check --arch does); exit 1 when that verdict is a problem: a module of the\n"
-    "  file named with nothing for the GPU, a library with nothing for it.\n";
 
 struct sel {
     struct cbc_select_query q;
@@ -118,6 +99,62 @@ static const char *fverdict_name(enum cbc_fverdict v)
  * libraries included), one answer each, then one per file with the rule
  * that judged it; exit 1 when that judgement is a problem, in the words
  * `check --arch` uses. */
+/* One module's answer: the image the GPU would load, or why none. */
+static void report_module(const struct sel *s, const struct cbc_program *p,
+                          const struct cbc_pmod *pm, const struct cbc_mod_verdict *v,
+                          const struct cbc_fjudge *fj, const char *path, const char *cc)
+{
+    bool runs = cbc_load_runs(v->how);
+    char tn[CBC_TARGET_NAME_MAX];
+    cbc_target_name(&v->target, tn);
+    const struct cbc_image *img = v->image >= 0 ? &pm->img[v->image] : NULL;
+    /* a module without code counts against the program unless its
+     * file's rule accepts it (a library that picks kernels by GPU) */
+    bool counts = !runs && fj->problem;
+    if (s->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "path", path);
+        cJSON_AddStringToObject(o, "file", cbc_pmod_file(p, pm));
+        cJSON_AddStringToObject(o, "module", pm->label);
+        cJSON_AddStringToObject(o, "cc", cc);
+        cJSON_AddStringToObject(o, "how", cbc_load_how_name(v->how));
+        if (v->how == CBC_LOAD_NONE)
+            cJSON_AddNullToObject(o, "target");
+        else
+            cJSON_AddStringToObject(o, "target", tn);
+        if (img)
+            cJSON_AddNumberToObject(o, "offset", (double)img->offset);
+        cJSON_AddStringToObject(o, "rule", cbc_judge_rule_name(fj->rule));
+        cJSON_AddBoolToObject(o, "problem", counts);
+        cJSON_AddStringToObject(o, "reason", v->reason);
+        tool_print_json(o);
+        return;
+    }
+    tool_fputs_escaped(path, stdout);
+    fputs(": ", stdout);
+    if (p->n_mods > 1 || pm->kind != CBC_MOD_IMAGE) {
+        tool_fputs_escaped(pm->label, stdout);
+        if (pm->file) {
+            fputs(" of ", stdout);
+            tool_fputs_escaped(cbc_pmod_file(p, pm), stdout);
+        }
+        fputs(": ", stdout);
+    }
+    if (v->how == CBC_LOAD_NONE)
+        printf("none: ");
+    else if (img)
+        printf("%s (image %ld at %#llx): ", tn, v->image, (unsigned long long)img->offset);
+    else
+        printf("%s (%s): ", tn, cbc_load_how_name(v->how));
+    tool_fputs_escaped(v->reason, stdout);
+    if (!runs && !counts) {
+        fputs(" (accepted: ", stdout);
+        tool_fputs_escaped(cbc_path_base(cbc_pmod_file(p, pm)), stdout);
+        printf(" is judged by the %s rule)", cbc_judge_rule_name(fj->rule));
+    }
+    fputc('\n', stdout);
+}
+
 static int select_file(struct tool *t, const struct sel *s, const char *path)
 {
     struct cbc_program p;
@@ -182,61 +219,12 @@ static int select_file(struct tool *t, const struct sel *s, const char *path)
     }
     for (size_t m = 0; m < p.n_mods; m++) {
         const struct cbc_pmod *pm = &p.mods[m];
-        const struct cbc_mod_verdict *v = &j.mv[m];
         const struct cbc_fjudge *fj = &j.fj[pm->file];
-        bool runs = cbc_load_runs(v->how);
         /* a kernel-less stub, or a module --kernels leaves out */
         if (pm->kernels == 0 ||
             (fj->rule == CBC_JUDGE_KERNELS && !cbc_pmod_listed(pm, &s->jo, NULL, 0)))
             continue;
-        char tn[CBC_TARGET_NAME_MAX];
-        cbc_target_name(&v->target, tn);
-        const struct cbc_image *img = v->image >= 0 ? &pm->img[v->image] : NULL;
-        /* a module without code counts against the program unless its
-         * file's rule accepts it (a library that picks kernels by GPU) */
-        bool counts = !runs && fj->problem;
-        if (s->json) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "path", path);
-            cJSON_AddStringToObject(o, "file", cbc_pmod_file(&p, pm));
-            cJSON_AddStringToObject(o, "module", pm->label);
-            cJSON_AddStringToObject(o, "cc", cc);
-            cJSON_AddStringToObject(o, "how", cbc_load_how_name(v->how));
-            if (v->how == CBC_LOAD_NONE)
-                cJSON_AddNullToObject(o, "target");
-            else
-                cJSON_AddStringToObject(o, "target", tn);
-            if (img)
-                cJSON_AddNumberToObject(o, "offset", (double)img->offset);
-            cJSON_AddStringToObject(o, "rule", cbc_judge_rule_name(fj->rule));
-            cJSON_AddBoolToObject(o, "problem", counts);
-            cJSON_AddStringToObject(o, "reason", v->reason);
-            tool_print_json(o);
-            continue;
-        }
-        tool_fputs_escaped(path, stdout);
-        fputs(": ", stdout);
-        if (p.n_mods > 1 || pm->kind != CBC_MOD_IMAGE) {
-            tool_fputs_escaped(pm->label, stdout);
-            if (pm->file) {
-                fputs(" of ", stdout);
-                tool_fputs_escaped(cbc_pmod_file(&p, pm), stdout);
-            }
-            fputs(": ", stdout);
-        }
-        if (v->how == CBC_LOAD_NONE)
-            printf("none: ");
-        else if (img)
-            printf("%s (image %ld at %#llx): ", tn, v->image, (unsigned long long)img->offset);
-        else
-            printf("%s (%s): ", tn, cbc_load_how_name(v->how));
-        tool_fputs_escaped(v->reason, stdout);
-        if (!runs && !counts) {
-            fputs(" (accepted: ", stdout);
-            tool_fputs_escaped(cbc_path_base(cbc_pmod_file(&p, pm)), stdout);
-            printf(" is judged by the %s rule)", cbc_judge_rule_name(fj->rule));
-        }
-        fputc('\n', stdout);
+        report_module(s, &p, pm, &j.mv[m], fj, path, cc);
     }
     for (size_t f = 0; f < p.n_files; f++) {
         const struct cbc_fjudge *fj = &j.fj[f];
@@ -277,91 +265,59 @@ int cmd_select(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache select");
-    enum { O_CC = 256, O_DRIVER, O_PREFER, O_JSON, O_NOLIBS, O_HELP, O_KERNELS, O_RULE, O_LIBS,
-           O_STRICT_LIB };
-    static const struct option longopts[] = {
-        {"cc", required_argument, NULL, O_CC},
-        {"cuda-driver", required_argument, NULL, O_DRIVER},
-        {"prefer-binary", no_argument, NULL, O_PREFER},
-        {"library-path", required_argument, NULL, 'L'},
-        {"no-libs", no_argument, NULL, O_NOLIBS},
-        {"kernels", required_argument, NULL, O_KERNELS},
-        {"rule", required_argument, NULL, O_RULE},
-        {"libs", required_argument, NULL, O_LIBS},
-        {"strict-lib", required_argument, NULL, O_STRICT_LIB},
-        {"json", no_argument, NULL, O_JSON},
-        {"help", no_argument, NULL, O_HELP},
-        {NULL, 0, NULL, 0},
-    };
     struct sel s = {0};
-    const char *libs[32], *strict[32];
-    s.lib_dirs = libs;
-    s.jo.named_rule = CBC_JUDGE_PER_MODULE;
-    s.jo.lib_rule = CBC_JUDGE_DISPATCH;
-    s.jo.strict_libs = strict;
-    s.jo.demangle = gate_demangle;
-    const char *kernels_file = NULL;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":L:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'L':
-            if (s.n_lib_dirs == CBC_ARRAY_LEN(libs))
-                return tool_usage_error(&t, usage, "at most %zu -L directories", CBC_ARRAY_LEN(libs));
-            libs[s.n_lib_dirs++] = optarg;
-            break;
-        case O_NOLIBS: s.no_libs = true; break;
-        case O_KERNELS: kernels_file = optarg; break;
-        case O_RULE:
-        case O_LIBS: {
-            int r = gate_rule_opt(&t, usage, c == O_RULE ? "--rule" : "--libs", optarg,
-                                  c == O_RULE ? &s.jo.named_rule : &s.jo.lib_rule);
-            if (r != EXIT_OK)
-                return r;
-            break;
-        }
-        case O_STRICT_LIB:
-            if (s.jo.n_strict_libs == CBC_ARRAY_LEN(strict))
-                return tool_usage_error(&t, usage, "at most %zu --strict-lib", CBC_ARRAY_LEN(strict));
-            strict[s.jo.n_strict_libs++] = optarg;
-            break;
-        case O_CC: {
-            unsigned ccs[8];
-            size_t n = 0;
-            struct cbc_err e = {0};
-            if (cbc_gpu_list_parse(optarg, ccs, CBC_ARRAY_LEN(ccs), &n, &e) != CBC_OK) {
-                cbc_err_prefix(&e, "--cc");
-                tool_error(&t, &e);
-                return EXIT_USAGE;
-            }
-            if (n != 1)
-                return tool_usage_error(&t, usage, "--cc '%s' names %zu GPUs; select answers for "
-                                        "one (check --arch judges several)", optarg, n);
-            s.q.cc = ccs[0];
-            break;
-        }
-        case O_DRIVER:
-            if (!tool_parse_driver(optarg, &s.q.driver_isa))
-                return tool_usage_error(&t, usage, "--cuda-driver '%s': expected a CUDA version "
-                                        "such as 12.8 (11.0 or later)", optarg);
-            break;
-        case O_PREFER: s.q.prefer_binary = true; break;
-        case O_JSON: s.json = true; break;
-        case O_HELP: fputs(usage, stdout); return EXIT_OK;
-        case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_unknown_option(&t, usage, argv);
-        }
+    struct gate g;
+    gate_init(&g);
+    const char *cc = NULL;
+    const struct tool_opt opts[] = {
+        OPT_STR(0, "cc", "X.Y", &cc, "the GPU's compute capability (9.0, 90 and sm_90 all work)"),
+        GATE_OPTS(&g),
+        OPT_FLAG(0, "json", &s.json, "one JSON object per bundle, or per module of a binary"),
+        OPT_END,
+    };
+    const struct tool_cmd cmd = {
+        "usage: cubincache select --cc X.Y [options] PATH\n"
+        "  PATH: a bundle directory, NAME.manifest.json, cubin, fatbin, PTX file or host binary\n",
+        opts,
+        "  A binary answers per module (each translation unit, device-linked image and\n"
+        "  embedded bundle, in it and its libraries), then per file with the rule that judged\n"
+        "  it (as check --arch does); exit 1 when that verdict is a problem: a module of the\n"
+        "  file named with nothing for the GPU, a library with nothing for it.\n"};
+    int rc = tool_parse(&t, &cmd, argc, argv);
+    if (rc != TOOL_PARSED)
+        return rc;
+    if (!cc)
+        return tool_usage(&t, "--cc is required");
+    unsigned ccs[8];
+    size_t n = 0;
+    struct cbc_err e = {0};
+    if (cbc_gpu_list_parse(cc, ccs, CBC_ARRAY_LEN(ccs), &n, &e) != CBC_OK) {
+        cbc_err_prefix(&e, "--cc");
+        tool_error(&t, &e);
+        return EXIT_USAGE;
     }
-    if (!s.q.cc)
-        return tool_usage_error(&t, usage, "--cc is required");
+    if (n != 1)
+        return tool_usage(&t, "--cc '%s' names %zu GPUs; select answers for one (check --arch "
+                          "judges several)", cc, n);
     if (optind != argc - 1)
-        return tool_usage_error(&t, usage, "one PATH expected");
+        return tool_usage(&t, "one PATH expected");
+    s.q.cc = ccs[0];
+    s.q.driver_isa = g.driver_isa;
+    s.q.prefer_binary = g.prefer_binary;
+    s.lib_dirs = g.lib_dirs.v;
+    s.n_lib_dirs = g.lib_dirs.n;
+    s.no_libs = g.no_libs;
+    s.jo.named_rule = g.named_rule;
+    s.jo.lib_rule = g.lib_rule;
+    s.jo.strict_libs = g.strict_libs.v;
+    s.jo.n_strict_libs = g.strict_libs.n;
+    s.jo.demangle = gate_demangle;
+    const char *kernels_file = g.kernels_file;
     s.jo.q = s.q;
     char **kn = NULL;
     size_t nk = 0;
     if (kernels_file) {
-        int r = gate_read_kernels(&t, usage, kernels_file, &kn, &nk);
+        int r = gate_read_kernels(&t, kernels_file, &kn, &nk);
         if (r != EXIT_OK)
             return r;
         s.jo.kernels = (const char *const *)kn;
@@ -369,7 +325,6 @@ int cmd_select(int argc, char **argv)
     }
     const char *path = argv[optind];
     size_t pl = strlen(path);
-    int rc;
     if (pl > 14 && !strcmp(path + pl - 14, ".manifest.json"))
         rc = select_bundle(&t, &s, path);
     else if (!cbc_is_dir(path))

@@ -9,61 +9,41 @@
  */
 #include "build.h"
 #include "cmds.h"
+#include "opts.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char usage[] =
-    "usage: cubincache stamp [options] -o FILE [-- NVCC_ARGS...]\n"
-    "       cubincache stamp --check [--arch SPEC]\n"
-    "  -o, --output FILE     the stamp: rewritten only when a kernel may build differently\n"
-    "  -a, --arch SPEC       as `cubincache build --arch` (default auto)\n"
-    "      --check           only resolve SPEC: exit 0, or 2 with what `build` would say\n"
-    "      --nvcc PATH       nvcc (default $NVCC, PATH, /usr/local/cuda/bin/nvcc)\n"
-    "      --cache-dir DIR   where the toolchain's identity is cached\n"
-    "  -q, --quiet           no warnings    -v, --verbose   say whether FILE changed\n"
-    "  NVCC_ARGS: flags every kernel shares (a -ccbin there names the host compiler)\n";
 
 int cmd_stamp(int argc, char **argv)
 {
     struct tool t;
     tool_init(&t, "cubincache stamp");
     int split = tool_split_dashdash(argc, argv);
-    enum { O_CHECK = 256, O_NVCC, O_CACHE, O_HELP };
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'}, {"arch", required_argument, NULL, 'a'},
-        {"check", no_argument, NULL, O_CHECK},    {"nvcc", required_argument, NULL, O_NVCC},
-        {"cache-dir", required_argument, NULL, O_CACHE},
-        {"quiet", no_argument, NULL, 'q'},        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, O_HELP},      {NULL, 0, NULL, 0},
-    };
     struct cbc_stamp_opts o = {0};
     bool check = false;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(split, argv, ":o:a:qv", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': o.output = optarg; break;
-        case 'a': o.arch = optarg; break;
-        case O_CHECK: check = true; break;
-        case O_NVCC: o.nvcc = optarg; break;
-        case O_CACHE: o.cache_dir = optarg; break;
-        case 'q': t.verbosity = -1; break;
-        case 'v': t.verbosity = 1; break;
-        case O_HELP: fputs(usage, stdout); return EXIT_OK;
-        case ':': return tool_usage_error(&t, usage, "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_unknown_option(&t, usage, argv);
-        }
-    }
+    const struct tool_opt opts[] = {
+        OPT_STR('o', "output", "FILE", &o.output,
+                "the stamp: rewritten only when a kernel may build differently"),
+        OPT_STR('a', "arch", "SPEC", &o.arch, "as `cubincache build --arch` (default auto)"),
+        OPT_FLAG(0, "check", &check, "only resolve SPEC: exit 0, or 2 with what `build` would say"),
+        OPT_STR(0, "nvcc", "PATH", &o.nvcc, "nvcc (default $NVCC, PATH, /usr/local/cuda/bin/nvcc)"),
+        OPT_STR(0, "cache-dir", "DIR", &o.cache_dir, "where the toolchain's identity is cached"),
+        OPT_VERBOSE("say whether FILE changed"),
+        OPT_END,
+    };
+    const struct tool_cmd cmd = {
+        "usage: cubincache stamp [options] -o FILE [-- NVCC_ARGS...]\n"
+        "       cubincache stamp --check [--arch SPEC]\n",
+        opts, "  NVCC_ARGS: flags every kernel shares (a -ccbin there names the host compiler)\n"};
+    int rc = tool_parse(&t, &cmd, split, argv);
+    if (rc != TOOL_PARSED)
+        return rc;
     if (optind < split)
-        return tool_usage_error(&t, usage, "unexpected '%s' (nvcc arguments go after '--')",
-                                argv[optind]);
+        return tool_usage(&t, "unexpected '%s' (nvcc arguments go after '--')", argv[optind]);
     if (!check && !o.output)
-        return tool_usage_error(&t, usage, "no stamp file given: use -o FILE");
+        return tool_usage(&t, "no stamp file given: use -o FILE");
     if (check && o.output)
-        return tool_usage_error(&t, usage, "--check writes nothing; drop -o");
+        return tool_usage(&t, "--check writes nothing; drop -o");
     o.flags = split < argc ? argv + split + 1 : NULL;
     o.n_flags = split < argc ? (size_t)(argc - split - 1) : 0;
     const char *dis = getenv("CUBINCACHE_DISABLE");

@@ -2,7 +2,8 @@
  * beyond the library: C++ names demangled for people (libstdc++'s
  * __cxa_demangle, the demangler of the compiler the kernels' host code was
  * built with; mangled names only when the library is absent), and the
- * --kernels file, the kernels a program is known to launch.
+ * --kernels file, the kernels a program is known to launch; the options
+ * both take (GATE_OPTS in cmds.h).
  */
 #include "cmds.h"
 #include "program.h"
@@ -32,8 +33,7 @@ char *gate_demangle(const char *mangled)
 #endif
 }
 
-int gate_read_kernels(const struct tool *t, const char *usage, const char *path, char ***out,
-                      size_t *n)
+int gate_read_kernels(const struct tool *t, const char *path, char ***out, size_t *n)
 {
     uint8_t *text;
     size_t len;
@@ -68,7 +68,7 @@ int gate_read_kernels(const struct tool *t, const char *usage, const char *path,
     }
     free(text);
     if (*n == 0)
-        return tool_usage_error(t, usage, "--kernels '%s' names no kernel (one per line; '#' "
+        return tool_usage(t, "--kernels '%s' names no kernel (one per line; '#' "
                                 "starts a comment)", path);
     return EXIT_OK;
 }
@@ -80,11 +80,20 @@ void gate_free_kernels(char **v, size_t n)
     free(v);
 }
 
-int gate_rule_opt(const struct tool *t, const char *usage, const char *opt, const char *arg,
-                  enum cbc_judge_rule *rule)
+void gate_init(struct gate *g)
 {
-    if (strcmp(arg, "per-module") && strcmp(arg, "dispatch"))
-        return tool_usage_error(t, usage, "%s '%s': expected per-module or dispatch", opt, arg);
-    *rule = !strcmp(arg, "dispatch") ? CBC_JUDGE_DISPATCH : CBC_JUDGE_PER_MODULE;
-    return EXIT_OK;
+    *g = (struct gate){.named_rule = CBC_JUDGE_PER_MODULE, .lib_rule = CBC_JUDGE_DISPATCH};
+    g->lib_dirs = (struct tool_list){g->lib_dir_v, 0, CBC_ARRAY_LEN(g->lib_dir_v)};
+    g->strict_libs = (struct tool_list){g->strict_v, 0, CBC_ARRAY_LEN(g->strict_v)};
+}
+
+const struct tool_choice gate_rules[] = {
+    {"per-module", CBC_JUDGE_PER_MODULE, false},
+    {"dispatch", CBC_JUDGE_DISPATCH, false},
+    {NULL, 0, false},
+};
+
+bool gate_parse_driver(const char *value, void *isa)
+{
+    return tool_parse_driver(value, isa);
 }
