@@ -602,39 +602,96 @@ static bool add_side(struct ctx *c, const struct cbc_collect_out *co, struct cbc
 
 /* Runs nvcc (step by step where it can, split.h), traced; on success
  * stores what it made. */
-static enum cbc_status compile(struct ctx *c)
+/* One nvcc run of the launcher's: what store_output reads of it, and what
+ * compile releases. */
+struct nv_run {
+    bool ran;         /* nvcc (or the split) ran: code is its exit code */
+    int code;
+    char *own_dep;    /* the depfile we asked nvcc for, when the command has none */
+    char *log;        /* the trace's log */
+    struct cbc_trace_run tr;
+    bool traced;      /* the log holds what this compile opened and looked for */
+    uint64_t started; /* when it began: what changed after is "changed while nvcc ran" */
+};
+
+/* -c and -fatbin step by step, each virtual arch's device code from the
+ * store when it was compiled before (split.h). *split false: run nvcc as
+ * one command (the split says why in a note). */
+static enum cbc_status split_compile(struct ctx *c, char **argv, size_t n, struct nv_run *nr,
+                                     bool *split)
+{
+    char steps[PATH_MAX + 8];
+    snprintf(steps, sizeof steps, "%s/steps", c->tmp);
+    struct cbc_key_now now = key_now(c);
+    struct cbc_split_req q = {c->tc.nvcc, argv + 1, n - 1, steps,
+                              nr->own_dep ? nr->own_dep : c->a.depfile,
+                              c->a.mt ? c->a.mt : c->a.output, &c->cache, &now,
+                              nr->started, nr->tr.log};
+    struct cbc_split_result sr;
+    enum cbc_status st;
+    if (mkdir(steps, 0700) != 0)
+        st = cbc_err_set(c->err, CBC_E_IO, "cannot create '%s': %s", steps, strerror(errno));
+    else
+        st = cbc_split_run(&q, &sr, c->err);
+    if (st == CBC_OK && sr.done) {
+        *split = true;
+        nr->traced = sr.traced;
+        nr->code = 0;
+        c->r->out = sr.out, c->r->out_len = sr.out_len;
+        c->r->errs = sr.errs, c->r->errs_len = sr.errs_len;
+        c->r->archs = sr.archs, c->r->archs_cached = sr.archs_cached;
+        c->device_names_tree = sr.names_tree;
+        sr.out = sr.errs = NULL;
+        say(c, CBC_MSG_NOTE,
+            "'%s': device code of %zu of %zu virtual archs from the cache (%zu not "
+            "preprocessed)%s%s",
+            c->a.output, sr.archs_cached, sr.archs, sr.archs_direct,
+            sr.unrecorded[0] ? "; not recorded: " : "", sr.unrecorded);
+    } else if (st == CBC_OK) {
+        say(c, CBC_MSG_NOTE, "'%s' compiled as one nvcc command: %s", c->a.output, sr.why);
+    }
+    if (st == CBC_OK)
+        cbc_split_result_release(&sr);
+    cbc_tmpdir_remove(steps);
+    if (st == CBC_OK && !*split && nr->tr.log) /* the split's steps are no part of this run */
+        st = cbc_file_write_atomic(nr->tr.log, "", 0, 0600, c->err);
+    return st;
+}
+
+/* nvcc's command in our temporary directory, traced, with the depfile and
+ * cicc's kept files we need: split, or as one command. */
+static enum cbc_status run_nvcc(struct ctx *c, struct nv_run *nr)
 {
     const char *base = getenv("TMPDIR");
     snprintf(c->tmp, sizeof c->tmp, "%s/cubincache-nvcc.XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(c->tmp))
         return cbc_err_set(c->err, CBC_E_IO, "cannot create a temporary directory in '%s': %s",
                            base && *base ? base : "/tmp", strerror(errno));
+    bool want_dep = !c->a.md && c->a.mode != CBC_NV_DLINK;
     char *out_path = cbc_asprintf("%s/stdout", c->tmp), *err_path = cbc_asprintf("%s/stderr", c->tmp);
-    char *own_dep = !c->a.md && c->a.mode != CBC_NV_DLINK ? cbc_asprintf("%s/deps.d", c->tmp)
-                                                          : NULL;
-    char *nvtmp = cbc_asprintf("%s/t", c->tmp), *log = cbc_asprintf("%s/trace", c->tmp);
+    nr->own_dep = want_dep ? cbc_asprintf("%s/deps.d", c->tmp) : NULL;
+    char *nvtmp = cbc_asprintf("%s/t", c->tmp);
+    nr->log = cbc_asprintf("%s/trace", c->tmp);
     char **argv = calloc(c->a.argc + 8, sizeof *argv);
-    struct cbc_trace_run tr = {0};
     enum cbc_status st = CBC_OK;
-    if (!out_path || !err_path || !argv || !nvtmp || !log ||
-        (!c->a.md && c->a.mode != CBC_NV_DLINK && !own_dep))
+    if (!out_path || !err_path || !argv || !nvtmp || !nr->log || (want_dep && !nr->own_dep))
         st = cbc_err_oom(c->err);
     else if (mkdir(nvtmp, 0700) != 0)
         st = cbc_err_set(c->err, CBC_E_IO, "cannot create '%s': %s", nvtmp, strerror(errno));
     else
-        st = cbc_trace_run_init(&tr, log, nvtmp, c->err);
+        st = cbc_trace_run_init(&nr->tr, nr->log, nvtmp, c->err);
     if (st != CBC_OK) {
-        free(out_path), free(err_path), free(own_dep), free(argv), free(nvtmp), free(log);
+        free(out_path), free(err_path), free(argv), free(nvtmp);
         return st;
     }
     size_t n = 0;
     argv[n++] = (char *)c->tc.nvcc;
     for (size_t i = 0; i < c->a.argc; i++)
         argv[n++] = c->a.argv[i];
-    if (own_dep) { /* nvcc writes it from the preprocessing it does anyway */
+    if (nr->own_dep) { /* nvcc writes it from the preprocessing it does anyway */
         argv[n++] = "-MD";
         argv[n++] = "-MF";
-        argv[n++] = own_dep;
+        argv[n++] = nr->own_dep;
     }
     /* -cubin, -ptx: cicc's files kept (the same output) for names_tree */
     char *keep = (c->a.mode == CBC_NV_CUBIN || c->a.mode == CBC_NV_PTX) && !cbc_flags_keep(c->a.argv, c->a.argc)
@@ -648,52 +705,18 @@ static enum cbc_status compile(struct ctx *c)
         argv[n++] = "-keep-dir";
         argv[n++] = keep;
     }
-    uint64_t started = cbc_now_ns();
-    int code = -1;
-    bool split = false, traced = tr.log != NULL;
+    nr->started = cbc_now_ns();
+    nr->code = -1;
+    nr->ran = true;
+    bool split = false;
+    nr->traced = nr->tr.log != NULL;
     c->device_names_tree = true; /* until a look says otherwise */
-    if (c->a.mode == CBC_NV_OBJECT || c->a.mode == CBC_NV_FATBIN) {
-        /* step by step, each virtual arch's device code from the store when
-         * it was compiled before (split.h); else nvcc as one command */
-        char steps[PATH_MAX + 8];
-        snprintf(steps, sizeof steps, "%s/steps", c->tmp);
-        struct cbc_key_now now = key_now(c);
-        struct cbc_split_req q = {c->tc.nvcc, argv + 1, n - 1, steps,
-                                  own_dep ? own_dep : c->a.depfile,
-                                  c->a.mt ? c->a.mt : c->a.output, &c->cache, &now,
-                                  started, tr.log};
-        struct cbc_split_result sr;
-        if (mkdir(steps, 0700) != 0)
-            st = cbc_err_set(c->err, CBC_E_IO, "cannot create '%s': %s", steps, strerror(errno));
-        else
-            st = cbc_split_run(&q, &sr, c->err);
-        if (st == CBC_OK && sr.done) {
-            split = true;
-            traced = sr.traced;
-            code = 0;
-            c->r->out = sr.out, c->r->out_len = sr.out_len;
-            c->r->errs = sr.errs, c->r->errs_len = sr.errs_len;
-            c->r->archs = sr.archs, c->r->archs_cached = sr.archs_cached;
-            c->device_names_tree = sr.names_tree;
-            sr.out = sr.errs = NULL;
-            say(c, CBC_MSG_NOTE,
-                "'%s': device code of %zu of %zu virtual archs from the cache (%zu not "
-                "preprocessed)%s%s",
-                c->a.output, sr.archs_cached, sr.archs, sr.archs_direct,
-                sr.unrecorded[0] ? "; not recorded: " : "", sr.unrecorded);
-        } else if (st == CBC_OK) {
-            say(c, CBC_MSG_NOTE, "'%s' compiled as one nvcc command: %s", c->a.output, sr.why);
-        }
-        if (st == CBC_OK)
-            cbc_split_result_release(&sr);
-        cbc_tmpdir_remove(steps);
-        if (st == CBC_OK && !split && tr.log) /* the split's steps are no part of this run */
-            st = cbc_file_write_atomic(tr.log, "", 0, 0600, c->err);
-    }
+    if (c->a.mode == CBC_NV_OBJECT || c->a.mode == CBC_NV_FATBIN)
+        st = split_compile(c, argv, n, nr, &split);
     if (st == CBC_OK && !split) {
         pid_t pid;
-        st = cbc_proc_spawn_env(argv, out_path, err_path, tr.env, &pid, c->err);
-        code = st == CBC_OK ? cbc_proc_wait(pid) : -1;
+        st = cbc_proc_spawn_env(argv, out_path, err_path, nr->tr.env, &pid, c->err);
+        nr->code = st == CBC_OK ? cbc_proc_wait(pid) : -1;
         if (st == CBC_OK) {
             size_t l;
             if (read_small(out_path, &c->r->out, &l, NULL) == CBC_OK)
@@ -702,7 +725,7 @@ static enum cbc_status compile(struct ctx *c)
                 c->r->errs_len = l;
         }
     }
-    if (st == CBC_OK && code == 0 && keep)
+    if (st == CBC_OK && nr->code == 0 && keep)
         c->device_names_tree = cbc_cache_keep_dir_names_tree(&c->cache, keep);
     else if (!split && c->a.mode != CBC_NV_OBJECT && c->a.mode != CBC_NV_FATBIN)
         c->device_names_tree = false; /* no device compile of a source: its bytes tell */
@@ -711,17 +734,14 @@ static enum cbc_status compile(struct ctx *c)
     free(out_path);
     free(err_path);
     free(nvtmp);
-    if (st != CBC_OK || code != 0) {
-        c->r->exit_code = code;
-        if (st == CBC_OK)
-            c->r->outcome = CBC_LAUNCH_FAILED;
-        cbc_trace_run_release(&tr);
-        free(own_dep);
-        free(log);
-        return st;
-    }
-    c->r->exit_code = 0;
-    c->r->outcome = CBC_LAUNCH_NOT_STORED;
+    return st;
+}
+
+/* A successful compile's output, checked, with what it read, into the
+ * store when that is safe (cbc_cache_commit); why not, otherwise. */
+static enum cbc_status store_output(struct ctx *c, const struct nv_run *nr)
+{
+    enum cbc_status st = CBC_OK;
     uint8_t *output = NULL;
     struct cbc_result res = {0};
     size_t out_len = 0;
@@ -743,12 +763,12 @@ static enum cbc_status compile(struct ctx *c)
         say(c, CBC_MSG_WARNING, "not caching '%s': %s", c->a.output, why);
         goto out;
     }
-    const char *df = own_dep ? own_dep : c->a.depfile;
+    const char *df = nr->own_dep ? nr->own_dep : c->a.depfile;
     if (read_deps(c, df, &dep_text, &dep_len, &paths, &np, &e) != CBC_OK) {
         set_why(c, "nvcc's dependency file cannot be read: %s", e.msg);
         goto out;
     }
-    if (traced && cbc_trace_load(tr.log, &trace, &e) != CBC_OK) {
+    if (nr->traced && cbc_trace_load(nr->tr.log, &trace, &e) != CBC_OK) {
         set_why(c, "the compile's trace cannot be read: %s", e.msg);
         goto out;
     }
@@ -756,8 +776,8 @@ static enum cbc_status compile(struct ctx *c)
     char *dep_abs = c->a.depfile ? cbc_path_abs_from(c->cwd, c->a.depfile) : NULL;
     const char *outs[] = {out_abs, dep_abs};
     const char *own[] = {c->tmp};
-    struct cbc_collect_in ci = {paths, np, c->source, traced ? &trace : NULL, own, 1, outs, 2,
-                                started, c->memo};
+    struct cbc_collect_in ci = {paths, np, c->source, nr->traced ? &trace : NULL, own, 1, outs, 2,
+                                nr->started, c->memo};
     enum cbc_status cs = out_abs ? cbc_collect(&ci, &co, &e) : cbc_err_oom(&e);
     free(out_abs);
     free(dep_abs);
@@ -835,12 +855,29 @@ out:
     if (collected)
         cbc_collect_release(&co);
     cbc_trace_release(&trace);
-    cbc_trace_run_release(&tr);
     cbc_paths_free(paths, np);
     free(dep_text);
     free(output);
-    free(own_dep);
-    free(log);
+    return st;
+}
+
+/* A miss: nvcc runs, and what it wrote is stored when that is safe. */
+static enum cbc_status compile(struct ctx *c)
+{
+    struct nv_run nr = {0};
+    enum cbc_status st = run_nvcc(c, &nr);
+    if (nr.ran && (st != CBC_OK || nr.code != 0)) {
+        c->r->exit_code = nr.code;
+        if (st == CBC_OK)
+            c->r->outcome = CBC_LAUNCH_FAILED;
+    } else if (nr.ran) {
+        c->r->exit_code = 0;
+        c->r->outcome = CBC_LAUNCH_NOT_STORED;
+        st = store_output(c, &nr);
+    }
+    cbc_trace_run_release(&nr.tr);
+    free(nr.own_dep);
+    free(nr.log);
     return st;
 }
 
