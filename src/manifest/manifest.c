@@ -389,6 +389,158 @@ static cJSON *parse_whole(struct rd *r, const char *text, size_t len)
     return root;
 }
 
+/* "format" and "version": a manifest this cubincache reads, or false. */
+static bool parse_header(struct rd *r, const cJSON *root)
+{
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
+    uint64_t version = 0;
+    if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) ||
+        strcmp(fmt->valuestring, CBC_MANIFEST_FORMAT) != 0) {
+        fail(r, "format", "expected \"" CBC_MANIFEST_FORMAT "\": not a cubincache manifest");
+        return false;
+    }
+    if (!as_uint(ver, 1e9, &version)) {
+        fail(r, "version", "expected an integer");
+        return false;
+    }
+    if (version != CBC_MANIFEST_VERSION) {
+        r->st = cbc_err_set(r->err, CBC_E_UNSUPPORTED, "manifest '%s': version %llu; this "
+                            "cubincache reads version %d", r->file, (unsigned long long)version,
+                            CBC_MANIFEST_VERSION);
+        cbc_err_hint(r->err, "rebuild the bundle with this cubincache");
+        return false;
+    }
+    return true;
+}
+
+/* "linked_sources": the sources of a device-linked bundle, source.path first. */
+static void parse_linked(struct rd *r, const cJSON *ls, struct cbc_manifest *m)
+{
+    size_t n = cJSON_IsArray(ls) ? (size_t)cJSON_GetArraySize(ls) : 0;
+    if (!n)
+        fail(r, "linked_sources", "expected a non-empty array of source paths");
+    else if (!(m->linked = calloc(n, sizeof *m->linked)))
+        r->st = cbc_err_oom(r->err);
+    const cJSON *f = m->linked ? ls->child : NULL;
+    for (; f; f = f->next) {
+        if (!cJSON_IsString(f) || !f->valuestring[0]) {
+            fail(r, "linked_sources", "expected an array of source paths");
+            break;
+        }
+        if (!(m->linked[m->n_linked++] = cbc_strdup(f->valuestring))) {
+            r->st = cbc_err_oom(r->err);
+            break;
+        }
+    }
+    if (r->st == CBC_OK && m->n_linked && m->source && strcmp(m->linked[0], m->source) != 0)
+        fail(r, "linked_sources", "its first source is not source.path");
+}
+
+/* "dependencies": [{path, xxh3}, ...] */
+static void parse_deps(struct rd *r, const cJSON *deps, struct cbc_manifest *m)
+{
+    size_t n = (size_t)cJSON_GetArraySize(deps);
+    m->deps = calloc(n ? n : 1, sizeof *m->deps);
+    if (!m->deps) {
+        r->st = cbc_err_oom(r->err);
+        return;
+    }
+    const cJSON *d;
+    cJSON_ArrayForEach(d, deps)
+    {
+        char f[64];
+        snprintf(f, sizeof f, "dependencies[%zu]", m->n_deps);
+        if (!cJSON_IsObject(d)) {
+            fail(r, f, "expected an object");
+            break;
+        }
+        struct cbc_dep *dep = &m->deps[m->n_deps++];
+        snprintf(f, sizeof f, "dependencies[%zu].path", m->n_deps - 1);
+        dep->path = get_str(r, d, "path", f, false);
+        snprintf(f, sizeof f, "dependencies[%zu].xxh3", m->n_deps - 1);
+        get_hash(r, d, "xxh3", f, &dep->hash);
+    }
+}
+
+/* "flags": nvcc's, as strings */
+static void parse_flags(struct rd *r, const cJSON *flags, struct cbc_manifest *m)
+{
+    size_t n = (size_t)cJSON_GetArraySize(flags);
+    m->flags = calloc(n ? n : 1, sizeof *m->flags);
+    if (!m->flags) {
+        r->st = cbc_err_oom(r->err);
+        return;
+    }
+    const cJSON *f;
+    cJSON_ArrayForEach(f, flags)
+    {
+        if (!cJSON_IsString(f)) {
+            fail(r, "flags", "expected an array of strings");
+            break;
+        }
+        if (!(m->flags[m->n_flags++] = cbc_strdup(f->valuestring))) {
+            r->st = cbc_err_oom(r->err);
+            break;
+        }
+    }
+}
+
+/* "environment": {NAME: value or null}, each name once */
+static void parse_env(struct rd *r, const cJSON *env, struct cbc_manifest *m)
+{
+    for (const cJSON *v = env ? env->child : NULL; v && r->st == CBC_OK; v = v->next) {
+        char f[96];
+        snprintf(f, sizeof f, "environment.%.60s", v->string);
+        if (!cJSON_IsString(v) && !cJSON_IsNull(v)) {
+            fail(r, f, "expected a string or null");
+            break;
+        }
+        if (cbc_env_find(&m->env, v->string) >= 0) {
+            fail(r, f, "appears twice");
+            break;
+        }
+        char *name = cbc_strdup(v->string);
+        char *value = cJSON_IsString(v) ? cbc_strdup(v->valuestring) : NULL;
+        if (!name || (cJSON_IsString(v) && !value) || !cbc_env_set(&m->env, name, value)) {
+            bool full = name && (!cJSON_IsString(v) || value);
+            free(name);
+            free(value);
+            if (full)
+                fail(r, "environment", "more variables than any nvcc reads");
+            else
+                r->st = cbc_err_oom(r->err);
+        }
+    }
+}
+
+/* "entries": one per target, no target and no file twice */
+static void parse_entries(struct rd *r, const cJSON *ents, struct cbc_manifest *m)
+{
+    size_t n = (size_t)cJSON_GetArraySize(ents);
+    m->entries = calloc(n ? n : 1, sizeof *m->entries);
+    if (!m->entries) {
+        r->st = cbc_err_oom(r->err);
+        return;
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, ents)
+    {
+        parse_entry(r, e, m->n, m->n_deps, &m->entries[m->n]);
+        m->n++;
+        for (size_t k = 0; r->st == CBC_OK && k + 1 < m->n; k++) {
+            char f[64];
+            snprintf(f, sizeof f, "entries[%zu]", m->n - 1);
+            if (cbc_target_eq(&m->entries[k].target, &m->entries[m->n - 1].target))
+                fail(r, f, "names the same target as an earlier entry");
+            else if (!strcmp(m->entries[k].file, m->entries[m->n - 1].file))
+                fail(r, f, "names the same file as an earlier entry");
+        }
+        if (r->st != CBC_OK)
+            break;
+    }
+}
+
 enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *name,
                                    struct cbc_manifest *m, struct cbc_err *err)
 {
@@ -397,25 +549,8 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
     cJSON *root = parse_whole(&r, text, len);
     if (!root)
         return r.st;
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
-    uint64_t version = 0;
-    if (!cJSON_IsObject(root) || !cJSON_IsString(fmt) ||
-        strcmp(fmt->valuestring, CBC_MANIFEST_FORMAT) != 0) {
-        fail(&r, "format", "expected \"" CBC_MANIFEST_FORMAT "\": not a cubincache manifest");
+    if (!parse_header(&r, root))
         goto out;
-    }
-    if (!as_uint(ver, 1e9, &version)) {
-        fail(&r, "version", "expected an integer");
-        goto out;
-    }
-    if (version != CBC_MANIFEST_VERSION) {
-        r.st = cbc_err_set(err, CBC_E_UNSUPPORTED, "manifest '%s': version %llu; this cubincache "
-                           "reads version %d", r.file, (unsigned long long)version,
-                           CBC_MANIFEST_VERSION);
-        cbc_err_hint(err, "rebuild the bundle with this cubincache");
-        goto out;
-    }
     m->name = get_str(&r, root, "name", "name", false);
     if (m->name && !cbc_name_valid(m->name))
         fail(&r, "name", "expected a bundle name: 1 to 128 letters, digits, '_', '.', '+' or '-', "
@@ -426,50 +561,11 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         get_hash(&r, src, "xxh3", "source.xxh3", &m->source_hash);
     }
     const cJSON *ls = cJSON_GetObjectItemCaseSensitive(root, "linked_sources");
-    if (ls && r.st == CBC_OK) {
-        size_t n = cJSON_IsArray(ls) ? (size_t)cJSON_GetArraySize(ls) : 0;
-        if (!n)
-            fail(&r, "linked_sources", "expected a non-empty array of source paths");
-        else if (!(m->linked = calloc(n, sizeof *m->linked)))
-            r.st = cbc_err_oom(err);
-        const cJSON *f = m->linked ? ls->child : NULL;
-        for (; f; f = f->next) {
-            if (!cJSON_IsString(f) || !f->valuestring[0]) {
-                fail(&r, "linked_sources", "expected an array of source paths");
-                break;
-            }
-            if (!(m->linked[m->n_linked++] = cbc_strdup(f->valuestring))) {
-                r.st = cbc_err_oom(err);
-                break;
-            }
-        }
-        if (r.st == CBC_OK && m->n_linked && m->source && strcmp(m->linked[0], m->source) != 0)
-            fail(&r, "linked_sources", "its first source is not source.path");
-    }
+    if (ls && r.st == CBC_OK)
+        parse_linked(&r, ls, m);
     const cJSON *deps = get_arr(&r, root, "dependencies", "dependencies");
-    if (deps && r.st == CBC_OK) {
-        size_t n = (size_t)cJSON_GetArraySize(deps);
-        m->deps = calloc(n ? n : 1, sizeof *m->deps);
-        if (!m->deps) {
-            r.st = cbc_err_oom(err);
-            goto out;
-        }
-        const cJSON *d;
-        cJSON_ArrayForEach(d, deps)
-        {
-            char f[64];
-            snprintf(f, sizeof f, "dependencies[%zu]", m->n_deps);
-            if (!cJSON_IsObject(d)) {
-                fail(&r, f, "expected an object");
-                break;
-            }
-            struct cbc_dep *dep = &m->deps[m->n_deps++];
-            snprintf(f, sizeof f, "dependencies[%zu].path", m->n_deps - 1);
-            dep->path = get_str(&r, d, "path", f, false);
-            snprintf(f, sizeof f, "dependencies[%zu].xxh3", m->n_deps - 1);
-            get_hash(&r, d, "xxh3", f, &dep->hash);
-        }
-    }
+    if (deps && r.st == CBC_OK)
+        parse_deps(&r, deps, m);
     const cJSON *nv = get_obj(&r, root, "nvcc", "nvcc");
     if (nv) {
         m->nvcc = get_str(&r, nv, "path", "nvcc.path", false);
@@ -479,50 +575,9 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
         get_hash(&r, nv, "host_id", "nvcc.host_id", &m->host_id);
     }
     const cJSON *flags = get_arr(&r, root, "flags", "flags");
-    if (flags && r.st == CBC_OK) {
-        size_t n = (size_t)cJSON_GetArraySize(flags);
-        m->flags = calloc(n ? n : 1, sizeof *m->flags);
-        if (!m->flags) {
-            r.st = cbc_err_oom(err);
-            goto out;
-        }
-        const cJSON *f;
-        cJSON_ArrayForEach(f, flags)
-        {
-            if (!cJSON_IsString(f)) {
-                fail(&r, "flags", "expected an array of strings");
-                break;
-            }
-            if (!(m->flags[m->n_flags++] = cbc_strdup(f->valuestring))) {
-                r.st = cbc_err_oom(err);
-                break;
-            }
-        }
-    }
-    const cJSON *env = get_obj(&r, root, "environment", "environment");
-    for (const cJSON *v = env ? env->child : NULL; v && r.st == CBC_OK; v = v->next) {
-        char f[96];
-        snprintf(f, sizeof f, "environment.%.60s", v->string);
-        if (!cJSON_IsString(v) && !cJSON_IsNull(v)) {
-            fail(&r, f, "expected a string or null");
-            break;
-        }
-        if (cbc_env_find(&m->env, v->string) >= 0) {
-            fail(&r, f, "appears twice");
-            break;
-        }
-        char *name = cbc_strdup(v->string);
-        char *value = cJSON_IsString(v) ? cbc_strdup(v->valuestring) : NULL;
-        if (!name || (cJSON_IsString(v) && !value) || !cbc_env_set(&m->env, name, value)) {
-            bool full = name && (!cJSON_IsString(v) || value);
-            free(name);
-            free(value);
-            if (full)
-                fail(&r, "environment", "more variables than any nvcc reads");
-            else
-                r.st = cbc_err_oom(err);
-        }
-    }
+    if (flags && r.st == CBC_OK)
+        parse_flags(&r, flags, m);
+    parse_env(&r, get_obj(&r, root, "environment", "environment"), m);
     m->cwd = get_str(&r, root, "cwd", "cwd", false);
     if (cJSON_GetObjectItemCaseSensitive(root, "base_dir"))
         m->base_dir = get_str(&r, root, "base_dir", "base_dir", true);
@@ -537,30 +592,8 @@ enum cbc_status cbc_manifest_parse(const char *text, size_t len, const char *nam
     if (lk && r.st == CBC_OK)
         parse_lookups(&r, lk, m);
     const cJSON *ents = get_arr(&r, root, "entries", "entries");
-    if (ents && r.st == CBC_OK) {
-        size_t n = (size_t)cJSON_GetArraySize(ents);
-        m->entries = calloc(n ? n : 1, sizeof *m->entries);
-        if (!m->entries) {
-            r.st = cbc_err_oom(err);
-            goto out;
-        }
-        const cJSON *e;
-        cJSON_ArrayForEach(e, ents)
-        {
-            parse_entry(&r, e, m->n, m->n_deps, &m->entries[m->n]);
-            m->n++;
-            for (size_t k = 0; r.st == CBC_OK && k + 1 < m->n; k++) {
-                char f[64];
-                snprintf(f, sizeof f, "entries[%zu]", m->n - 1);
-                if (cbc_target_eq(&m->entries[k].target, &m->entries[m->n - 1].target))
-                    fail(&r, f, "names the same target as an earlier entry");
-                else if (!strcmp(m->entries[k].file, m->entries[m->n - 1].file))
-                    fail(&r, f, "names the same file as an earlier entry");
-            }
-            if (r.st != CBC_OK)
-                break;
-        }
-    }
+    if (ents && r.st == CBC_OK)
+        parse_entries(&r, ents, m);
 out:
     cJSON_Delete(root);
     if (r.st != CBC_OK)
