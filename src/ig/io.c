@@ -420,6 +420,12 @@ struct layer_order {
     bool numbered;  /* the Sequential's indices */
 };
 
+/* Every tensor the model reads, to check that no two overlap. */
+struct tensor_list {
+    const struct tensor *at[256];
+    size_t n;
+};
+
 /* The header of a file of len bytes: its JSON into *root (the caller
  * deletes it, on error too), the data after it into *data and *data_len. */
 static enum cbc_status read_header(const char *path, const uint8_t *file, size_t len,
@@ -726,6 +732,224 @@ static enum cbc_status new_model(const char *path, const char *activations, cons
     return CBC_OK;
 }
 
+/* The header entry of every tensor the modules use, checked against the
+ * data (data_len bytes), and each Linear's shape against its bias and the
+ * Linear before it; the tensors into ts, the floats the model's storage
+ * needs into *total. */
+static enum cbc_status check_shapes(const char *path, const struct layer_order *lo,
+                                    uint64_t data_len, struct tensor_list *ts, size_t *total,
+                                    struct cbc_err *err)
+{
+    enum cbc_status st;
+    const struct module *prev_lin = NULL;
+    for (size_t k = 0; k < lo->n; k++) {
+        struct module *md = lo->at[k];
+        if (md->kind == M_LINEAR) {
+            if ((st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK)
+                return st;
+            if (md->tw.shape[0] < 1 || md->tw.shape[1] < 1)
+                return ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' is empty", path,
+                                  md->tw.name);
+            if (md->bias) {
+                if ((st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK)
+                    return st;
+                if (md->tb.ndim != 1 || md->tb.shape[0] != md->tw.shape[0])
+                    return ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must have shape "
+                                      "[%lld]", path, md->tb.name, (long long)md->tw.shape[0]);
+                ts->at[ts->n++] = &md->tb;
+            }
+            if (prev_lin && md->tw.shape[1] != prev_lin->tw.shape[0]) {
+                ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' [%lld, %lld] takes %lld "
+                           "inputs but '%s' [%lld, %lld] gives %lld outputs", path,
+                           md->tw.name, (long long)md->tw.shape[0],
+                           (long long)md->tw.shape[1], (long long)md->tw.shape[1],
+                           prev_lin->tw.name, (long long)prev_lin->tw.shape[0],
+                           (long long)prev_lin->tw.shape[1],
+                           (long long)prev_lin->tw.shape[0]);
+                order_hint(err, lo->at, lo->n, lo->from_meta, lo->given, lo->numbered);
+                return CBC_E_SHAPE;
+            }
+            ts->at[ts->n++] = &md->tw;
+            *total += (size_t)(md->tw.shape[0] * md->tw.shape[1]) + (size_t)md->tw.shape[0];
+            prev_lin = md;
+        } else if (md->kind == M_LAYERNORM) {
+            if ((st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK ||
+                (md->bias && (st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK))
+                return st;
+            ts->at[ts->n++] = &md->tw;
+            if (md->bias)
+                ts->at[ts->n++] = &md->tb;
+            *total += 2 * (size_t)md->tw.shape[0];
+        } else {
+            if ((st = tensor_info(path, md->mean, data_len, &md->tm, err)) != CBC_OK ||
+                (st = tensor_info(path, md->var, data_len, &md->tv, err)) != CBC_OK ||
+                (md->weight && (st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK) ||
+                (md->bias && (st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK))
+                return st;
+            ts->at[ts->n++] = &md->tm;
+            ts->at[ts->n++] = &md->tv;
+            if (md->weight)
+                ts->at[ts->n++] = &md->tw;
+            if (md->bias)
+                ts->at[ts->n++] = &md->tb;
+        }
+        if (ts->n > IG_ARRAY_LEN(ts->at) - 4)
+            return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': too many tensors", path);
+    }
+    return CBC_OK;
+}
+
+/* The data of two tensors never overlaps (safetensors' own rule): a header
+ * that says otherwise lies about at least one of them. */
+static enum cbc_status check_overlap(const char *path, const struct tensor_list *ts,
+                                     struct cbc_err *err)
+{
+    const struct tensor *const *all = ts->at;
+    for (size_t i = 0; i < ts->n; i++)
+        for (size_t k = i + 1; k < ts->n; k++)
+            if (all[i]->end > all[i]->begin && all[k]->end > all[k]->begin &&
+                all[i]->begin < all[k]->end && all[k]->begin < all[i]->end)
+                return ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' (bytes %llu to %llu) and "
+                                  "'%s' (bytes %llu to %llu) overlap: the header lies", path,
+                                  all[i]->name, (unsigned long long)all[i]->begin,
+                                  (unsigned long long)all[i]->end, all[k]->name,
+                                  (unsigned long long)all[k]->begin,
+                                  (unsigned long long)all[k]->end);
+    return CBC_OK;
+}
+
+/* The Linear layers' weights and biases (0 where there is none) into
+ * layers, their data from *p on; lin_of[i] gets layer i's module. */
+static enum cbc_status read_linears(const char *path, const struct layer_order *lo,
+                                    const uint8_t *data, struct cbc_mlp_layer *layers,
+                                    const struct module **lin_of, float **p, struct cbc_err *err)
+{
+    enum cbc_status st;
+    size_t li = 0;
+    for (size_t k = 0; k < lo->n; k++) {
+        const struct module *md = lo->at[k];
+        if (md->kind != M_LINEAR)
+            continue;
+        lin_of[li] = md;
+        struct cbc_mlp_layer *L = &layers[li++];
+        L->out = (int)md->tw.shape[0];
+        L->in = (int)md->tw.shape[1];
+        if ((st = read_tensor(path, &md->tw, data, *p, err)) != CBC_OK)
+            return st;
+        L->w = *p;
+        *p += (size_t)L->in * (size_t)L->out;
+        if (md->bias && (st = read_tensor(path, &md->tb, data, *p, err)) != CBC_OK)
+            return st;
+        if (!md->bias)
+            memset(*p, 0, (size_t)L->out * sizeof **p);
+        L->b = *p;
+        *p += (size_t)L->out;
+    }
+    return CBC_OK;
+}
+
+/* BatchNorm md over nf features as y = scale x + shift: gamma / sqrt(var +
+ * eps) and beta - scale mean (gamma 1 and beta 0 where it has none). */
+static enum cbc_status batchnorm_affine(const char *path, const struct module *md,
+                                        const uint8_t *data, int64_t nf, double eps,
+                                        double *scale, double *shift, struct cbc_err *err)
+{
+    double *g = malloc((size_t)nf * sizeof *g), *bb = malloc((size_t)nf * sizeof *bb);
+    if (!g || !bb) {
+        free(g), free(bb);
+        return ig_err_oom(err);
+    }
+    enum cbc_status st = read_vec(path, &md->tm, data, nf, shift, err); /* the mean, for now */
+    if (st == CBC_OK)
+        st = read_vec(path, &md->tv, data, nf, scale, err); /* the variance */
+    for (int64_t i = 0; st == CBC_OK && i < nf; i++)
+        g[i] = 1, bb[i] = 0;
+    if (st == CBC_OK && md->weight)
+        st = read_vec(path, &md->tw, data, nf, g, err);
+    if (st == CBC_OK && md->bias)
+        st = read_vec(path, &md->tb, data, nf, bb, err);
+    for (int64_t i = 0; st == CBC_OK && i < nf; i++) {
+        if (!(scale[i] >= 0)) {
+            st = ig_err_set(err, CBC_E_NUMERIC, "'%s': tensor '%s' [%lld] is %g: a variance "
+                            "is never negative", path, md->tv.name, (long long)i, scale[i]);
+            break;
+        }
+        double sc = g[i] / sqrt(scale[i] + eps);
+        shift[i] = bb[i] - sc * shift[i];
+        scale[i] = sc;
+    }
+    free(g), free(bb);
+    return st;
+}
+
+/* scale and shift folded into layer L: onto its output when after_prev,
+ * else onto its input. */
+static void fold_affine(struct cbc_mlp_layer *L, bool after_prev, const double *scale,
+                        const double *shift)
+{
+    float *w = (float *)L->w, *bias = (float *)L->b;
+    if (after_prev) { /* y = s (W x + b) + t */
+        for (int o = 0; o < L->out; o++) {
+            for (int i = 0; i < L->in; i++)
+                w[(size_t)o * (size_t)L->in + (size_t)i] =
+                    (float)(scale[o] * w[(size_t)o * (size_t)L->in + (size_t)i]);
+            bias[o] = (float)(scale[o] * bias[o] + shift[o]);
+        }
+    } else { /* W (s a + t) + b = (W diag s) a + (W t + b) */
+        for (int o = 0; o < L->out; o++) {
+            double acc = bias[o];
+            for (int i = 0; i < L->in; i++) {
+                float *wi = &w[(size_t)o * (size_t)L->in + (size_t)i];
+                acc += (double)*wi * shift[i];
+                *wi = (float)(*wi * scale[i]);
+            }
+            bias[o] = (float)acc;
+        }
+    }
+}
+
+/* BatchNorm lo->at[k], li Linear layers (of nl) before it, folded into its
+ * neighbour: the Linear before it when nothing comes between (Linear,
+ * BatchNorm, activation: the usual order; in a numbered Sequential, a gap
+ * in the indices is an activation), else the Linear after it. */
+static enum cbc_status fold_batchnorm(const char *path, const struct layer_order *lo, size_t k,
+                                      size_t li, size_t nl, struct cbc_mlp_layer *layers,
+                                      const struct module *const *lin_of, const uint8_t *data,
+                                      double eps, struct cbc_err *err)
+{
+    struct module *const *order = lo->at;
+    const struct module *md = order[k];
+    if (k > 0 && order[k - 1]->kind == M_LAYERNORM)
+        return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': BatchNorm '%s' right after LayerNorm "
+                          "'%s' is not taken", path, md->name, order[k - 1]->name);
+    bool after_prev = li > 0 && k > 0 && order[k - 1]->kind == M_LINEAR &&
+                      (order[k - 1]->index < 0 || md->index == order[k - 1]->index + 1);
+    if (!after_prev && li >= nl)
+        return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': BatchNorm '%s' follows an activation "
+                          "after the last Linear layer: it cannot be folded into one", path,
+                          md->name);
+    struct cbc_mlp_layer *L = &layers[after_prev ? li - 1 : li];
+    int64_t nf = after_prev ? L->out : L->in;
+    double *scale = malloc((size_t)nf * sizeof *scale);
+    double *shift = malloc((size_t)nf * sizeof *shift);
+    enum cbc_status st = scale && shift ? batchnorm_affine(path, md, data, nf, eps, scale, shift,
+                                                           err)
+                                        : ig_err_oom(err);
+    if (st == CBC_E_SHAPE) {
+        ig_err_set(err, CBC_E_SHAPE, "'%s': BatchNorm '%s' (tensor '%s') has %lld "
+                   "features where '%s', the Linear layer %s it, has %lld %s", path,
+                   md->name, md->tm.name, (long long)md->tm.shape[0],
+                   lin_of[after_prev ? li - 1 : li]->tw.name,
+                   after_prev ? "before" : "after", (long long)nf,
+                   after_prev ? "outputs" : "inputs");
+        order_hint(err, lo->at, lo->n, lo->from_meta, lo->given, lo->numbered);
+    }
+    if (st == CBC_OK)
+        fold_affine(L, after_prev, scale, shift);
+    free(scale), free(shift);
+    return st;
+}
+
 enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *activations,
                                                 const char *layers, struct cbc_mlp_owned **out,
                                                 struct cbc_err *err)
@@ -739,8 +963,8 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
     struct cbc_mlp_owned *m = NULL;
     struct module *mods = NULL;
     struct layer_order lo = {.n = 0};
-    size_t nm = 0, nl = 0;
-    double *scale = NULL, *shift = NULL;
+    struct tensor_list ts = {.n = 0};
+    size_t nm = 0, nl = 0, total = 0;
     const uint8_t *data = NULL;
     uint64_t data_len = 0;
     double eps = 1e-5, ln_eps = 1e-5; /* torch.nn.BatchNorm1d's and LayerNorm's defaults */
@@ -759,204 +983,31 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         goto out;
     }
     if ((st = read_eps(path, meta, &eps, &ln_eps, err)) != CBC_OK ||
-        (st = new_model(path, activations, meta, nl, &m, err)) != CBC_OK)
+        (st = new_model(path, activations, meta, nl, &m, err)) != CBC_OK ||
+        (st = check_shapes(path, &lo, data_len, &ts, &total, err)) != CBC_OK ||
+        (st = check_overlap(path, &ts, err)) != CBC_OK)
         goto out;
-    /* shapes */
-    size_t total = 0;
-    const struct tensor *all[256];
-    size_t n_all = 0;
-    const struct module *prev_lin = NULL;
-    for (size_t k = 0; k < lo.n; k++) {
-        struct module *md = lo.at[k];
-        if (md->kind == M_LINEAR) {
-            if ((st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK)
-                goto out;
-            if (md->tw.shape[0] < 1 || md->tw.shape[1] < 1) {
-                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' is empty", path, md->tw.name);
-                goto out;
-            }
-            if (md->bias) {
-                if ((st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK)
-                    goto out;
-                if (md->tb.ndim != 1 || md->tb.shape[0] != md->tw.shape[0]) {
-                    st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must have shape [%lld]",
-                                     path, md->tb.name, (long long)md->tw.shape[0]);
-                    goto out;
-                }
-                all[n_all++] = &md->tb;
-            }
-            if (prev_lin && md->tw.shape[1] != prev_lin->tw.shape[0]) {
-                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' [%lld, %lld] takes %lld "
-                                 "inputs but '%s' [%lld, %lld] gives %lld outputs", path,
-                                 md->tw.name, (long long)md->tw.shape[0],
-                                 (long long)md->tw.shape[1], (long long)md->tw.shape[1],
-                                 prev_lin->tw.name, (long long)prev_lin->tw.shape[0],
-                                 (long long)prev_lin->tw.shape[1],
-                                 (long long)prev_lin->tw.shape[0]);
-                order_hint(err, lo.at, lo.n, lo.from_meta, lo.given, lo.numbered);
-                goto out;
-            }
-            all[n_all++] = &md->tw;
-            total += (size_t)(md->tw.shape[0] * md->tw.shape[1]) + (size_t)md->tw.shape[0];
-            prev_lin = md;
-        } else if (md->kind == M_LAYERNORM) {
-            if ((st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK ||
-                (md->bias && (st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK))
-                goto out;
-            all[n_all++] = &md->tw;
-            if (md->bias)
-                all[n_all++] = &md->tb;
-            total += 2 * (size_t)md->tw.shape[0];
-        } else {
-            if ((st = tensor_info(path, md->mean, data_len, &md->tm, err)) != CBC_OK ||
-                (st = tensor_info(path, md->var, data_len, &md->tv, err)) != CBC_OK ||
-                (md->weight && (st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK) ||
-                (md->bias && (st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK))
-                goto out;
-            all[n_all++] = &md->tm;
-            all[n_all++] = &md->tv;
-            if (md->weight)
-                all[n_all++] = &md->tw;
-            if (md->bias)
-                all[n_all++] = &md->tb;
-        }
-        if (n_all > IG_ARRAY_LEN(all) - 4) {
-            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': too many tensors", path);
-            goto out;
-        }
-    }
-    /* the data of two tensors never overlaps (safetensors' own rule): a
-     * header that says otherwise lies about at least one of them */
-    for (size_t i = 0; i < n_all; i++)
-        for (size_t k = i + 1; k < n_all; k++)
-            if (all[i]->end > all[i]->begin && all[k]->end > all[k]->begin &&
-                all[i]->begin < all[k]->end && all[k]->begin < all[i]->end) {
-                st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' (bytes %llu to %llu) and "
-                                 "'%s' (bytes %llu to %llu) overlap: the header lies", path,
-                                 all[i]->name, (unsigned long long)all[i]->begin,
-                                 (unsigned long long)all[i]->end, all[k]->name,
-                                 (unsigned long long)all[k]->begin, (unsigned long long)all[k]->end);
-                goto out;
-            }
     m->storage = malloc(sizeof(float) * (total ? total : 1));
     if (!m->storage) {
         st = ig_err_oom(err);
         goto out;
     }
-    /* the Linear layers, then each BatchNorm folded into its neighbour:
-     * the Linear before it when nothing comes between (Linear, BatchNorm,
-     * activation: the usual order; in a numbered Sequential, a gap in the
-     * indices is an activation), else the Linear after it */
+    /* the Linear layers, then each LayerNorm attached to one and each
+     * BatchNorm folded into one */
     float *p = m->storage;
-    size_t li = 0;
     const struct module *lin_of[IG_ARRAY_LEN(lo.at)];
-    for (size_t k = 0; k < lo.n; k++) {
-        struct module *md = lo.at[k];
-        if (md->kind != M_LINEAR)
-            continue;
-        lin_of[li] = md;
-        struct cbc_mlp_layer *L = &m->layers[li++];
-        L->out = (int)md->tw.shape[0];
-        L->in = (int)md->tw.shape[1];
-        if ((st = read_tensor(path, &md->tw, data, p, err)) != CBC_OK)
-            goto out;
-        L->w = p;
-        p += (size_t)L->in * (size_t)L->out;
-        if (md->bias && (st = read_tensor(path, &md->tb, data, p, err)) != CBC_OK)
-            goto out;
-        if (!md->bias)
-            memset(p, 0, (size_t)L->out * sizeof *p);
-        L->b = p;
-        p += (size_t)L->out;
-    }
-    li = 0;
-    for (size_t k = 0; k < lo.n; k++) {
-        struct module *md = lo.at[k];
-        if (md->kind == M_LINEAR) {
+    if ((st = read_linears(path, &lo, data, m->layers, lin_of, &p, err)) != CBC_OK)
+        goto out;
+    for (size_t k = 0, li = 0; k < lo.n && st == CBC_OK; k++) {
+        if (lo.at[k]->kind == M_LINEAR)
             li++;
-            continue;
-        }
-        if (md->kind == M_LAYERNORM) {
-            if ((st = attach_layer_norm(path, lo.at, k, li, m->layers, data, ln_eps, &p, err)) != CBC_OK)
-                goto out;
-            continue;
-        }
-        if (k > 0 && lo.at[k - 1]->kind == M_LAYERNORM) {
-            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': BatchNorm '%s' right after LayerNorm "
-                            "'%s' is not taken", path, md->name, lo.at[k - 1]->name);
-            goto out;
-        }
-        bool after_prev = li > 0 && k > 0 && lo.at[k - 1]->kind == M_LINEAR &&
-                          (lo.at[k - 1]->index < 0 || md->index == lo.at[k - 1]->index + 1);
-        if (!after_prev && li >= nl) {
-            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': BatchNorm '%s' follows an activation "
-                            "after the last Linear layer: it cannot be folded into one", path,
-                            md->name);
-            goto out;
-        }
-        struct cbc_mlp_layer *L = (struct cbc_mlp_layer *)&m->layers[after_prev ? li - 1 : li];
-        int64_t nf = after_prev ? L->out : L->in;
-        free(scale), free(shift);
-        scale = malloc((size_t)nf * sizeof *scale);
-        shift = malloc((size_t)nf * sizeof *shift);
-        double *g = malloc((size_t)nf * sizeof *g), *bb = malloc((size_t)nf * sizeof *bb);
-        if (!scale || !shift || !g || !bb) {
-            free(g), free(bb);
-            st = ig_err_oom(err);
-            goto out;
-        }
-        st = read_vec(path, &md->tm, data, nf, shift, err); /* the mean, for now */
-        if (st == CBC_OK)
-            st = read_vec(path, &md->tv, data, nf, scale, err); /* the variance */
-        for (int64_t i = 0; st == CBC_OK && i < nf; i++)
-            g[i] = 1, bb[i] = 0;
-        if (st == CBC_OK && md->weight)
-            st = read_vec(path, &md->tw, data, nf, g, err);
-        if (st == CBC_OK && md->bias)
-            st = read_vec(path, &md->tb, data, nf, bb, err);
-        for (int64_t i = 0; st == CBC_OK && i < nf; i++) {
-            if (!(scale[i] >= 0)) {
-                st = ig_err_set(err, CBC_E_NUMERIC, "'%s': tensor '%s' [%lld] is %g: a variance "
-                                "is never negative", path, md->tv.name, (long long)i, scale[i]);
-                break;
-            }
-            double sc = g[i] / sqrt(scale[i] + eps);
-            shift[i] = bb[i] - sc * shift[i];
-            scale[i] = sc;
-        }
-        free(g), free(bb);
-        if (st != CBC_OK) {
-            if (st == CBC_E_SHAPE) {
-                ig_err_set(err, CBC_E_SHAPE, "'%s': BatchNorm '%s' (tensor '%s') has %lld "
-                           "features where '%s', the Linear layer %s it, has %lld %s", path,
-                           md->name, md->tm.name, (long long)md->tm.shape[0],
-                           lin_of[after_prev ? li - 1 : li]->tw.name,
-                           after_prev ? "before" : "after", (long long)nf,
-                           after_prev ? "outputs" : "inputs");
-                order_hint(err, lo.at, lo.n, lo.from_meta, lo.given, lo.numbered);
-            }
-            goto out;
-        }
-        float *w = (float *)L->w, *bias = (float *)L->b;
-        if (after_prev) { /* y = s (W x + b) + t */
-            for (int o = 0; o < L->out; o++) {
-                for (int i = 0; i < L->in; i++)
-                    w[(size_t)o * (size_t)L->in + (size_t)i] =
-                        (float)(scale[o] * w[(size_t)o * (size_t)L->in + (size_t)i]);
-                bias[o] = (float)(scale[o] * bias[o] + shift[o]);
-            }
-        } else { /* W (s a + t) + b = (W diag s) a + (W t + b) */
-            for (int o = 0; o < L->out; o++) {
-                double acc = bias[o];
-                for (int i = 0; i < L->in; i++) {
-                    float *wi = &w[(size_t)o * (size_t)L->in + (size_t)i];
-                    acc += (double)*wi * shift[i];
-                    *wi = (float)(*wi * scale[i]);
-                }
-                bias[o] = (float)acc;
-            }
-        }
+        else if (lo.at[k]->kind == M_LAYERNORM)
+            st = attach_layer_norm(path, lo.at, k, li, m->layers, data, ln_eps, &p, err);
+        else
+            st = fold_batchnorm(path, &lo, k, li, nl, m->layers, lin_of, data, eps, err);
     }
+    if (st != CBC_OK)
+        goto out;
     m->mlp.n_layers = (int)nl;
     m->mlp.layers = m->layers;
     st = cbc_mlp_validate(&m->mlp, err);
@@ -964,8 +1015,6 @@ out:
     cJSON_Delete(root);
     free(file);
     free(mods);
-    free(scale);
-    free(shift);
     if (st != CBC_OK) {
         cbc_mlp_owned_free(m);
         return st;
