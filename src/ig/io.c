@@ -410,54 +410,61 @@ enum cbc_status cbc_mlp_load_safetensors(const char *path, const char *activatio
     return cbc_mlp_load_safetensors_layers(path, activations, NULL, out, err);
 }
 
-enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *activations,
-                                                const char *layers, struct cbc_mlp_owned **out,
-                                                struct cbc_err *err)
+/* The modules in the order they run, and where that order came from (for
+ * order_hint). */
+struct layer_order {
+    struct module *at[128];
+    size_t n;
+    bool from_meta; /* __metadata__ layer_order */
+    bool given;     /* --layers */
+    bool numbered;  /* the Sequential's indices */
+};
+
+/* Every tensor the model reads, to check that no two overlap. */
+struct tensor_list {
+    const struct tensor *at[256];
+    size_t n;
+};
+
+/* The header of a file of len bytes: its JSON into *root (the caller
+ * deletes it, on error too), the data after it into *data and *data_len. */
+static enum cbc_status read_header(const char *path, const uint8_t *file, size_t len,
+                                   cJSON **root, const uint8_t **data, uint64_t *data_len,
+                                   struct cbc_err *err)
 {
-    uint8_t *file;
-    size_t len;
-    enum cbc_status st = ig_file_read(path, IG_FILE_MAX, &file, &len, err);
+    enum cbc_status st = not_safetensors(path, file, len, err);
     if (st != CBC_OK)
         return st;
-    cJSON *root = NULL;
-    struct cbc_mlp_owned *m = NULL;
-    struct module *mods = NULL, *order[128];
-    size_t nm = 0, no = 0, nl = 0;
-    double *scale = NULL, *shift = NULL;
-    if ((st = not_safetensors(path, file, len, err)) != CBC_OK)
-        goto out;
-    if (len < 8) {
-        st = ig_err_set(err, CBC_E_FORMAT, "'%s': %zu bytes; a safetensors file starts with an "
-                         "8-byte header length", path, len);
-        goto out;
-    }
+    if (len < 8)
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': %zu bytes; a safetensors file starts with an "
+                          "8-byte header length", path, len);
     uint64_t hlen = ig_rd64(file);
-    if (hlen > CBC_SAFETENSORS_HEADER_MAX) {
-        st = ig_err_set(err, CBC_E_FORMAT, "'%s': header length %llu is over safetensors' limit "
-                         "of %llu bytes: not a safetensors file, or a damaged one", path,
-                         (unsigned long long)hlen, (unsigned long long)CBC_SAFETENSORS_HEADER_MAX);
-        goto out;
-    }
-    if (hlen > len - 8) {
-        st = ig_err_set(err, CBC_E_FORMAT, "'%s': header length %llu runs past the end of the "
-                         "file (%zu bytes): truncated or not safetensors", path,
-                         (unsigned long long)hlen, len);
-        goto out;
-    }
-    root = cJSON_ParseWithLength((const char *)file + 8, (size_t)hlen);
-    if (!cJSON_IsObject(root)) {
-        st = ig_err_set(err, CBC_E_FORMAT, "'%s': the header is not a JSON object", path);
-        goto out;
-    }
-    const uint8_t *data = file + 8 + hlen;
-    uint64_t data_len = len - 8 - hlen;
+    if (hlen > CBC_SAFETENSORS_HEADER_MAX)
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': header length %llu is over safetensors' limit "
+                          "of %llu bytes: not a safetensors file, or a damaged one", path,
+                          (unsigned long long)hlen, (unsigned long long)CBC_SAFETENSORS_HEADER_MAX);
+    if (hlen > len - 8)
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': header length %llu runs past the end of the "
+                          "file (%zu bytes): truncated or not safetensors", path,
+                          (unsigned long long)hlen, len);
+    *root = cJSON_ParseWithLength((const char *)file + 8, (size_t)hlen);
+    if (!cJSON_IsObject(*root))
+        return ig_err_set(err, CBC_E_FORMAT, "'%s': the header is not a JSON object", path);
+    *data = file + 8 + hlen;
+    *data_len = len - 8 - hlen;
+    return CBC_OK;
+}
+
+/* The modules: the header's tensors grouped by the name before their last
+ * '.', into *mods (the caller frees it, on error too) and *nm. */
+static enum cbc_status group_modules(const char *path, const cJSON *root, struct module **mods,
+                                     size_t *nm, struct cbc_err *err)
+{
     int n_entries = cJSON_GetArraySize(root);
-    mods = calloc(n_entries > 0 ? (size_t)n_entries : 1, sizeof *mods);
-    if (!mods) {
-        st = ig_err_oom(err);
-        goto out;
-    }
-    /* the modules: tensors grouped by the name before their last '.' */
+    struct module *ms = *mods = calloc(n_entries > 0 ? (size_t)n_entries : 1, sizeof *ms);
+    if (!ms)
+        return ig_err_oom(err);
+    size_t n = 0;
     const cJSON *j;
     cJSON_ArrayForEach(j, root)
     {
@@ -466,17 +473,15 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         const char *dot = strrchr(j->string, '.');
         const char *param = dot ? dot + 1 : j->string;
         size_t ml = dot ? (size_t)(dot - j->string) : 0;
-        if (ml >= sizeof mods[0].name) {
-            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor name '%.60s...' is too long",
-                            path, j->string);
-            goto out;
-        }
+        if (ml >= sizeof ms[0].name)
+            return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor name '%.60s...' is too long",
+                              path, j->string);
         struct module *md = NULL;
-        for (size_t k = 0; k < nm; k++)
-            if (strlen(mods[k].name) == ml && !strncmp(mods[k].name, j->string, ml))
-                md = &mods[k];
+        for (size_t k = 0; k < n; k++)
+            if (strlen(ms[k].name) == ml && !strncmp(ms[k].name, j->string, ml))
+                md = &ms[k];
         if (!md) {
-            md = &mods[nm++];
+            md = &ms[n++];
             memcpy(md->name, j->string, ml);
             md->name[ml] = '\0';
             md->first = UINT64_MAX;
@@ -495,422 +500,521 @@ enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *ac
         if (cJSON_IsNumber(b0) && b0->valuedouble >= 0 && (uint64_t)b0->valuedouble < md->first)
             md->first = (uint64_t)b0->valuedouble;
     }
-    /* what each module is */
+    *nm = n;
+    return CBC_OK;
+}
+
+/* What each module is (Linear, BatchNorm or LayerNorm), and its trailing
+ * index; a module of another kind is refused. */
+static enum cbc_status classify_modules(const char *path, struct module *mods, size_t nm,
+                                        struct cbc_err *err)
+{
     for (size_t k = 0; k < nm; k++) {
         struct module *md = &mods[k];
         if (md->other) {
-            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' belongs to no layer igrun "
-                            "runs (Linear, BatchNorm1d, LayerNorm)", path, md->other_name);
+            ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': tensor '%s' belongs to no layer igrun "
+                       "runs (Linear, BatchNorm1d, LayerNorm)", path, md->other_name);
             ig_err_hint(err, "export ONNX (torch.onnx.export(model, x, 'model.onnx')): igrun "
                              "then names the operator it does not run, or runs it");
-            goto out;
+            return CBC_E_UNSUPPORTED;
         }
         if (md->mean || md->var) {
-            if (!md->mean || !md->var) {
-                st = ig_err_set(err, CBC_E_FORMAT, "'%s': BatchNorm '%s' has running_%s but no "
-                                "running_%s", path, md->name, md->mean ? "mean" : "var",
-                                md->mean ? "var" : "mean");
-                goto out;
-            }
+            if (!md->mean || !md->var)
+                return ig_err_set(err, CBC_E_FORMAT, "'%s': BatchNorm '%s' has running_%s but no "
+                                  "running_%s", path, md->name, md->mean ? "mean" : "var",
+                                  md->mean ? "var" : "mean");
             md->kind = M_BATCHNORM;
         } else if (md->weight) {
             const cJSON *sh = cJSON_GetObjectItemCaseSensitive(md->weight, "shape");
             int nd = cJSON_GetArraySize(sh);
-            if ((st = refuse_module(path, md, nd, sh, err)) != CBC_OK)
-                goto out;
+            enum cbc_status st = refuse_module(path, md, nd, sh, err);
+            if (st != CBC_OK)
+                return st;
             md->kind = nd == 2 ? M_LINEAR : M_LAYERNORM;
         } else {
-            st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' has no '%s.weight' beside it",
-                            path, md->bias ? md->bias->string : md->name, md->name);
-            goto out;
+            return ig_err_set(err, CBC_E_FORMAT, "'%s': tensor '%s' has no '%s.weight' beside it",
+                              path, md->bias ? md->bias->string : md->name, md->name);
         }
         char pre[200];
         md->index = trailing_index(md->name, pre, sizeof pre);
     }
-    /* their order: --layers, else __metadata__ layer_order (state_dict()'s),
-     * else the Sequential's indices; never the file's own order, which
-     * safetensors.torch.save_file sorts by name */
-    const cJSON *meta0 = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
-    const cJSON *mo = cJSON_IsObject(meta0) ? cJSON_GetObjectItemCaseSensitive(meta0, "layer_order")
-                                            : NULL;
-    char meta_order[4096];
-    bool from_meta = false, numbered_order = false;
-    if (!layers && cJSON_IsString(mo)) {
-        if ((st = order_from_metadata(path, mo->valuestring, mods, nm, meta_order,
-                                      sizeof meta_order, err)) != CBC_OK)
-            goto out;
-        layers = meta_order;
-        from_meta = true;
-    }
-    if (layers) {
-        char buf[2048];
-        snprintf(buf, sizeof buf, "%s", layers);
-        for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok;
-             tok = strtok_r(NULL, ", ", &save)) {
-            struct module *md = NULL;
-            for (size_t k = 0; k < nm; k++)
-                if (!strcmp(mods[k].name, tok))
-                    md = &mods[k];
-            if (!md) {
-                st = ig_err_set(err, CBC_E_USAGE, "--layers: '%s' is not a layer of '%s'", tok,
-                                path);
-                ig_err_hint(err, "its layers are the names before '.weight'");
-                goto out;
-            }
-            for (size_t k = 0; k < no; k++)
-                if (order[k] == md) {
-                    st = ig_err_set(err, CBC_E_USAGE, "--layers names '%s' twice", tok);
-                    goto out;
-                }
-            if (no == IG_ARRAY_LEN(order)) {
-                st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,
-                                IG_ARRAY_LEN(order));
-                goto out;
-            }
-            order[no++] = md;
-        }
-        for (size_t k = 0; k < nm; k++) {
-            bool listed = false;
-            for (size_t q = 0; q < no; q++)
-                listed |= order[q] == &mods[k];
-            if (!listed) {
-                st = ig_err_set(err, from_meta ? CBC_E_FORMAT : CBC_E_USAGE,
-                                "%s does not name '%s', a layer of '%s'",
-                                from_meta ? "__metadata__ layer_order" : "--layers", mods[k].name,
-                                path);
-                goto out;
-            }
-        }
-    } else {
-        bool numbered = nm > 0;
-        char p0[200] = "", pk[200];
-        for (size_t k = 0; k < nm; k++) {
-            if (mods[k].index < 0 || trailing_index(mods[k].name, pk, sizeof pk) < 0) {
-                numbered = false;
-                break;
-            }
-            if (k == 0)
-                strcpy(p0, pk);
-            else if (strcmp(p0, pk) != 0) {
-                st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' have different "
-                                 "prefixes", path, mods[0].weight->string, mods[k].weight->string);
-                goto out;
-            }
-        }
-        if (!numbered && nm > 1) {
-            char list[300] = "";
-            size_t o = 0;
-            for (size_t k = 0; k < nm && k < 4 && o < sizeof list - 80; k++)
-                o += (size_t)snprintf(list + o, sizeof list - o, "%s'%.60s'", k ? ", " : "",
-                                      mods[k].name);
-            if (nm > 4)
-                snprintf(list + o, sizeof list - o, " and %zu more", nm - 4);
-            st = ig_err_set(err, CBC_E_USAGE, "'%s': its layers (%s) are named, not numbered, "
-                            "and the file does not say their order: "
-                            "safetensors.torch.save_file sorts tensors by name, so the order in "
-                            "the file is not the model's", path, list);
-            ig_err_hint(err, "save with save_file(model.state_dict(), path, metadata={"
-                             "'layer_order': ','.join(model.state_dict()), ...}), or pass "
-                             "--layers with the layers in forward()'s order, or export ONNX "
-                             "(torch.onnx.export(model, x, 'model.onnx')), which igrun reads "
-                             "from the graph itself");
-            goto out;
-        }
-        numbered_order = numbered;
-        qsort(mods, nm, sizeof *mods, cmp_index);
-        for (size_t k = 0; numbered && k + 1 < nm; k++)
-            if (mods[k].index == mods[k + 1].index) {
-                st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' are both layer "
-                                 "%ld", path, mods[k].weight->string, mods[k + 1].weight->string,
-                                 mods[k].index);
-                goto out;
-            }
-        if (nm > IG_ARRAY_LEN(order)) {
-            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,
-                            IG_ARRAY_LEN(order));
-            goto out;
-        }
+    return CBC_OK;
+}
+
+/* The modules in the order list names them (--layers, or layer_order's
+ * modules), each once, every module of the file named. */
+static enum cbc_status order_listed(const char *path, const char *list, struct module *mods,
+                                    size_t nm, struct layer_order *lo, struct cbc_err *err)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok;
+         tok = strtok_r(NULL, ", ", &save)) {
+        struct module *md = NULL;
         for (size_t k = 0; k < nm; k++)
-            order[no++] = &mods[k];
-        if (!numbered)
-            for (size_t k = 0; k < nm; k++)
-                mods[k].index = -1;
+            if (!strcmp(mods[k].name, tok))
+                md = &mods[k];
+        if (!md) {
+            ig_err_set(err, CBC_E_USAGE, "--layers: '%s' is not a layer of '%s'", tok, path);
+            ig_err_hint(err, "its layers are the names before '.weight'");
+            return CBC_E_USAGE;
+        }
+        for (size_t k = 0; k < lo->n; k++)
+            if (lo->at[k] == md)
+                return ig_err_set(err, CBC_E_USAGE, "--layers names '%s' twice", tok);
+        if (lo->n == IG_ARRAY_LEN(lo->at))
+            return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,
+                              IG_ARRAY_LEN(lo->at));
+        lo->at[lo->n++] = md;
     }
-    for (size_t k = 0; k < no; k++)
-        nl += order[k]->kind == M_LINEAR;
-    if (!nl) {
-        st = ig_err_set(err, CBC_E_NOT_FOUND, "'%s': no Linear layer (a 2-D '<name>.weight' "
-                         "tensor): not an MLP's state_dict", path);
-        goto out;
+    for (size_t k = 0; k < nm; k++) {
+        bool listed = false;
+        for (size_t q = 0; q < lo->n; q++)
+            listed |= lo->at[q] == &mods[k];
+        if (!listed)
+            return ig_err_set(err, lo->from_meta ? CBC_E_FORMAT : CBC_E_USAGE,
+                              "%s does not name '%s', a layer of '%s'",
+                              lo->from_meta ? "__metadata__ layer_order" : "--layers",
+                              mods[k].name, path);
     }
-    /* activations: one per Linear layer */
-    const char *acts = activations;
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
-    const cJSON *ma = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "activations") : NULL;
+    return CBC_OK;
+}
+
+/* The modules in the order of the Sequential's indices, sorted by them;
+ * named modules, more than one, are refused: their order in the file is
+ * not the model's. */
+static enum cbc_status order_numbered(const char *path, struct module *mods, size_t nm,
+                                      struct layer_order *lo, struct cbc_err *err)
+{
+    bool numbered = nm > 0;
+    char p0[200] = "", pk[200];
+    for (size_t k = 0; k < nm; k++) {
+        if (mods[k].index < 0 || trailing_index(mods[k].name, pk, sizeof pk) < 0) {
+            numbered = false;
+            break;
+        }
+        if (k == 0)
+            strcpy(p0, pk);
+        else if (strcmp(p0, pk) != 0)
+            return ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' have different "
+                              "prefixes", path, mods[0].weight->string, mods[k].weight->string);
+    }
+    if (!numbered && nm > 1) {
+        char list[300] = "";
+        size_t o = 0;
+        for (size_t k = 0; k < nm && k < 4 && o < sizeof list - 80; k++)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s'%.60s'", k ? ", " : "",
+                                  mods[k].name);
+        if (nm > 4)
+            snprintf(list + o, sizeof list - o, " and %zu more", nm - 4);
+        ig_err_set(err, CBC_E_USAGE, "'%s': its layers (%s) are named, not numbered, "
+                   "and the file does not say their order: "
+                   "safetensors.torch.save_file sorts tensors by name, so the order in "
+                   "the file is not the model's", path, list);
+        ig_err_hint(err, "save with save_file(model.state_dict(), path, metadata={"
+                         "'layer_order': ','.join(model.state_dict()), ...}), or pass "
+                         "--layers with the layers in forward()'s order, or export ONNX "
+                         "(torch.onnx.export(model, x, 'model.onnx')), which igrun reads "
+                         "from the graph itself");
+        return CBC_E_USAGE;
+    }
+    lo->numbered = numbered;
+    qsort(mods, nm, sizeof *mods, cmp_index);
+    for (size_t k = 0; numbered && k + 1 < nm; k++)
+        if (mods[k].index == mods[k + 1].index)
+            return ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' are both layer "
+                              "%ld", path, mods[k].weight->string, mods[k + 1].weight->string,
+                              mods[k].index);
+    if (nm > IG_ARRAY_LEN(lo->at))
+        return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,
+                          IG_ARRAY_LEN(lo->at));
+    for (size_t k = 0; k < nm; k++)
+        lo->at[lo->n++] = &mods[k];
+    if (!numbered)
+        for (size_t k = 0; k < nm; k++)
+            mods[k].index = -1;
+    return CBC_OK;
+}
+
+/* The modules' order: --layers, else __metadata__ layer_order
+ * (state_dict()'s), else the Sequential's indices; never the file's own
+ * order, which safetensors.torch.save_file sorts by name. */
+static enum cbc_status order_modules(const char *path, const cJSON *meta, const char *layers,
+                                     struct module *mods, size_t nm, struct layer_order *lo,
+                                     struct cbc_err *err)
+{
+    const cJSON *mo = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "layer_order")
+                                           : NULL;
+    char meta_order[4096];
+    lo->given = layers != NULL;
+    if (!layers && cJSON_IsString(mo)) {
+        enum cbc_status st = order_from_metadata(path, mo->valuestring, mods, nm, meta_order,
+                                                 sizeof meta_order, err);
+        if (st != CBC_OK)
+            return st;
+        layers = meta_order;
+        lo->from_meta = true;
+    }
+    return layers ? order_listed(path, layers, mods, nm, lo, err)
+                  : order_numbered(path, mods, nm, lo, err);
+}
+
+/* __metadata__ batchnorm_eps and layernorm_eps into *eps and *ln_eps, where
+ * the file has them. */
+static enum cbc_status read_eps(const char *path, const cJSON *meta, double *eps, double *ln_eps,
+                                struct cbc_err *err)
+{
     const cJSON *me = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "batchnorm_eps") : NULL;
     const cJSON *mle = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "layernorm_eps") : NULL;
-    double eps = 1e-5, ln_eps = 1e-5; /* torch.nn.BatchNorm1d's and LayerNorm's defaults */
     for (int q = 0; q < 2; q++) {
         const cJSON *e = q ? mle : me;
         if (!cJSON_IsString(e))
             continue;
         char *e2;
         double v = strtod(e->valuestring, &e2);
-        if (*e2 || !(v > 0 && v < 1)) {
-            st = ig_err_set(err, CBC_E_FORMAT, "'%s': __metadata__ %s '%s' is not a number in "
-                            "(0, 1)", path, q ? "layernorm_eps" : "batchnorm_eps", e->valuestring);
-            goto out;
-        }
-        *(q ? &ln_eps : &eps) = v;
+        if (*e2 || !(v > 0 && v < 1))
+            return ig_err_set(err, CBC_E_FORMAT, "'%s': __metadata__ %s '%s' is not a number in "
+                              "(0, 1)", path, q ? "layernorm_eps" : "batchnorm_eps",
+                              e->valuestring);
+        *(q ? ln_eps : eps) = v;
     }
+    return CBC_OK;
+}
+
+/* A model of nl Linear layers into *mp (the caller frees it, on error too),
+ * each with its activation: one per Linear layer, from activations, else
+ * from the __metadata__ activations entry. */
+static enum cbc_status new_model(const char *path, const char *activations, const cJSON *meta,
+                                 size_t nl, struct cbc_mlp_owned **mp, struct cbc_err *err)
+{
+    const char *acts = activations;
+    const cJSON *ma = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "activations") : NULL;
     if (!acts && cJSON_IsString(ma))
         acts = ma->valuestring;
     if (!acts) {
-        st = ig_err_set(err, CBC_E_NOT_FOUND, "'%s': no activations: the file's __metadata__ has "
-                         "no 'activations' entry", path);
+        ig_err_set(err, CBC_E_NOT_FOUND, "'%s': no activations: the file's __metadata__ has "
+                   "no 'activations' entry", path);
         ig_err_hint(err, "pass --activations with one per Linear layer, e.g. tanh,tanh,identity");
-        goto out;
+        return CBC_E_NOT_FOUND;
     }
-    m = calloc(1, sizeof *m);
-    if (!m || !(m->layers = calloc(nl, sizeof *m->layers)) || !(m->activations = ig_strdup(acts))) {
-        st = ig_err_oom(err);
-        goto out;
-    }
+    struct cbc_mlp_owned *m = *mp = calloc(1, sizeof *m);
+    if (!m || !(m->layers = calloc(nl, sizeof *m->layers)) || !(m->activations = ig_strdup(acts)))
+        return ig_err_oom(err);
     size_t na = 0;
     char *cur = m->activations;
     for (char *tok = next_activation(&cur); tok; tok = next_activation(&cur)) {
         if (na == nl) {
-            st = ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations given for %zu Linear layers "
-                             "('%s')", path, na + 1, nl, acts);
+            ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations given for %zu Linear layers "
+                       "('%s')", path, na + 1, nl, acts);
             ig_err_hint(err, "give one activation per Linear layer, in forward()'s order "
                              "(--activations or the activations metadata)");
-            goto out;
+            return CBC_E_SHAPE;
         }
         if (!cbc_act_parse_param(tok, &m->layers[na].act, &m->layers[na].act_param)) {
-            st = ig_err_set(err, CBC_E_USAGE, "'%s': unknown activation '%s'", path, tok);
+            ig_err_set(err, CBC_E_USAGE, "'%s': unknown activation '%s'", path, tok);
             ig_err_hint(err, "use identity, relu, tanh, sigmoid, gelu, silu, softplus, elu, "
                              "leakyrelu, softmax or logsoftmax (PyTorch's spellings too: "
                              "Identity, ReLU, nn.Tanh, SiLU, LeakyReLU(0.2), ELU(alpha=0.5), "
                              "Softmax(dim=-1), the last one on the last layer only)");
-            goto out;
+            return CBC_E_USAGE;
         }
         na++;
     }
     if (na != nl) {
-        st = ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations ('%s') for %zu Linear layers",
-                         path, na, acts, nl);
+        ig_err_set(err, CBC_E_SHAPE, "'%s': %zu activations ('%s') for %zu Linear layers",
+                   path, na, acts, nl);
         ig_err_hint(err, "give one activation per Linear layer, in forward()'s order "
                          "(--activations or the activations metadata)");
-        goto out;
+        return CBC_E_SHAPE;
     }
     free(m->activations);
     m->activations = ig_strdup(acts);
-    /* shapes */
-    size_t total = 0;
-    const struct tensor *all[256];
-    size_t n_all = 0;
+    return CBC_OK;
+}
+
+/* The header entry of every tensor the modules use, checked against the
+ * data (data_len bytes), and each Linear's shape against its bias and the
+ * Linear before it; the tensors into ts, the floats the model's storage
+ * needs into *total. */
+static enum cbc_status check_shapes(const char *path, const struct layer_order *lo,
+                                    uint64_t data_len, struct tensor_list *ts, size_t *total,
+                                    struct cbc_err *err)
+{
+    enum cbc_status st;
     const struct module *prev_lin = NULL;
-    for (size_t k = 0; k < no; k++) {
-        struct module *md = order[k];
+    for (size_t k = 0; k < lo->n; k++) {
+        struct module *md = lo->at[k];
         if (md->kind == M_LINEAR) {
             if ((st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK)
-                goto out;
-            if (md->tw.shape[0] < 1 || md->tw.shape[1] < 1) {
-                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' is empty", path, md->tw.name);
-                goto out;
-            }
+                return st;
+            if (md->tw.shape[0] < 1 || md->tw.shape[1] < 1)
+                return ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' is empty", path,
+                                  md->tw.name);
             if (md->bias) {
                 if ((st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK)
-                    goto out;
-                if (md->tb.ndim != 1 || md->tb.shape[0] != md->tw.shape[0]) {
-                    st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must have shape [%lld]",
-                                     path, md->tb.name, (long long)md->tw.shape[0]);
-                    goto out;
-                }
-                all[n_all++] = &md->tb;
+                    return st;
+                if (md->tb.ndim != 1 || md->tb.shape[0] != md->tw.shape[0])
+                    return ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' must have shape "
+                                      "[%lld]", path, md->tb.name, (long long)md->tw.shape[0]);
+                ts->at[ts->n++] = &md->tb;
             }
             if (prev_lin && md->tw.shape[1] != prev_lin->tw.shape[0]) {
-                st = ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' [%lld, %lld] takes %lld "
-                                 "inputs but '%s' [%lld, %lld] gives %lld outputs", path,
-                                 md->tw.name, (long long)md->tw.shape[0],
-                                 (long long)md->tw.shape[1], (long long)md->tw.shape[1],
-                                 prev_lin->tw.name, (long long)prev_lin->tw.shape[0],
-                                 (long long)prev_lin->tw.shape[1],
-                                 (long long)prev_lin->tw.shape[0]);
-                order_hint(err, order, no, from_meta, layers && !from_meta, numbered_order);
-                goto out;
+                ig_err_set(err, CBC_E_SHAPE, "'%s': tensor '%s' [%lld, %lld] takes %lld "
+                           "inputs but '%s' [%lld, %lld] gives %lld outputs", path,
+                           md->tw.name, (long long)md->tw.shape[0],
+                           (long long)md->tw.shape[1], (long long)md->tw.shape[1],
+                           prev_lin->tw.name, (long long)prev_lin->tw.shape[0],
+                           (long long)prev_lin->tw.shape[1],
+                           (long long)prev_lin->tw.shape[0]);
+                order_hint(err, lo->at, lo->n, lo->from_meta, lo->given, lo->numbered);
+                return CBC_E_SHAPE;
             }
-            all[n_all++] = &md->tw;
-            total += (size_t)(md->tw.shape[0] * md->tw.shape[1]) + (size_t)md->tw.shape[0];
+            ts->at[ts->n++] = &md->tw;
+            *total += (size_t)(md->tw.shape[0] * md->tw.shape[1]) + (size_t)md->tw.shape[0];
             prev_lin = md;
         } else if (md->kind == M_LAYERNORM) {
             if ((st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK ||
                 (md->bias && (st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK))
-                goto out;
-            all[n_all++] = &md->tw;
+                return st;
+            ts->at[ts->n++] = &md->tw;
             if (md->bias)
-                all[n_all++] = &md->tb;
-            total += 2 * (size_t)md->tw.shape[0];
+                ts->at[ts->n++] = &md->tb;
+            *total += 2 * (size_t)md->tw.shape[0];
         } else {
             if ((st = tensor_info(path, md->mean, data_len, &md->tm, err)) != CBC_OK ||
                 (st = tensor_info(path, md->var, data_len, &md->tv, err)) != CBC_OK ||
                 (md->weight && (st = tensor_info(path, md->weight, data_len, &md->tw, err)) != CBC_OK) ||
                 (md->bias && (st = tensor_info(path, md->bias, data_len, &md->tb, err)) != CBC_OK))
-                goto out;
-            all[n_all++] = &md->tm;
-            all[n_all++] = &md->tv;
+                return st;
+            ts->at[ts->n++] = &md->tm;
+            ts->at[ts->n++] = &md->tv;
             if (md->weight)
-                all[n_all++] = &md->tw;
+                ts->at[ts->n++] = &md->tw;
             if (md->bias)
-                all[n_all++] = &md->tb;
+                ts->at[ts->n++] = &md->tb;
         }
-        if (n_all > IG_ARRAY_LEN(all) - 4) {
-            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': too many tensors", path);
-            goto out;
+        if (ts->n > IG_ARRAY_LEN(ts->at) - 4)
+            return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': too many tensors", path);
+    }
+    return CBC_OK;
+}
+
+/* The data of two tensors never overlaps (safetensors' own rule): a header
+ * that says otherwise lies about at least one of them. */
+static enum cbc_status check_overlap(const char *path, const struct tensor_list *ts,
+                                     struct cbc_err *err)
+{
+    const struct tensor *const *all = ts->at;
+    for (size_t i = 0; i < ts->n; i++)
+        for (size_t k = i + 1; k < ts->n; k++)
+            if (all[i]->end > all[i]->begin && all[k]->end > all[k]->begin &&
+                all[i]->begin < all[k]->end && all[k]->begin < all[i]->end)
+                return ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' (bytes %llu to %llu) and "
+                                  "'%s' (bytes %llu to %llu) overlap: the header lies", path,
+                                  all[i]->name, (unsigned long long)all[i]->begin,
+                                  (unsigned long long)all[i]->end, all[k]->name,
+                                  (unsigned long long)all[k]->begin,
+                                  (unsigned long long)all[k]->end);
+    return CBC_OK;
+}
+
+/* The Linear layers' weights and biases (0 where there is none) into
+ * layers, their data from *p on; lin_of[i] gets layer i's module. */
+static enum cbc_status read_linears(const char *path, const struct layer_order *lo,
+                                    const uint8_t *data, struct cbc_mlp_layer *layers,
+                                    const struct module **lin_of, float **p, struct cbc_err *err)
+{
+    enum cbc_status st;
+    size_t li = 0;
+    for (size_t k = 0; k < lo->n; k++) {
+        const struct module *md = lo->at[k];
+        if (md->kind != M_LINEAR)
+            continue;
+        lin_of[li] = md;
+        struct cbc_mlp_layer *L = &layers[li++];
+        L->out = (int)md->tw.shape[0];
+        L->in = (int)md->tw.shape[1];
+        if ((st = read_tensor(path, &md->tw, data, *p, err)) != CBC_OK)
+            return st;
+        L->w = *p;
+        *p += (size_t)L->in * (size_t)L->out;
+        if (md->bias && (st = read_tensor(path, &md->tb, data, *p, err)) != CBC_OK)
+            return st;
+        if (!md->bias)
+            memset(*p, 0, (size_t)L->out * sizeof **p);
+        L->b = *p;
+        *p += (size_t)L->out;
+    }
+    return CBC_OK;
+}
+
+/* BatchNorm md over nf features as y = scale x + shift: gamma / sqrt(var +
+ * eps) and beta - scale mean (gamma 1 and beta 0 where it has none). */
+static enum cbc_status batchnorm_affine(const char *path, const struct module *md,
+                                        const uint8_t *data, int64_t nf, double eps,
+                                        double *scale, double *shift, struct cbc_err *err)
+{
+    double *g = malloc((size_t)nf * sizeof *g), *bb = malloc((size_t)nf * sizeof *bb);
+    if (!g || !bb) {
+        free(g), free(bb);
+        return ig_err_oom(err);
+    }
+    enum cbc_status st = read_vec(path, &md->tm, data, nf, shift, err); /* the mean, for now */
+    if (st == CBC_OK)
+        st = read_vec(path, &md->tv, data, nf, scale, err); /* the variance */
+    for (int64_t i = 0; st == CBC_OK && i < nf; i++)
+        g[i] = 1, bb[i] = 0;
+    if (st == CBC_OK && md->weight)
+        st = read_vec(path, &md->tw, data, nf, g, err);
+    if (st == CBC_OK && md->bias)
+        st = read_vec(path, &md->tb, data, nf, bb, err);
+    for (int64_t i = 0; st == CBC_OK && i < nf; i++) {
+        if (!(scale[i] >= 0)) {
+            st = ig_err_set(err, CBC_E_NUMERIC, "'%s': tensor '%s' [%lld] is %g: a variance "
+                            "is never negative", path, md->tv.name, (long long)i, scale[i]);
+            break;
+        }
+        double sc = g[i] / sqrt(scale[i] + eps);
+        shift[i] = bb[i] - sc * shift[i];
+        scale[i] = sc;
+    }
+    free(g), free(bb);
+    return st;
+}
+
+/* scale and shift folded into layer L: onto its output when after_prev,
+ * else onto its input. */
+static void fold_affine(struct cbc_mlp_layer *L, bool after_prev, const double *scale,
+                        const double *shift)
+{
+    float *w = (float *)L->w, *bias = (float *)L->b;
+    if (after_prev) { /* y = s (W x + b) + t */
+        for (int o = 0; o < L->out; o++) {
+            for (int i = 0; i < L->in; i++)
+                w[(size_t)o * (size_t)L->in + (size_t)i] =
+                    (float)(scale[o] * w[(size_t)o * (size_t)L->in + (size_t)i]);
+            bias[o] = (float)(scale[o] * bias[o] + shift[o]);
+        }
+    } else { /* W (s a + t) + b = (W diag s) a + (W t + b) */
+        for (int o = 0; o < L->out; o++) {
+            double acc = bias[o];
+            for (int i = 0; i < L->in; i++) {
+                float *wi = &w[(size_t)o * (size_t)L->in + (size_t)i];
+                acc += (double)*wi * shift[i];
+                *wi = (float)(*wi * scale[i]);
+            }
+            bias[o] = (float)acc;
         }
     }
-    /* the data of two tensors never overlaps (safetensors' own rule): a
-     * header that says otherwise lies about at least one of them */
-    for (size_t i = 0; i < n_all; i++)
-        for (size_t k = i + 1; k < n_all; k++)
-            if (all[i]->end > all[i]->begin && all[k]->end > all[k]->begin &&
-                all[i]->begin < all[k]->end && all[k]->begin < all[i]->end) {
-                st = ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' (bytes %llu to %llu) and "
-                                 "'%s' (bytes %llu to %llu) overlap: the header lies", path,
-                                 all[i]->name, (unsigned long long)all[i]->begin,
-                                 (unsigned long long)all[i]->end, all[k]->name,
-                                 (unsigned long long)all[k]->begin, (unsigned long long)all[k]->end);
-                goto out;
-            }
+}
+
+/* BatchNorm lo->at[k], li Linear layers (of nl) before it, folded into its
+ * neighbour: the Linear before it when nothing comes between (Linear,
+ * BatchNorm, activation: the usual order; in a numbered Sequential, a gap
+ * in the indices is an activation), else the Linear after it. */
+static enum cbc_status fold_batchnorm(const char *path, const struct layer_order *lo, size_t k,
+                                      size_t li, size_t nl, struct cbc_mlp_layer *layers,
+                                      const struct module *const *lin_of, const uint8_t *data,
+                                      double eps, struct cbc_err *err)
+{
+    struct module *const *order = lo->at;
+    const struct module *md = order[k];
+    if (k > 0 && order[k - 1]->kind == M_LAYERNORM)
+        return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': BatchNorm '%s' right after LayerNorm "
+                          "'%s' is not taken", path, md->name, order[k - 1]->name);
+    bool after_prev = li > 0 && k > 0 && order[k - 1]->kind == M_LINEAR &&
+                      (order[k - 1]->index < 0 || md->index == order[k - 1]->index + 1);
+    if (!after_prev && li >= nl)
+        return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': BatchNorm '%s' follows an activation "
+                          "after the last Linear layer: it cannot be folded into one", path,
+                          md->name);
+    struct cbc_mlp_layer *L = &layers[after_prev ? li - 1 : li];
+    int64_t nf = after_prev ? L->out : L->in;
+    double *scale = malloc((size_t)nf * sizeof *scale);
+    double *shift = malloc((size_t)nf * sizeof *shift);
+    enum cbc_status st = scale && shift ? batchnorm_affine(path, md, data, nf, eps, scale, shift,
+                                                           err)
+                                        : ig_err_oom(err);
+    if (st == CBC_E_SHAPE) {
+        ig_err_set(err, CBC_E_SHAPE, "'%s': BatchNorm '%s' (tensor '%s') has %lld "
+                   "features where '%s', the Linear layer %s it, has %lld %s", path,
+                   md->name, md->tm.name, (long long)md->tm.shape[0],
+                   lin_of[after_prev ? li - 1 : li]->tw.name,
+                   after_prev ? "before" : "after", (long long)nf,
+                   after_prev ? "outputs" : "inputs");
+        order_hint(err, lo->at, lo->n, lo->from_meta, lo->given, lo->numbered);
+    }
+    if (st == CBC_OK)
+        fold_affine(L, after_prev, scale, shift);
+    free(scale), free(shift);
+    return st;
+}
+
+enum cbc_status cbc_mlp_load_safetensors_layers(const char *path, const char *activations,
+                                                const char *layers, struct cbc_mlp_owned **out,
+                                                struct cbc_err *err)
+{
+    uint8_t *file;
+    size_t len;
+    enum cbc_status st = ig_file_read(path, IG_FILE_MAX, &file, &len, err);
+    if (st != CBC_OK)
+        return st;
+    cJSON *root = NULL;
+    struct cbc_mlp_owned *m = NULL;
+    struct module *mods = NULL;
+    struct layer_order lo = {.n = 0};
+    struct tensor_list ts = {.n = 0};
+    size_t nm = 0, nl = 0, total = 0;
+    const uint8_t *data = NULL;
+    uint64_t data_len = 0;
+    double eps = 1e-5, ln_eps = 1e-5; /* torch.nn.BatchNorm1d's and LayerNorm's defaults */
+    if ((st = read_header(path, file, len, &root, &data, &data_len, err)) != CBC_OK ||
+        (st = group_modules(path, root, &mods, &nm, err)) != CBC_OK ||
+        (st = classify_modules(path, mods, nm, err)) != CBC_OK)
+        goto out;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "__metadata__");
+    if ((st = order_modules(path, meta, layers, mods, nm, &lo, err)) != CBC_OK)
+        goto out;
+    for (size_t k = 0; k < lo.n; k++)
+        nl += lo.at[k]->kind == M_LINEAR;
+    if (!nl) {
+        st = ig_err_set(err, CBC_E_NOT_FOUND, "'%s': no Linear layer (a 2-D '<name>.weight' "
+                         "tensor): not an MLP's state_dict", path);
+        goto out;
+    }
+    if ((st = read_eps(path, meta, &eps, &ln_eps, err)) != CBC_OK ||
+        (st = new_model(path, activations, meta, nl, &m, err)) != CBC_OK ||
+        (st = check_shapes(path, &lo, data_len, &ts, &total, err)) != CBC_OK ||
+        (st = check_overlap(path, &ts, err)) != CBC_OK)
+        goto out;
     m->storage = malloc(sizeof(float) * (total ? total : 1));
     if (!m->storage) {
         st = ig_err_oom(err);
         goto out;
     }
-    /* the Linear layers, then each BatchNorm folded into its neighbour:
-     * the Linear before it when nothing comes between (Linear, BatchNorm,
-     * activation: the usual order; in a numbered Sequential, a gap in the
-     * indices is an activation), else the Linear after it */
+    /* the Linear layers, then each LayerNorm attached to one and each
+     * BatchNorm folded into one */
     float *p = m->storage;
-    size_t li = 0;
-    const struct module *lin_of[IG_ARRAY_LEN(order)];
-    for (size_t k = 0; k < no; k++) {
-        struct module *md = order[k];
-        if (md->kind != M_LINEAR)
-            continue;
-        lin_of[li] = md;
-        struct cbc_mlp_layer *L = &m->layers[li++];
-        L->out = (int)md->tw.shape[0];
-        L->in = (int)md->tw.shape[1];
-        if ((st = read_tensor(path, &md->tw, data, p, err)) != CBC_OK)
-            goto out;
-        L->w = p;
-        p += (size_t)L->in * (size_t)L->out;
-        if (md->bias && (st = read_tensor(path, &md->tb, data, p, err)) != CBC_OK)
-            goto out;
-        if (!md->bias)
-            memset(p, 0, (size_t)L->out * sizeof *p);
-        L->b = p;
-        p += (size_t)L->out;
-    }
-    li = 0;
-    for (size_t k = 0; k < no; k++) {
-        struct module *md = order[k];
-        if (md->kind == M_LINEAR) {
+    const struct module *lin_of[IG_ARRAY_LEN(lo.at)];
+    if ((st = read_linears(path, &lo, data, m->layers, lin_of, &p, err)) != CBC_OK)
+        goto out;
+    for (size_t k = 0, li = 0; k < lo.n && st == CBC_OK; k++) {
+        if (lo.at[k]->kind == M_LINEAR)
             li++;
-            continue;
-        }
-        if (md->kind == M_LAYERNORM) {
-            if ((st = attach_layer_norm(path, order, k, li, m->layers, data, ln_eps, &p, err)) != CBC_OK)
-                goto out;
-            continue;
-        }
-        if (k > 0 && order[k - 1]->kind == M_LAYERNORM) {
-            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': BatchNorm '%s' right after LayerNorm "
-                            "'%s' is not taken", path, md->name, order[k - 1]->name);
-            goto out;
-        }
-        bool after_prev = li > 0 && k > 0 && order[k - 1]->kind == M_LINEAR &&
-                          (order[k - 1]->index < 0 || md->index == order[k - 1]->index + 1);
-        if (!after_prev && li >= nl) {
-            st = ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': BatchNorm '%s' follows an activation "
-                            "after the last Linear layer: it cannot be folded into one", path,
-                            md->name);
-            goto out;
-        }
-        struct cbc_mlp_layer *L = (struct cbc_mlp_layer *)&m->layers[after_prev ? li - 1 : li];
-        int64_t nf = after_prev ? L->out : L->in;
-        free(scale), free(shift);
-        scale = malloc((size_t)nf * sizeof *scale);
-        shift = malloc((size_t)nf * sizeof *shift);
-        double *g = malloc((size_t)nf * sizeof *g), *bb = malloc((size_t)nf * sizeof *bb);
-        if (!scale || !shift || !g || !bb) {
-            free(g), free(bb);
-            st = ig_err_oom(err);
-            goto out;
-        }
-        st = read_vec(path, &md->tm, data, nf, shift, err); /* the mean, for now */
-        if (st == CBC_OK)
-            st = read_vec(path, &md->tv, data, nf, scale, err); /* the variance */
-        for (int64_t i = 0; st == CBC_OK && i < nf; i++)
-            g[i] = 1, bb[i] = 0;
-        if (st == CBC_OK && md->weight)
-            st = read_vec(path, &md->tw, data, nf, g, err);
-        if (st == CBC_OK && md->bias)
-            st = read_vec(path, &md->tb, data, nf, bb, err);
-        for (int64_t i = 0; st == CBC_OK && i < nf; i++) {
-            if (!(scale[i] >= 0)) {
-                st = ig_err_set(err, CBC_E_NUMERIC, "'%s': tensor '%s' [%lld] is %g: a variance "
-                                "is never negative", path, md->tv.name, (long long)i, scale[i]);
-                break;
-            }
-            double sc = g[i] / sqrt(scale[i] + eps);
-            shift[i] = bb[i] - sc * shift[i];
-            scale[i] = sc;
-        }
-        free(g), free(bb);
-        if (st != CBC_OK) {
-            if (st == CBC_E_SHAPE) {
-                ig_err_set(err, CBC_E_SHAPE, "'%s': BatchNorm '%s' (tensor '%s') has %lld "
-                           "features where '%s', the Linear layer %s it, has %lld %s", path,
-                           md->name, md->tm.name, (long long)md->tm.shape[0],
-                           lin_of[after_prev ? li - 1 : li]->tw.name,
-                           after_prev ? "before" : "after", (long long)nf,
-                           after_prev ? "outputs" : "inputs");
-                order_hint(err, order, no, from_meta, layers && !from_meta, numbered_order);
-            }
-            goto out;
-        }
-        float *w = (float *)L->w, *bias = (float *)L->b;
-        if (after_prev) { /* y = s (W x + b) + t */
-            for (int o = 0; o < L->out; o++) {
-                for (int i = 0; i < L->in; i++)
-                    w[(size_t)o * (size_t)L->in + (size_t)i] =
-                        (float)(scale[o] * w[(size_t)o * (size_t)L->in + (size_t)i]);
-                bias[o] = (float)(scale[o] * bias[o] + shift[o]);
-            }
-        } else { /* W (s a + t) + b = (W diag s) a + (W t + b) */
-            for (int o = 0; o < L->out; o++) {
-                double acc = bias[o];
-                for (int i = 0; i < L->in; i++) {
-                    float *wi = &w[(size_t)o * (size_t)L->in + (size_t)i];
-                    acc += (double)*wi * shift[i];
-                    *wi = (float)(*wi * scale[i]);
-                }
-                bias[o] = (float)acc;
-            }
-        }
+        else if (lo.at[k]->kind == M_LAYERNORM)
+            st = attach_layer_norm(path, lo.at, k, li, m->layers, data, ln_eps, &p, err);
+        else
+            st = fold_batchnorm(path, &lo, k, li, nl, m->layers, lin_of, data, eps, err);
     }
+    if (st != CBC_OK)
+        goto out;
     m->mlp.n_layers = (int)nl;
     m->mlp.layers = m->layers;
-    if ((st = cbc_mlp_validate(&m->mlp, err)) != CBC_OK)
-        goto out;
+    st = cbc_mlp_validate(&m->mlp, err);
 out:
     cJSON_Delete(root);
     free(file);
     free(mods);
-    free(scale);
-    free(shift);
     if (st != CBC_OK) {
         cbc_mlp_owned_free(m);
         return st;

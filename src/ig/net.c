@@ -85,6 +85,191 @@ static const char *const op_names[] = {"Conv",   "MaxPool", "AveragePool", "Glob
                                        "Linear", "Affine",  "Activation",  "Add",
                                        "Concat", "LayerNorm"};
 
+/* Conv, MaxPool and AveragePool: the window's parameters, and a Conv's
+ * groups and weights; *oc, *oh and *ow get the shape the window gives. */
+static enum cbc_status check_window(const struct cbc_net_node *d, const char *who,
+                                    const char *op, int ic, int ih, int iw, int *oc, int *oh,
+                                    int *ow, struct cbc_err *err)
+{
+    if (d->kh < 1 || d->kw < 1 || d->kh > 1024 || d->kw > 1024 || d->sh < 0 || d->sw < 0 ||
+        d->dh < 0 || d->dw < 0 || d->sh > 1024 || d->sw > 1024 || d->dh > 1024 ||
+        d->dw > 1024 || d->pt < 0 || d->pl < 0 || d->pb < 0 || d->pr < 0 ||
+        d->pt > 4096 || d->pl > 4096 || d->pb > 4096 || d->pr > 4096)
+        return ig_err_set(err, CBC_E_SHAPE, "%s (%s): window %dx%d, strides %d, %d, "
+                          "dilations %d, %d, padding %d, %d, %d, %d", who, op, d->kh,
+                          d->kw, d->sh, d->sw, d->dh, d->dw, d->pt, d->pl, d->pb, d->pr);
+    int dh = one(d->dh), dw = one(d->dw);
+    if (d->op != CBC_NET_CONV &&
+        (d->pt > dh * (d->kh - 1) || d->pb > dh * (d->kh - 1) ||
+         d->pl > dw * (d->kw - 1) || d->pr > dw * (d->kw - 1)))
+        return ig_err_set(err, CBC_E_SHAPE, "%s (%s): padding %d, %d, %d, %d leaves "
+                          "windows with no element of the input (window %dx%d)", who, op,
+                          d->pt, d->pl, d->pb, d->pr, d->kh, d->kw);
+    if (d->op == CBC_NET_AVGPOOL && (dh != 1 || dw != 1))
+        return ig_err_set(err, CBC_E_UNSUPPORTED, "%s (%s): dilations %d, %d", who, op,
+                          dh, dw);
+    *oh = window_out(ih, d->kh, one(d->sh), dh, d->pt, d->pb);
+    *ow = window_out(iw, d->kw, one(d->sw), dw, d->pl, d->pr);
+    if (d->op != CBC_NET_CONV)
+        return CBC_OK;
+    int g = one(d->groups);
+    if (ic % g || d->c % g)
+        return ig_err_set(err, CBC_E_SHAPE, "%s (Conv): %d groups do not divide %d "
+                          "input and %d output channels", who, g, ic, d->c);
+    *oc = d->c;
+    if (!d->weight)
+        return ig_err_set(err, CBC_E_USAGE, "%s (Conv) has no weight", who);
+    size_t nw = (size_t)d->c * (size_t)(ic / g) * (size_t)d->kh * (size_t)d->kw;
+    if (nw > NET_ELEMS_MAX)
+        return ig_err_set(err, CBC_E_SHAPE, "%s (Conv): %zu weights", who, nw);
+    long bad = first_bad(d->weight, nw);
+    if (bad >= 0)
+        return ig_err_set(err, CBC_E_NUMERIC, "%s (Conv) weight [%ld] is %g", who, bad,
+                          (double)d->weight[bad]);
+    if ((bad = first_bad(d->bias, (size_t)d->c)) >= 0)
+        return ig_err_set(err, CBC_E_NUMERIC, "%s (Conv) bias [%ld] is %g", who, bad,
+                          (double)d->bias[bad]);
+    return CBC_OK;
+}
+
+/* A Linear of in_elems inputs: a flat output, finite weights and bias. */
+static enum cbc_status check_linear(const struct cbc_net_node *d, const char *who,
+                                    size_t in_elems, struct cbc_err *err)
+{
+    if (d->h != 1 || d->w != 1)
+        return ig_err_set(err, CBC_E_SHAPE, "%s (Linear) gives [%d, %d, %d]: a Linear "
+                          "gives a flat vector", who, d->c, d->h, d->w);
+    if (!d->weight)
+        return ig_err_set(err, CBC_E_USAGE, "%s (Linear) has no weight", who);
+    if ((size_t)d->c * in_elems > NET_ELEMS_MAX)
+        return ig_err_set(err, CBC_E_SHAPE, "%s (Linear): %d x %zu weights", who, d->c,
+                          in_elems);
+    long bad = first_bad(d->weight, (size_t)d->c * in_elems);
+    if (bad >= 0)
+        return ig_err_set(err, CBC_E_NUMERIC, "%s (Linear) weight [%ld][%ld] is %g", who,
+                          bad / (long)in_elems, bad % (long)in_elems,
+                          (double)d->weight[bad]);
+    if ((bad = first_bad(d->bias, (size_t)d->c)) >= 0)
+        return ig_err_set(err, CBC_E_NUMERIC, "%s (Linear) bias [%ld] is %g", who, bad,
+                          (double)d->bias[bad]);
+    return CBC_OK;
+}
+
+/* The checks of node d's own operator, which reads value d->in[0] of
+ * in_elems elements as [ic, ih, iw]; *oc, *oh and *ow come in as that shape
+ * and leave as the one the operator's rule gives. */
+static enum cbc_status check_operator(const struct cbc_net *n, const struct cbc_net_node *d,
+                                      const char *who, const char *op, size_t in_elems, int ic,
+                                      int ih, int iw, int *oc, int *oh, int *ow,
+                                      struct cbc_err *err)
+{
+    switch (d->op) {
+    case CBC_NET_CONV:
+    case CBC_NET_MAXPOOL:
+    case CBC_NET_AVGPOOL: return check_window(d, who, op, ic, ih, iw, oc, oh, ow, err);
+    case CBC_NET_GLOBAL_AVGPOOL: *oh = *ow = 1; break;
+    case CBC_NET_LINEAR:
+        *oc = d->c, *oh = d->h, *ow = d->w;
+        return check_linear(d, who, in_elems, err);
+    case CBC_NET_AFFINE: {
+        long bad = first_bad(d->mul, (size_t)d->c);
+        if (bad < 0 && (bad = first_bad(d->add, (size_t)d->c)) >= 0)
+            return ig_err_set(err, CBC_E_NUMERIC, "%s (Affine) shift [%ld] is %g", who, bad,
+                              (double)d->add[bad]);
+        if (bad >= 0)
+            return ig_err_set(err, CBC_E_NUMERIC, "%s (Affine) scale [%ld] is %g", who, bad,
+                              (double)d->mul[bad]);
+        break;
+    }
+    case CBC_NET_ACT:
+        if ((unsigned)d->act > CBC_ACT_LOG_SOFTMAX)
+            return ig_err_set(err, CBC_E_USAGE, "%s has an unknown activation", who);
+        if (!isfinite(d->act_param) || fabsf(d->act_param) > 1e6f)
+            return ig_err_set(err, CBC_E_NUMERIC, "%s (%s): parameter %g", who,
+                              cbc_act_name(d->act), (double)d->act_param);
+        break;
+    case CBC_NET_ADD: {
+        int vc, vh, vw, bc, bh, bw;
+        value_shape(n, d->in[0], &vc, &vh, &vw);
+        value_shape(n, d->in[1], &bc, &bh, &bw);
+        if ((size_t)bc * (size_t)bh * (size_t)bw != in_elems)
+            return ig_err_set(err, CBC_E_SHAPE, "%s (Add) adds value %d [%d, %d, %d] to value "
+                              "%d [%d, %d, %d]", who, d->in[1], bc, bh, bw, d->in[0], vc, vh,
+                              vw);
+        break;
+    }
+    case CBC_NET_CONCAT: {
+        size_t sum = 0;
+        for (int i = 0; i < d->n_in; i++) {
+            int bc, bh, bw;
+            value_shape(n, d->in[i], &bc, &bh, &bw);
+            sum += (size_t)bc * (size_t)bh * (size_t)bw;
+        }
+        if (sum != node_elems(d))
+            return ig_err_set(err, CBC_E_SHAPE, "%s (Concat) of %zu elements gives [%d, %d, "
+                              "%d]", who, sum, d->c, d->h, d->w);
+        break;
+    }
+    case CBC_NET_LAYERNORM: {
+        if (!(d->eps >= 0 && d->eps < 1))
+            return ig_err_set(err, CBC_E_NUMERIC, "%s (LayerNorm): eps %g, expected [0, 1)",
+                              who, (double)d->eps);
+        long bad = first_bad(d->weight, in_elems);
+        if (bad < 0)
+            bad = first_bad(d->bias, in_elems);
+        if (bad >= 0)
+            return ig_err_set(err, CBC_E_NUMERIC, "%s (LayerNorm): a parameter [%ld] is not "
+                              "finite", who, bad);
+        break;
+    }
+    }
+    return CBC_OK;
+}
+
+/* Node k: its operator, the values it reads, its shape, then its operator's
+ * own checks and the shape they give against the one it says. */
+static enum cbc_status check_node(const struct cbc_net *n, int k, struct cbc_err *err)
+{
+    char nb[160];
+    const struct cbc_net_node *d = &n->nodes[k];
+    const char *who = nname(d, k, nb, sizeof nb);
+    if ((unsigned)d->op > CBC_NET_LAYERNORM)
+        return ig_err_set(err, CBC_E_USAGE, "%s has an unknown operator %d", who, (int)d->op);
+    const char *op = op_names[d->op];
+    int want_lo = d->op == CBC_NET_ADD ? 2 : d->op == CBC_NET_CONCAT ? 2 : 1;
+    int want_hi = d->op == CBC_NET_ADD ? 2 : d->op == CBC_NET_CONCAT ? CBC_NET_INPUTS_MAX : 1;
+    if (d->n_in < want_lo || d->n_in > want_hi)
+        return ig_err_set(err, CBC_E_USAGE, "%s (%s) reads %d values", who, op, d->n_in);
+    for (int i = 0; i < d->n_in; i++)
+        if (d->in[i] < 0 || d->in[i] > k)
+            return ig_err_set(err, CBC_E_USAGE, "%s (%s) reads value %d: expected the input "
+                              "(0) or an earlier node's output (1 to %d)", who, op, d->in[i],
+                              k);
+    if (d->c < 1 || d->h < 1 || d->w < 1 || node_elems(d) > NET_ELEMS_MAX)
+        return ig_err_set(err, CBC_E_SHAPE, "%s (%s) gives shape [%d, %d, %d]", who, op, d->c,
+                          d->h, d->w);
+    int vc, vh, vw;
+    value_shape(n, d->in[0], &vc, &vh, &vw);
+    const size_t in_elems = (size_t)vc * (size_t)vh * (size_t)vw;
+    const bool spatial = d->op <= CBC_NET_GLOBAL_AVGPOOL;
+    /* how it reads its input: the spatial operators say; the others keep
+     * their own shape (the same elements) */
+    int ic = spatial ? d->ic : d->c, ih = spatial ? d->ih : d->h, iw = spatial ? d->iw : d->w;
+    if (d->op != CBC_NET_LINEAR && d->op != CBC_NET_CONCAT &&
+        (ic < 1 || ih < 1 || iw < 1 || (size_t)ic * (size_t)ih * (size_t)iw != in_elems))
+        return ig_err_set(err, CBC_E_SHAPE, "%s (%s) reads value %d of %zu elements as "
+                          "[%d, %d, %d]", who, op, d->in[0], in_elems, ic, ih, iw);
+    int oc = ic, oh = ih, ow = iw;
+    enum cbc_status st = check_operator(n, d, who, op, in_elems, ic, ih, iw, &oc, &oh, &ow, err);
+    if (st != CBC_OK)
+        return st;
+    if (oc != d->c || oh != d->h || ow != d->w)
+        return ig_err_set(err, CBC_E_SHAPE, "%s (%s) of an input [%d, %d, %d] gives [%d, %d, "
+                          "%d], but it says [%d, %d, %d]", who, op, ic, ih, iw, oc, oh, ow,
+                          d->c, d->h, d->w);
+    return CBC_OK;
+}
+
 enum cbc_status cbc_net_validate(const struct cbc_net *n, struct cbc_err *err)
 {
     if (!n || n->n_nodes < 1 || !n->nodes)
@@ -95,157 +280,10 @@ enum cbc_status cbc_net_validate(const struct cbc_net *n, struct cbc_err *err)
     if (n->c < 1 || n->h < 1 || n->w < 1 || cbc_net_features(n) > NET_ELEMS_MAX)
         return ig_err_set(err, CBC_E_SHAPE, "the network's input has shape [%d, %d, %d]", n->c,
                           n->h, n->w);
-    char nb[160];
     for (int k = 0; k < n->n_nodes; k++) {
-        const struct cbc_net_node *d = &n->nodes[k];
-        const char *who = nname(d, k, nb, sizeof nb);
-        if ((unsigned)d->op > CBC_NET_LAYERNORM)
-            return ig_err_set(err, CBC_E_USAGE, "%s has an unknown operator %d", who, (int)d->op);
-        const char *op = op_names[d->op];
-        int want_lo = d->op == CBC_NET_ADD ? 2 : d->op == CBC_NET_CONCAT ? 2 : 1;
-        int want_hi = d->op == CBC_NET_ADD ? 2 : d->op == CBC_NET_CONCAT ? CBC_NET_INPUTS_MAX : 1;
-        if (d->n_in < want_lo || d->n_in > want_hi)
-            return ig_err_set(err, CBC_E_USAGE, "%s (%s) reads %d values", who, op, d->n_in);
-        for (int i = 0; i < d->n_in; i++)
-            if (d->in[i] < 0 || d->in[i] > k)
-                return ig_err_set(err, CBC_E_USAGE, "%s (%s) reads value %d: expected the input "
-                                  "(0) or an earlier node's output (1 to %d)", who, op, d->in[i],
-                                  k);
-        if (d->c < 1 || d->h < 1 || d->w < 1 || node_elems(d) > NET_ELEMS_MAX)
-            return ig_err_set(err, CBC_E_SHAPE, "%s (%s) gives shape [%d, %d, %d]", who, op, d->c,
-                              d->h, d->w);
-        int vc, vh, vw;
-        value_shape(n, d->in[0], &vc, &vh, &vw);
-        const size_t in_elems = (size_t)vc * (size_t)vh * (size_t)vw;
-        const bool spatial = d->op <= CBC_NET_GLOBAL_AVGPOOL;
-        /* how it reads its input: the spatial operators say; the others keep
-         * their own shape (the same elements) */
-        int ic = spatial ? d->ic : d->c, ih = spatial ? d->ih : d->h, iw = spatial ? d->iw : d->w;
-        if (d->op != CBC_NET_LINEAR && d->op != CBC_NET_CONCAT &&
-            (ic < 1 || ih < 1 || iw < 1 || (size_t)ic * (size_t)ih * (size_t)iw != in_elems))
-            return ig_err_set(err, CBC_E_SHAPE, "%s (%s) reads value %d of %zu elements as "
-                              "[%d, %d, %d]", who, op, d->in[0], in_elems, ic, ih, iw);
-        int oc = ic, oh = ih, ow = iw;
-        switch (d->op) {
-        case CBC_NET_CONV:
-        case CBC_NET_MAXPOOL:
-        case CBC_NET_AVGPOOL: {
-            if (d->kh < 1 || d->kw < 1 || d->kh > 1024 || d->kw > 1024 || d->sh < 0 || d->sw < 0 ||
-                d->dh < 0 || d->dw < 0 || d->sh > 1024 || d->sw > 1024 || d->dh > 1024 ||
-                d->dw > 1024 || d->pt < 0 || d->pl < 0 || d->pb < 0 || d->pr < 0 ||
-                d->pt > 4096 || d->pl > 4096 || d->pb > 4096 || d->pr > 4096)
-                return ig_err_set(err, CBC_E_SHAPE, "%s (%s): window %dx%d, strides %d, %d, "
-                                  "dilations %d, %d, padding %d, %d, %d, %d", who, op, d->kh,
-                                  d->kw, d->sh, d->sw, d->dh, d->dw, d->pt, d->pl, d->pb, d->pr);
-            int dh = one(d->dh), dw = one(d->dw);
-            if (d->op != CBC_NET_CONV &&
-                (d->pt > dh * (d->kh - 1) || d->pb > dh * (d->kh - 1) ||
-                 d->pl > dw * (d->kw - 1) || d->pr > dw * (d->kw - 1)))
-                return ig_err_set(err, CBC_E_SHAPE, "%s (%s): padding %d, %d, %d, %d leaves "
-                                  "windows with no element of the input (window %dx%d)", who, op,
-                                  d->pt, d->pl, d->pb, d->pr, d->kh, d->kw);
-            if (d->op == CBC_NET_AVGPOOL && (dh != 1 || dw != 1))
-                return ig_err_set(err, CBC_E_UNSUPPORTED, "%s (%s): dilations %d, %d", who, op,
-                                  dh, dw);
-            oh = window_out(ih, d->kh, one(d->sh), dh, d->pt, d->pb);
-            ow = window_out(iw, d->kw, one(d->sw), dw, d->pl, d->pr);
-            if (d->op == CBC_NET_CONV) {
-                int g = one(d->groups);
-                if (ic % g || d->c % g)
-                    return ig_err_set(err, CBC_E_SHAPE, "%s (Conv): %d groups do not divide %d "
-                                      "input and %d output channels", who, g, ic, d->c);
-                oc = d->c;
-                if (!d->weight)
-                    return ig_err_set(err, CBC_E_USAGE, "%s (Conv) has no weight", who);
-                size_t nw = (size_t)d->c * (size_t)(ic / g) * (size_t)d->kh * (size_t)d->kw;
-                if (nw > NET_ELEMS_MAX)
-                    return ig_err_set(err, CBC_E_SHAPE, "%s (Conv): %zu weights", who, nw);
-                long bad = first_bad(d->weight, nw);
-                if (bad >= 0)
-                    return ig_err_set(err, CBC_E_NUMERIC, "%s (Conv) weight [%ld] is %g", who, bad,
-                                      (double)d->weight[bad]);
-                if ((bad = first_bad(d->bias, (size_t)d->c)) >= 0)
-                    return ig_err_set(err, CBC_E_NUMERIC, "%s (Conv) bias [%ld] is %g", who, bad,
-                                      (double)d->bias[bad]);
-            }
-            break;
-        }
-        case CBC_NET_GLOBAL_AVGPOOL: oh = ow = 1; break;
-        case CBC_NET_LINEAR: {
-            oc = d->c, oh = d->h, ow = d->w;
-            if (d->h != 1 || d->w != 1)
-                return ig_err_set(err, CBC_E_SHAPE, "%s (Linear) gives [%d, %d, %d]: a Linear "
-                                  "gives a flat vector", who, d->c, d->h, d->w);
-            if (!d->weight)
-                return ig_err_set(err, CBC_E_USAGE, "%s (Linear) has no weight", who);
-            if ((size_t)d->c * in_elems > NET_ELEMS_MAX)
-                return ig_err_set(err, CBC_E_SHAPE, "%s (Linear): %d x %zu weights", who, d->c,
-                                  in_elems);
-            long bad = first_bad(d->weight, (size_t)d->c * in_elems);
-            if (bad >= 0)
-                return ig_err_set(err, CBC_E_NUMERIC, "%s (Linear) weight [%ld][%ld] is %g", who,
-                                  bad / (long)in_elems, bad % (long)in_elems,
-                                  (double)d->weight[bad]);
-            if ((bad = first_bad(d->bias, (size_t)d->c)) >= 0)
-                return ig_err_set(err, CBC_E_NUMERIC, "%s (Linear) bias [%ld] is %g", who, bad,
-                                  (double)d->bias[bad]);
-            break;
-        }
-        case CBC_NET_AFFINE: {
-            long bad = first_bad(d->mul, (size_t)d->c);
-            if (bad < 0 && (bad = first_bad(d->add, (size_t)d->c)) >= 0)
-                return ig_err_set(err, CBC_E_NUMERIC, "%s (Affine) shift [%ld] is %g", who, bad,
-                                  (double)d->add[bad]);
-            if (bad >= 0)
-                return ig_err_set(err, CBC_E_NUMERIC, "%s (Affine) scale [%ld] is %g", who, bad,
-                                  (double)d->mul[bad]);
-            break;
-        }
-        case CBC_NET_ACT:
-            if ((unsigned)d->act > CBC_ACT_LOG_SOFTMAX)
-                return ig_err_set(err, CBC_E_USAGE, "%s has an unknown activation", who);
-            if (!isfinite(d->act_param) || fabsf(d->act_param) > 1e6f)
-                return ig_err_set(err, CBC_E_NUMERIC, "%s (%s): parameter %g", who,
-                                  cbc_act_name(d->act), (double)d->act_param);
-            break;
-        case CBC_NET_ADD: {
-            int bc, bh, bw;
-            value_shape(n, d->in[1], &bc, &bh, &bw);
-            if ((size_t)bc * (size_t)bh * (size_t)bw != in_elems)
-                return ig_err_set(err, CBC_E_SHAPE, "%s (Add) adds value %d [%d, %d, %d] to value "
-                                  "%d [%d, %d, %d]", who, d->in[1], bc, bh, bw, d->in[0], vc, vh,
-                                  vw);
-            break;
-        }
-        case CBC_NET_CONCAT: {
-            size_t sum = 0;
-            for (int i = 0; i < d->n_in; i++) {
-                int bc, bh, bw;
-                value_shape(n, d->in[i], &bc, &bh, &bw);
-                sum += (size_t)bc * (size_t)bh * (size_t)bw;
-            }
-            if (sum != node_elems(d))
-                return ig_err_set(err, CBC_E_SHAPE, "%s (Concat) of %zu elements gives [%d, %d, "
-                                  "%d]", who, sum, d->c, d->h, d->w);
-            continue;
-        }
-        case CBC_NET_LAYERNORM: {
-            if (!(d->eps >= 0 && d->eps < 1))
-                return ig_err_set(err, CBC_E_NUMERIC, "%s (LayerNorm): eps %g, expected [0, 1)",
-                                  who, (double)d->eps);
-            long bad = first_bad(d->weight, in_elems);
-            if (bad < 0)
-                bad = first_bad(d->bias, in_elems);
-            if (bad >= 0)
-                return ig_err_set(err, CBC_E_NUMERIC, "%s (LayerNorm): a parameter [%ld] is not "
-                                  "finite", who, bad);
-            break;
-        }
-        }
-        if (oc != d->c || oh != d->h || ow != d->w)
-            return ig_err_set(err, CBC_E_SHAPE, "%s (%s) of an input [%d, %d, %d] gives [%d, %d, "
-                              "%d], but it says [%d, %d, %d]", who, op, ic, ih, iw, oc, oh, ow,
-                              d->c, d->h, d->w);
+        enum cbc_status st = check_node(n, k, err);
+        if (st != CBC_OK)
+            return st;
     }
     return CBC_OK;
 }
