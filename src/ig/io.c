@@ -156,6 +156,14 @@ struct module {
     struct tensor tw, tb, tm, tv;
 };
 
+/* A tensor the module has, for messages: a BatchNorm without affine
+ * parameters has no weight, so never its weight alone. */
+static const char *some_tensor(const struct module *m)
+{
+    const cJSON *t = m->weight ? m->weight : m->bias ? m->bias : m->mean ? m->mean : m->var;
+    return t ? t->string : m->name;
+}
+
 static long trailing_index(const char *name, char *prefix, size_t plen)
 {
     size_t n = strlen(name), start = n;
@@ -597,7 +605,7 @@ static enum cbc_status order_numbered(const char *path, struct module *mods, siz
             strcpy(p0, pk);
         else if (strcmp(p0, pk) != 0)
             return ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' have different "
-                              "prefixes", path, mods[0].weight->string, mods[k].weight->string);
+                              "prefixes", path, some_tensor(&mods[0]), some_tensor(&mods[k]));
     }
     if (!numbered && nm > 1) {
         char list[300] = "";
@@ -623,7 +631,7 @@ static enum cbc_status order_numbered(const char *path, struct module *mods, siz
     for (size_t k = 0; numbered && k + 1 < nm; k++)
         if (mods[k].index == mods[k + 1].index)
             return ig_err_set(err, CBC_E_FORMAT, "'%s': tensors '%s' and '%s' are both layer "
-                              "%ld", path, mods[k].weight->string, mods[k + 1].weight->string,
+                              "%ld", path, some_tensor(&mods[k]), some_tensor(&mods[k + 1]),
                               mods[k].index);
     if (nm > IG_ARRAY_LEN(lo->at))
         return ig_err_set(err, CBC_E_UNSUPPORTED, "'%s': more than %zu layers", path,

@@ -196,6 +196,18 @@ wi = W.copy()
 wi[0, 4] = np.inf
 save_file({"0.weight": wi}, path("inf.safetensors"), metadata={"activations": "identity"})
 expect(2, ["'0.weight' [0][4] is inf"], "--model", path("inf.safetensors"), "--input", path("x.npy"))
+# a BatchNorm without weights (affine=False) is named by a tensor it has:
+# these two crashed the loader, which quoted the missing weight's name
+save_file({"0.running_mean": np.zeros(F, np.float32), "0.running_var": np.ones(F, np.float32),
+           "other.1.weight": np.ones((1, F), np.float32)}, path("prefix.safetensors"),
+          metadata={"activations": "identity"})
+expect(2, ["'0.running_mean' and 'other.1.weight' have different prefixes"], "--model",
+       path("prefix.safetensors"), "--input", path("x.npy"))
+save_file({"net.01.running_mean": np.zeros(F, np.float32),
+           "net.01.running_var": np.ones(F, np.float32),
+           "net.1.weight": np.ones((1, F), np.float32)}, path("twice.safetensors"),
+          metadata={"activations": "identity"})
+expect(2, ["are both layer 1"], "--model", path("twice.safetensors"), "--input", path("x.npy"))
 xn = X.copy()
 xn[1, 3] = np.nan
 np.save(path("xnan.npy"), xn)
