@@ -17,7 +17,7 @@
  *
  * Invariants: every size product is checked for overflow before it is
  * allocated; targets are checked against the model's outputs by the caller
- * (cbc_ig_check_targets); nothing is written to `out` unless every engine
+ * (cbc_ig_check_targets, ig_util.c); nothing is written to `out` unless every engine
  * call succeeded (a plan that asks nothing beyond the request is passed to
  * the engine as it is, with the engine's own guarantee); threads write
  * disjoint rows only, so results never depend on how many ran.
@@ -60,16 +60,6 @@ enum cbc_status cbc_ig_engine_gpu(void *model, const struct cbc_ig_request *r,
                                   struct cbc_ig_output *out, struct cbc_err *err)
 {
     return cbc_ig_gpu_mlp(model, r, out, err);
-}
-
-enum cbc_status cbc_ig_check_targets(const int *targets, size_t n, int outputs,
-                                     struct cbc_err *err)
-{
-    for (size_t i = 0; i < n; i++)
-        if (targets[i] < 0 || targets[i] >= outputs)
-            return ig_err_set(err, CBC_E_USAGE, "target %d (entry %zu) is not an output of the "
-                              "model: it has outputs 0 to %d", targets[i], i, outputs - 1);
-    return CBC_OK;
 }
 
 /* ---- the generator ------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /* ig_gpu_int.h: what the GPU engine's files share: the engine and model
  * structs, the kernel table, the grow-only workspace, and the helpers that
- * launch kernels and GEMMs (ig_gpu.c), for the analytic path with its graph
+ * launch kernels and GEMMs (ig_gpu_base.c), for the engine itself (ig_gpu.c:
+ * open, close, the MLP's upload and forward), the analytic path with its graph
  * cache (ig_gpu_analytic.c), the layered path (ig_gpu_layered.c), central
  * differences (ig_gpu_fd.c) and convolutional networks (ig_gpu_net.c).
  * Internal to libcubincache-ig.
@@ -167,6 +168,8 @@ static inline size_t ig_baseline_count(const struct cbc_ig_request *r, size_t F)
                                                            : 0;
 }
 
+/* ---- ig_gpu_base.c ---- */
+
 /* A driver result as a status: CBC_OK, or CBC_E_DRIVER naming `what`. */
 enum cbc_status ig_drv(const struct cbc_ig_gpu *g, CUresult rc, const char *what,
                        struct cbc_err *err);
@@ -182,6 +185,11 @@ enum cbc_status ig_upload(struct cbc_ig_gpu *g, CUdeviceptr d, const void *h, si
                           struct cbc_err *err);
 enum cbc_status ig_launch(struct cbc_ig_gpu *g, int k, unsigned gx, unsigned gy, unsigned gz,
                           unsigned bx, void **args, struct cbc_err *err);
+/* Kernel k is a tensor-core GEMM (it takes CBC_K_TC_SMEM_BYTES of shared memory). */
+static inline bool ig_is_tc(int k)
+{
+    return k >= K_GEMM0 && (k - K_GEMM0) % V_COUNT == V_TC;
+}
 /* One GEMM: the kernel for its shape, split K when too few tiles. */
 enum cbc_status ig_gemm(struct cbc_ig_gpu *g, struct cbc_k_gemm *p, struct cbc_err *err);
 /* The request's inputs and baseline on the device (uploaded, or as given

@@ -1,6 +1,8 @@
 /* ig_util.c: the few helpers the IG library needs that the public API does
  * not offer: filling a struct cbc_err, reading a whole regular file with a
- * size cap, and publishing a file by rename of a complete temporary. The
+ * size cap, and publishing a file by rename of a complete temporary; and
+ * the check of a request's targets every engine makes (cbc_ig_check_targets,
+ * public), here so that the engines and explain.c need not need each other. The
  * library includes only the public headers of libcubincache, so it keeps
  * these to itself (hidden, like everything not in cubincache/ig.h).
  *
@@ -232,4 +234,14 @@ void ig_parallel_ranges(size_t n, size_t work, ig_range_fn fn, void *ctx)
     for (size_t t = 1; t < nt; t++)
         if (started[t])
             pthread_join(tid[t], NULL);
+}
+
+enum cbc_status cbc_ig_check_targets(const int *targets, size_t n, int outputs,
+                                     struct cbc_err *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (targets[i] < 0 || targets[i] >= outputs)
+            return ig_err_set(err, CBC_E_USAGE, "target %d (entry %zu) is not an output of the "
+                              "model: it has outputs 0 to %d", targets[i], i, outputs - 1);
+    return CBC_OK;
 }

@@ -1,122 +1,19 @@
-/* remote.c: the remote cache's front (remote.h): the value codec, and the
- * policy over whichever backend the spec names (backend.h): one deadline
+/* remote.c: the remote cache's front (remote.h): the policy over
+ * whichever backend the spec names (backend.h): one deadline
  * per operation, which failure disables the remote and which only stops
  * its writes, the counters, and the messages that name the remote, the
  * operation and the fix.
  *
- * Invariants: a value is never larger than the configured max-value, and
- * decompression is bounded by the size the header declares, which must
- * also fit it; after the first failure of the server nothing more is
+ * Invariants: a value is never larger than the configured max-value (the
+ * codec, codec.c, bounds what it decodes); after the first failure of the server nothing more is
  * asked of it; a message never holds the password or the bearer token
  * (only cfg.name is shown).
  */
 #include "backend.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <zstd.h>
-
-#define VALUE_MAGIC "CBCR"
-#define VALUE_HEADER CBC_REMOTE_VALUE_HEADER
-#define VALUE_VERSION 1
-
-/* ---- the codec -------------------------------------------------------------- */
-
-enum cbc_status cbc_remote_encode(const void *data, size_t len, uint8_t **out, size_t *out_len,
-                                  struct cbc_err *err)
-{
-    size_t bound = ZSTD_compressBound(len);
-    uint8_t *v = malloc(VALUE_HEADER + (bound > len ? bound : len));
-    if (!v)
-        return cbc_err_oom(err);
-    memcpy(v, VALUE_MAGIC, 4);
-    v[4] = VALUE_VERSION;
-    v[5] = 0;
-    v[6] = v[7] = 0;
-    cbc_wr64(v + 8, len);
-    size_t z = len >= 512 ? ZSTD_compress(v + VALUE_HEADER, bound, data, len, 3) : 0;
-    if (len >= 512 && !ZSTD_isError(z) && z + z / 16 < len) { /* worth it: 6% or more */
-        v[5] = 1;
-        *out_len = VALUE_HEADER + z;
-    } else {
-        memcpy(v + VALUE_HEADER, data, len);
-        *out_len = VALUE_HEADER + len;
-    }
-    *out = v;
-    return CBC_OK;
-}
-
-enum cbc_status cbc_remote_decode_max(const uint8_t *v, size_t vlen, uint64_t max, uint8_t **out,
-                                      size_t *out_len, char *why, size_t why_len)
-{
-    if (vlen < VALUE_HEADER || memcmp(v, VALUE_MAGIC, 4) != 0) {
-        snprintf(why, why_len, "not a cubincache value (%zu bytes, bad magic)", vlen);
-        return CBC_E_FORMAT;
-    }
-    if (v[4] != VALUE_VERSION || v[5] > 1) {
-        snprintf(why, why_len, "value version %u codec %u, expected version %u", v[4], v[5],
-                 VALUE_VERSION);
-        return CBC_E_FORMAT;
-    }
-    uint64_t raw = cbc_rd64(v + 8);
-    if (raw > max) {
-        snprintf(why, why_len, "declares %llu bytes, over the %llu limit (max-value)",
-                 (unsigned long long)raw, (unsigned long long)max);
-        return CBC_E_FORMAT;
-    }
-    uint8_t *o = malloc((size_t)raw + 1);
-    if (!o) {
-        snprintf(why, why_len, "out of memory");
-        return CBC_E_NOMEM;
-    }
-    if (v[5] == 0) {
-        if (vlen - VALUE_HEADER != raw) {
-            free(o);
-            snprintf(why, why_len, "%zu bytes where the header says %llu (truncated?)",
-                     vlen - VALUE_HEADER, (unsigned long long)raw);
-            return CBC_E_FORMAT;
-        }
-        memcpy(o, v + VALUE_HEADER, (size_t)raw);
-    } else {
-        size_t z = ZSTD_decompress(o, (size_t)raw, v + VALUE_HEADER, vlen - VALUE_HEADER);
-        if (ZSTD_isError(z) || z != raw) {
-            free(o);
-            snprintf(why, why_len, "the compressed bytes do not decode to the %llu declared (truncated or damaged)%s%s",
-                     (unsigned long long)raw, ZSTD_isError(z) ? ": " : "",
-                     ZSTD_isError(z) ? ZSTD_getErrorName(z) : "");
-            return CBC_E_FORMAT;
-        }
-    }
-    o[raw] = 0;
-    *out = o;
-    *out_len = (size_t)raw;
-    return CBC_OK;
-}
-
-enum cbc_status cbc_remote_decode(const uint8_t *v, size_t vlen, uint8_t **out, size_t *out_len,
-                                  char *why, size_t why_len)
-{
-    return cbc_remote_decode_max(v, vlen, CBC_REMOTE_VALUE_MAX, out, out_len, why, why_len);
-}
-
-/* ---- keys ---------------------------------------------------------------------- */
-
-void cbc_rb_redis_key(const struct cbc_remote_cfg *cfg, const char *kind, const char *hex,
-                      char *out, size_t len)
-{
-    snprintf(out, len, "cubincache:v1:%s%s%s:%s", cfg->ns_name ? cfg->ns_name : "",
-             cfg->ns_name ? ":" : "", kind, hex);
-}
-
-uint64_t cbc_remote_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
 
 /* ---- the remote ------------------------------------------------------------------ */
 
@@ -351,7 +248,7 @@ static enum cbc_status fetch(struct cbc_remote *r, const char *kind, const struc
     uint8_t *v = NULL;
     size_t vl = 0;
     bool touch_refused = false;
-    enum rb_result res = o.b->ops->get(o.b, kind, o.hex, r->cfg.max_value + VALUE_HEADER, touch,
+    enum rb_result res = o.b->ops->get(o.b, kind, o.hex, r->cfg.max_value + CBC_REMOTE_VALUE_HEADER, touch,
                                        o.deadline, &v, &vl, &touch_refused, o.detail,
                                        sizeof o.detail);
     if (touch_refused)
