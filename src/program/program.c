@@ -21,6 +21,7 @@
 #include "program.h"
 
 #include "elfextra.h"
+#include "program_int.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -33,44 +34,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ---- small string sets ----------------------------------------------------- */
-
-struct names {
-    char **v;
-    size_t n, cap;
-};
-
-static bool names_has(const struct names *s, const char *x)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->v[i], x))
-            return true;
-    return false;
-}
-
-static bool names_add(struct names *s, const char *x, size_t len)
-{
-    char *c = cbc_strndup(x, len);
-    if (!c || !cbc_grow(&s->v, s->n, &s->cap, sizeof *s->v, 8)) {
-        free(c);
-        return false;
-    }
-    if (names_has(s, c)) {
-        free(c);
-        return true;
-    }
-    s->v[s->n++] = c;
-    return true;
-}
-
-static void names_release(struct names *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
-    memset(s, 0, sizeof *s);
-}
 
 /* ---- image bytes and kernels -------------------------------------------------- */
 
@@ -128,7 +91,7 @@ static const struct cbc_image *kernel_image(const struct cbc_image *v, size_t n)
 
 /* The kernels of one image's bytes. */
 static bool bytes_kernels(const uint8_t *b, size_t n, uint16_t kind, const char *name,
-                          struct names *out, struct cbc_err *err)
+                          struct cbc_names *out, struct cbc_err *err)
 {
     if (kind == CBC_FATBIN_ELF) {
         struct cbc_cubin_info ci;
@@ -137,7 +100,7 @@ static bool bytes_kernels(const uint8_t *b, size_t n, uint16_t kind, const char 
         bool ok = true;
         for (size_t f = 0; f < ci.n_funcs && ok; f++)
             if (ci.funcs[f].entry)
-                ok = names_add(out, ci.funcs[f].name, strlen(ci.funcs[f].name));
+                ok = cbc_names_add(out, ci.funcs[f].name, strlen(ci.funcs[f].name));
         cbc_cubin_info_release(&ci);
         if (!ok)
             cbc_err_oom(err);
@@ -154,7 +117,7 @@ static bool bytes_kernels(const uint8_t *b, size_t n, uint16_t kind, const char 
         const char *n1 = n0;
         while (n1 < end && (isalnum((unsigned char)*n1) || *n1 == '_' || *n1 == '$'))
             n1++;
-        if (n1 > n0 && !names_add(out, n0, (size_t)(n1 - n0))) {
+        if (n1 > n0 && !cbc_names_add(out, n0, (size_t)(n1 - n0))) {
             cbc_err_oom(err);
             return false;
         }
@@ -180,14 +143,14 @@ static void read_kernels(const struct cbc_program *p, struct cbc_pmod *m, const 
     const uint8_t *b;
     size_t len;
     struct cbc_err e = {0};
-    struct names k = {0};
+    struct cbc_names k = {0};
     bool ok = cbc_pmod_image(p, m, img, 0, z, &b, &len, &e) == CBC_OK &&
               bytes_kernels(b, len, img->fatbin_kind, p->files[m->file].path, &k, &e);
     cbc_pmod_forget(p, m, img);
     if (!ok) {
         m->kproblem = cbc_strdup(e.msg);
         m->kernels = 1; /* unknown: counted as having kernels, never left out */
-        names_release(&k);
+        cbc_names_release(&k);
         return;
     }
     m->names = k.v;
@@ -277,9 +240,9 @@ struct builder {
     struct cbc_program *p;
     const struct cbc_program_opts *o;
     size_t cap_files, cap_mods, cap_maps;
-    struct names conf_dirs;
+    struct cbc_names conf_dirs;
     bool conf_read;
-    struct names seen; /* "dev:ino" of every file read */
+    struct cbc_names seen; /* "dev:ino" of every file read */
     struct cbc_err *err;
 };
 
@@ -470,17 +433,17 @@ static enum cbc_status host_modules(struct builder *b, size_t file, const uint8_
             free(todo);
         }
     }
-    struct names relk = {0};
+    struct cbc_names relk = {0};
     for (size_t u = 0; ul && u < nr; u++)
         for (size_t k = 0; k < ul[u].n_names; k++)
-            if (!names_add(&relk, ul[u].names[k], strlen(ul[u].names[k])))
+            if (!cbc_names_add(&relk, ul[u].names[k], strlen(ul[u].names[k])))
                 st = cbc_err_oom(b->err);
     bool linked_any = false;
     for (size_t c = 0; st == CBC_OK && nr && c < nf; c++) {
         struct cbc_pmod *m = &p->mods[first + c];
         bool linked = m->n_names > 0;
         for (size_t k = 0; linked && k < m->n_names; k++)
-            linked = names_has(&relk, m->names[k]);
+            linked = cbc_names_has(&relk, m->names[k]);
         if (!linked)
             continue;
         linked_any = true;
@@ -504,7 +467,7 @@ static enum cbc_status host_modules(struct builder *b, size_t file, const uint8_
             memset(&relk, 0, sizeof relk);
         }
     }
-    names_release(&relk);
+    cbc_names_release(&relk);
     for (size_t u = 0; ul && u < nr; u++) {
         for (size_t k = 0; k < ul[u].n_names; k++)
             free(ul[u].names[k]);
@@ -590,7 +553,7 @@ static void read_ld_conf(struct builder *b, const char *path, int depth)
                             while (isspace((unsigned char)*l2))
                                 l2++;
                             if (*l2 == '/')
-                                names_add(&b->conf_dirs, l2, strcspn(l2, " \t#"));
+                                cbc_names_add(&b->conf_dirs, l2, strcspn(l2, " \t#"));
                         }
                     }
                     free(inc);
@@ -601,7 +564,7 @@ static void read_ld_conf(struct builder *b, const char *path, int depth)
             continue;
         }
         if (line[0] == '/')
-            names_add(&b->conf_dirs, line, strcspn(line, " \t"));
+            cbc_names_add(&b->conf_dirs, line, strcspn(line, " \t"));
     }
     free(dir);
     free(text);
@@ -621,7 +584,7 @@ static bool loadable_lib(const char *path, uint16_t machine)
 }
 
 /* Appends the directories of a ':' list, $ORIGIN expanded, to `dirs`. */
-static void add_path_list(struct names *dirs, const char *list, const char *origin)
+static void add_path_list(struct cbc_names *dirs, const char *list, const char *origin)
 {
     for (const char *p = list; p && *p;) {
         const char *e = strchr(p, ':');
@@ -640,7 +603,7 @@ static void add_path_list(struct names *dirs, const char *list, const char *orig
             }
         }
         if (d.len && !d.oom)
-            names_add(dirs, d.p, d.len);
+            cbc_names_add(dirs, d.p, d.len);
         cbc_buf_release(&d);
         p = e ? e + 1 : NULL;
     }
@@ -668,20 +631,20 @@ static char *find_lib(struct builder *b, const char *needed, const char *from,
     char *real = realpath(from, NULL);
     char *origin = cbc_path_dir(real ? real : from);
     free(real);
-    struct names dirs = {0};
+    struct cbc_names dirs = {0};
     for (size_t i = 0; b->o && i < b->o->n_lib_dirs; i++)
-        names_add(&dirs, b->o->lib_dirs[i], strlen(b->o->lib_dirs[i]));
+        cbc_names_add(&dirs, b->o->lib_dirs[i], strlen(b->o->lib_dirs[i]));
     if (!dyn->runpath)
         add_path_list(&dirs, dyn->rpath, origin);
     add_path_list(&dirs, getenv("LD_LIBRARY_PATH"), origin);
     add_path_list(&dirs, dyn->runpath, origin);
     for (size_t i = 0; i < b->conf_dirs.n; i++)
-        names_add(&dirs, b->conf_dirs.v[i], strlen(b->conf_dirs.v[i]));
+        cbc_names_add(&dirs, b->conf_dirs.v[i], strlen(b->conf_dirs.v[i]));
     static const char *const sys[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
                                       "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
                                       "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
     for (size_t i = 0; i < CBC_ARRAY_LEN(sys); i++)
-        names_add(&dirs, sys[i], strlen(sys[i]));
+        cbc_names_add(&dirs, sys[i], strlen(sys[i]));
     char *found = NULL;
     for (size_t i = 0; i < dirs.n && !found; i++) {
         char *p = cbc_path_join(dirs.v[i], needed);
@@ -692,7 +655,7 @@ static char *find_lib(struct builder *b, const char *needed, const char *from,
         if (!found)
             cbc_buf_printf(searched, "%s%s", i ? ", " : "", dirs.v[i]);
     }
-    names_release(&dirs);
+    cbc_names_release(&dirs);
     free(origin);
     return found;
 }
@@ -730,9 +693,9 @@ static bool seen_before(struct builder *b, const char *path)
     char key[64];
     snprintf(key, sizeof key, "%llu:%llu", (unsigned long long)st.st_dev,
              (unsigned long long)st.st_ino);
-    if (names_has(&b->seen, key))
+    if (cbc_names_has(&b->seen, key))
         return true;
-    names_add(&b->seen, key, strlen(key));
+    cbc_names_add(&b->seen, key, strlen(key));
     return false;
 }
 
@@ -879,8 +842,8 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
         }
         }
     }
-    names_release(&b.conf_dirs);
-    names_release(&b.seen);
+    cbc_names_release(&b.conf_dirs);
+    cbc_names_release(&b.seen);
     if (st != CBC_OK)
         cbc_program_release(p);
     return st;
