@@ -567,12 +567,28 @@ static void verdict_per_module(const struct judging *jg, struct cbc_fjudge *fj,
     }
 }
 
+/* A dispatch verdict on n modules with kernels that all have code for the
+ * GPU or none has (`words_of` says which), or on none registered (n == 0). */
+static void dispatch_all_or_none(struct cbc_fjudge *fj, size_t n,
+                                 void (*words_of)(size_t n, char *buf, size_t len), unsigned cc,
+                                 const char *self)
+{
+    if (!n) {
+        cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: no module the CUDA runtime "
+                "registers has kernels%s", self);
+        return;
+    }
+    char words[80];
+    words_of(n, words, sizeof words);
+    cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: %s code for %u.%u%s", words, cc / 10,
+            cc % 10, self);
+}
+
 /* `self`: what the fatbins it loads itself have (self_text). */
 static void verdict_dispatch(const struct judging *jg, struct cbc_fjudge *fj,
                              const struct tally *t, const char *self)
 {
     unsigned M = jg->q->cc / 10, mi = jg->q->cc % 10;
-    char words[80];
     if (fj->broken >= 0) {
         const struct cbc_pmod *bm = &jg->p->mods[fj->broken];
         fj->verdict = CBC_FV_WONT;
@@ -587,24 +603,10 @@ static void verdict_dispatch(const struct judging *jg, struct cbc_fjudge *fj,
     } else if (!t->has_kernels && fj->n_self_load == 0) {
         fj->verdict = CBC_FV_WONT;
         fj->problem = true;
-        if (fj->n_mods) {
-            none_has(fj->n_mods, words, sizeof words);
-            cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: %s code for %u.%u%s",
-                    words, M, mi, self);
-        } else {
-            cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: no module the CUDA "
-                    "runtime registers has kernels%s", self);
-        }
+        dispatch_all_or_none(fj, fj->n_mods, none_has, jg->q->cc, self);
     } else if (fj->n_cannot == 0) {
         fj->verdict = CBC_FV_RUNS;
-        if (fj->n_load) {
-            all_have(fj->n_load, words, sizeof words);
-            cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: %s code for %u.%u%s",
-                    words, M, mi, self);
-        } else {
-            cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: no module the CUDA "
-                    "runtime registers has kernels%s", self);
-        }
+        dispatch_all_or_none(fj, fj->n_load, all_have, jg->q->cc, self);
     } else {
         fj->verdict = CBC_FV_PARTIAL;
         if (!fj->n_load)
