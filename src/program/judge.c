@@ -10,6 +10,9 @@
  * entry header claims), and, for --kernels, the kernels of every module;
  * last, and only for a file whose registered modules leave the answer
  * open, the fatbins it loads itself are looked for in its data sections.
+ * cbc_program_judge is those steps in that order: judge_modules, then
+ * match_kernels for --kernels, then judge_file for each file (its modules
+ * counted, then the sentence of its rule).
  */
 #include "program.h"
 
@@ -292,13 +295,372 @@ static void none_has(size_t n, char *buf, size_t len)
         cbc_fmt(buf, len, "none of its %zu modules with kernels has", n);
 }
 
+/* ---- the whole program ------------------------------------------------------------ */
+
+/* What one verdict works on: cbc_program_judge's arguments and the arrays
+ * its steps share. */
+struct judging {
+    struct cbc_program *p;
+    const struct cbc_judge_opts *o;
+    const struct cbc_select_query *q;
+    struct cbc_pjudge *out;
+    enum cbc_judge_rule *rule; /* per file */
+    long *broken;              /* per file: the module that fails it, or -1 */
+    struct cbc_pmod **todo;    /* modules whose kernels are to be read */
+    size_t *vmods;             /* dispatch-judged modules whose picked image is verified */
+    char **why;                /* per vmods item: why its image fails, or NULL */
+};
+
+/* Every module from its entry headers; then, on every worker, the kernels
+ * of the modules that cannot launch, of every module of a kernels-rule
+ * file and of small modules, and the first bytes of the image each
+ * dispatch-judged module would load: the first that fails breaks its file. */
+static void judge_modules(struct judging *jg)
+{
+    struct cbc_program *p = jg->p;
+    size_t nt = 0, nv = 0;
+    for (size_t m = 0; m < p->n_mods; m++) {
+        struct cbc_pmod *pm = &p->mods[m];
+        cbc_pmod_judge(p, pm, jg->q, &jg->out->mv[m]);
+        bool runs = cbc_load_runs(jg->out->mv[m].how);
+        enum cbc_judge_rule r = jg->rule[pm->file];
+        if (!pm->names_read && (!runs || r == CBC_JUDGE_KERNELS || small_module(pm)))
+            jg->todo[nt++] = pm;
+        if (runs && r == CBC_JUDGE_DISPATCH && jg->out->mv[m].image >= 0)
+            jg->vmods[nv++] = m;
+    }
+    cbc_program_read_kernels(p, jg->todo, nt);
+    struct verify_job vj = {p, jg->out->mv, jg->vmods, jg->why};
+    cbc_program_parallel(p, nv, verify_one, &vj);
+    for (size_t i = 0; i < nv; i++) {
+        size_t f = p->mods[jg->vmods[i]].file;
+        if (jg->why[i] && jg->broken[f] < 0) {
+            struct cbc_mod_verdict *v = &jg->out->mv[jg->vmods[i]];
+            jg->broken[f] = (long)jg->vmods[i];
+            cbc_fmt(v->reason, sizeof v->reason, "%s", jg->why[i]);
+        }
+    }
+}
+
+/* --kernels: the listed names no named file defines (found[k] false) are
+ * looked for in the libraries, their kernels read only now. A name a
+ * library defines only in modules that cannot launch breaks the library. */
+static void kernels_in_libs(struct judging *jg, bool *found)
+{
+    struct cbc_program *p = jg->p;
+    const struct cbc_judge_opts *o = jg->o;
+    struct cbc_pjudge *out = jg->out;
+    size_t nt = 0;
+    for (size_t m = 0; m < p->n_mods; m++)
+        if (!p->mods[m].names_read)
+            jg->todo[nt++] = &p->mods[m];
+    cbc_program_read_kernels(p, jg->todo, nt);
+    for (size_t k = 0; k < o->n_kernels; k++) {
+        bool any_runs = false;
+        long lib_mod = -1;
+        for (size_t m = 0; m < p->n_mods; m++) {
+            if (found[k] || jg->rule[p->mods[m].file] == CBC_JUDGE_KERNELS ||
+                !defines(&p->mods[m], o, o->kernels[k]))
+                continue;
+            if (cbc_load_runs(out->mv[m].how))
+                any_runs = true;
+            else if (lib_mod < 0)
+                lib_mod = (long)m;
+        }
+        if (any_runs || lib_mod >= 0)
+            found[k] = true;
+        if (!any_runs && lib_mod >= 0 && jg->broken[p->mods[lib_mod].file] < 0) {
+            /* a library module the program is known to launch from */
+            size_t lf = p->mods[lib_mod].file;
+            jg->broken[lf] = lib_mod;
+            char keep[700];
+            cbc_fmt(keep, sizeof keep, "%s", out->mv[lib_mod].reason);
+            cbc_fmt(out->mv[lib_mod].reason, sizeof out->mv[lib_mod].reason,
+                    "it defines %s, a kernel the program launches (--kernels), and %s",
+                    o->kernels[k], keep);
+        }
+    }
+}
+
+/* --kernels: each listed name in the files named, else in the libraries;
+ * the names in no module go to out->not_found. */
+static enum cbc_status match_kernels(struct judging *jg, struct cbc_err *err)
+{
+    struct cbc_program *p = jg->p;
+    const struct cbc_judge_opts *o = jg->o;
+    struct cbc_pjudge *out = jg->out;
+    out->matched_kernels = true;
+    bool *found = calloc(o->n_kernels ? o->n_kernels : 1, sizeof *found);
+    if (!found)
+        return cbc_err_oom(err);
+    for (size_t k = 0; k < o->n_kernels; k++)
+        for (size_t m = 0; m < p->n_mods && !found[k]; m++)
+            found[k] = jg->rule[p->mods[m].file] == CBC_JUDGE_KERNELS &&
+                       defines(&p->mods[m], o, o->kernels[k]);
+    bool rest = false;
+    for (size_t k = 0; k < o->n_kernels; k++)
+        rest |= !found[k];
+    if (rest)
+        kernels_in_libs(jg, found);
+    enum cbc_status st = CBC_OK;
+    for (size_t k = 0; k < o->n_kernels && st == CBC_OK; k++) {
+        if (found[k])
+            continue;
+        char **nn = cbc_reallocarray(out->not_found, out->n_not_found + 1, sizeof *nn);
+        if (nn)
+            out->not_found = nn;
+        char *c = nn ? cbc_strdup(o->kernels[k]) : NULL;
+        if (!c)
+            st = cbc_err_oom(err);
+        else
+            nn[out->n_not_found++] = c;
+    }
+    free(found);
+    return st;
+}
+
+/* ---- one file's verdict ------------------------------------------------------------ */
+
+/* What a file's modules add up to besides the counts of its cbc_fjudge. */
+struct tally {
+    size_t needs;     /* modules that need a device link */
+    size_t kl_cannot; /* kernels rule: listed kernels in modules that cannot launch */
+    bool has_kernels; /* a module that loads is known to have kernels */
+};
+
+/* Counts the modules of file f that its rule counts: those that load (the
+ * weakest way they do in fj->how) and those that cannot (fj->cannot); for
+ * dispatch, the first that cannot only because its PTX is too new for the
+ * driver breaks the file. CBC_E_NOMEM only. */
+static enum cbc_status count_modules(struct judging *jg, size_t f, struct tally *t,
+                                     struct cbc_err *err)
+{
+    struct cbc_program *p = jg->p;
+    struct cbc_fjudge *fj = &jg->out->fj[f];
+    int worst = -1;
+    for (size_t m = 0; m < p->n_mods; m++) {
+        struct cbc_pmod *pm = &p->mods[m];
+        if (pm->file != f)
+            continue;
+        const struct cbc_mod_verdict *v = &jg->out->mv[m];
+        bool runs = cbc_load_runs(v->how);
+        size_t nl = 0;
+        if (fj->rule == CBC_JUDGE_KERNELS) {
+            nl = cbc_pmod_listed(pm, jg->o, NULL, 0);
+            if (!nl)
+                continue;
+        } else if (pm->kernels == 0) {
+            continue; /* a kernel-less stub */
+        }
+        fj->n_mods++;
+        if (runs) {
+            fj->n_load++;
+            t->has_kernels |= pm->kernels > 0;
+            if (how_rank(v->how) > worst) {
+                worst = how_rank(v->how);
+                fj->how = v->how;
+            }
+            continue;
+        }
+        t->needs += v->how == CBC_LOAD_NEEDS_DLINK;
+        size_t *nc = cbc_reallocarray(fj->cannot, fj->n_cannot + 1, sizeof *nc);
+        if (!nc)
+            return cbc_err_oom(err);
+        fj->cannot = nc;
+        nc[fj->n_cannot++] = m;
+        fj->n_kernels_cannot += fj->rule == CBC_JUDGE_KERNELS ? nl : pm->n_names;
+        t->kl_cannot += nl;
+        if (fj->rule == CBC_JUDGE_DISPATCH && fj->broken < 0) {
+            /* a module the driver would pick, were its PTX not too new */
+            struct cbc_select_query lax = *jg->q;
+            lax.driver_isa = 0;
+            struct cbc_mod_verdict lv;
+            cbc_pmod_judge(p, pm, &lax, &lv);
+            if (cbc_load_runs(lv.how))
+                fj->broken = (long)m;
+        }
+    }
+    return CBC_OK;
+}
+
+/* Dispatch, with at least one module with kernels that loads: looks
+ * further than the small ones read so far, stopping at the first that has
+ * kernels; a kernel-less stub found on the way no longer counts. */
+static void find_kernels_that_load(struct judging *jg, size_t f, struct tally *t)
+{
+    struct cbc_program *p = jg->p;
+    struct cbc_fjudge *fj = &jg->out->fj[f];
+    for (size_t m = 0; !t->has_kernels && fj->n_load && m < p->n_mods; m++) {
+        struct cbc_pmod *pm = &p->mods[m];
+        if (pm->file != f || !cbc_load_runs(jg->out->mv[m].how) || pm->kernels == 0)
+            continue;
+        if (pm->kernels < 0) {
+            struct cbc_pmod *one = pm;
+            cbc_program_read_kernels(p, &one, 1);
+        }
+        t->has_kernels = pm->kernels != 0;
+        if (pm->kernels == 0) {
+            fj->n_load--;
+            fj->n_mods--;
+        }
+    }
+}
+
+static void verdict_kernels(const struct judging *jg, struct cbc_fjudge *fj,
+                            const struct tally *t)
+{
+    unsigned M = jg->q->cc / 10, mi = jg->q->cc % 10;
+    if (fj->n_mods == 0) {
+        fj->verdict = CBC_FV_NO_CODE;
+        cbc_fmt(fj->reason, sizeof fj->reason, "defines none of the %zu kernels of "
+                "--kernels", jg->o->n_kernels);
+    } else if (fj->n_cannot == 0) {
+        fj->verdict = CBC_FV_RUNS;
+        cbc_fmt(fj->reason, sizeof fj->reason, "kernels rule: every kernel of --kernels "
+                "it defines is in a module with code for %u.%u (%zu module%s)", M, mi,
+                fj->n_load, fj->n_load == 1 ? "" : "s");
+    } else {
+        fj->verdict = CBC_FV_WONT;
+        fj->problem = true;
+        cbc_fmt(fj->reason, sizeof fj->reason, "kernels rule: %zu of the kernels it "
+                "launches (--kernels) %s in %zu module%s with no code for %u.%u",
+                t->kl_cannot, t->kl_cannot == 1 ? "is" : "are", fj->n_cannot,
+                fj->n_cannot == 1 ? "" : "s", M, mi);
+    }
+}
+
+/* `self`: what the fatbins it loads itself have (self_text). */
+static void verdict_per_module(const struct judging *jg, struct cbc_fjudge *fj,
+                               const struct tally *t, const char *self)
+{
+    unsigned M = jg->q->cc / 10, mi = jg->q->cc % 10;
+    char words[80];
+    if (t->needs && t->needs == fj->n_mods) {
+        fj->verdict = CBC_FV_NEEDS_DLINK;
+        fj->problem = true;
+        return;
+    }
+    if (fj->n_mods == 0 && fj->n_self == 0) {
+        fj->verdict = CBC_FV_NO_CODE;
+        cbc_fmt(fj->reason, sizeof fj->reason, "no module with kernels");
+    } else if (fj->n_mods == 0) {
+        /* only fatbins it loads itself, choosing which */
+        fj->verdict = fj->n_self_load ? CBC_FV_RUNS : CBC_FV_WONT;
+        fj->problem = !fj->n_self_load;
+        cbc_fmt(fj->reason, sizeof fj->reason, "no module the CUDA runtime registers has "
+                "kernels%s", self);
+    } else if (fj->n_cannot == 0) {
+        fj->verdict = CBC_FV_RUNS;
+        all_have(fj->n_load, words, sizeof words);
+        cbc_fmt(fj->reason, sizeof fj->reason, "%s code for %u.%u", words, M, mi);
+    } else if (fj->n_load == 0 && fj->n_self_load == 0) {
+        fj->verdict = CBC_FV_WONT;
+        fj->problem = true;
+        none_has(fj->n_mods, words, sizeof words);
+        cbc_fmt(fj->reason, sizeof fj->reason, "%s code for %u.%u%s", words, M, mi, self);
+    } else {
+        fj->verdict = CBC_FV_PARTIAL;
+        fj->problem = true;
+        cbc_fmt(fj->reason, sizeof fj->reason, "%zu of %zu modules with kernels (%zu "
+                "kernel%s) cannot launch on %u.%u%s", fj->n_cannot, fj->n_mods,
+                fj->n_kernels_cannot, fj->n_kernels_cannot == 1 ? "" : "s", M, mi, self);
+    }
+}
+
+/* A dispatch verdict on n modules with kernels that all have code for the
+ * GPU or none has (`words_of` says which), or on none registered (n == 0). */
+static void dispatch_all_or_none(struct cbc_fjudge *fj, size_t n,
+                                 void (*words_of)(size_t n, char *buf, size_t len), unsigned cc,
+                                 const char *self)
+{
+    if (!n) {
+        cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: no module the CUDA runtime "
+                "registers has kernels%s", self);
+        return;
+    }
+    char words[80];
+    words_of(n, words, sizeof words);
+    cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: %s code for %u.%u%s", words, cc / 10,
+            cc % 10, self);
+}
+
+/* `self`: what the fatbins it loads itself have (self_text). */
+static void verdict_dispatch(const struct judging *jg, struct cbc_fjudge *fj,
+                             const struct tally *t, const char *self)
+{
+    unsigned M = jg->q->cc / 10, mi = jg->q->cc % 10;
+    if (fj->broken >= 0) {
+        const struct cbc_pmod *bm = &jg->p->mods[fj->broken];
+        fj->verdict = CBC_FV_WONT;
+        fj->problem = true;
+        cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: %s has code for %u.%u "
+                "but it fails there: %s", bm->label, M, mi, jg->out->mv[fj->broken].reason);
+        return;
+    }
+    if (fj->n_mods == 0 && fj->n_self == 0) {
+        fj->verdict = CBC_FV_NO_CODE;
+        cbc_fmt(fj->reason, sizeof fj->reason, "no module with kernels");
+    } else if (!t->has_kernels && fj->n_self_load == 0) {
+        fj->verdict = CBC_FV_WONT;
+        fj->problem = true;
+        dispatch_all_or_none(fj, fj->n_mods, none_has, jg->q->cc, self);
+    } else if (fj->n_cannot == 0) {
+        fj->verdict = CBC_FV_RUNS;
+        dispatch_all_or_none(fj, fj->n_load, all_have, jg->q->cc, self);
+    } else {
+        fj->verdict = CBC_FV_PARTIAL;
+        if (!fj->n_load)
+            fj->how = CBC_LOAD_SASS;
+        cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: %zu of %zu modules with "
+                "kernels %s code for %u.%u%s; the other %zu (%zu kernel%s) %s for other "
+                "GPUs: code that picks its kernels by GPU at run time never launches them "
+                "there", fj->n_load, fj->n_mods, fj->n_load == 1 ? "has" : "have", M, mi,
+                self, fj->n_cannot, fj->n_kernels_cannot,
+                fj->n_kernels_cannot == 1 ? "" : "s", fj->n_cannot == 1 ? "is" : "are");
+    }
+}
+
+/* File f's verdict by its rule. CBC_E_NOMEM only. */
+static enum cbc_status judge_file(struct judging *jg, size_t f, struct cbc_err *err)
+{
+    struct cbc_program *p = jg->p;
+    struct cbc_fjudge *fj = &jg->out->fj[f];
+    fj->rule = jg->rule[f];
+    fj->broken = jg->broken[f];
+    fj->how = CBC_LOAD_SASS;
+    if (p->files[f].missing)
+        return CBC_OK;
+    struct tally t = {0};
+    enum cbc_status st = count_modules(jg, f, &t, err);
+    if (st != CBC_OK)
+        return st;
+    /* fatbins the file loads itself decide only for a file whose
+     * registered modules have no kernels (cuFFT: one kernel-less sm_75
+     * module, 29,341 fatbins in .ldata): where it registers modules with
+     * kernels, those are its code (cuSPARSE's .rodata holds sm_70 LTO
+     * fatbins, its 119 modules nothing for 7.0). Looked for only then:
+     * a pass over its data sections (290 MB for cuFFT) */
+    char self[160] = "";
+    if (fj->rule == CBC_JUDGE_DISPATCH && fj->broken < 0)
+        find_kernels_that_load(jg, f, &t);
+    if (fj->rule != CBC_JUDGE_KERNELS && fj->n_mods == 0) {
+        st = scan_self(p, f, err);
+        judge_self(p, f, jg->q, fj);
+    }
+    self_text(fj, jg->q->cc, self, sizeof self);
+    switch (fj->rule) {
+    case CBC_JUDGE_KERNELS: verdict_kernels(jg, fj, &t); break;
+    case CBC_JUDGE_PER_MODULE: verdict_per_module(jg, fj, &t, self); break;
+    case CBC_JUDGE_DISPATCH: verdict_dispatch(jg, fj, &t, self); break;
+    }
+    return st;
+}
+
 enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_opts *o,
                                   struct cbc_pjudge *out, struct cbc_err *err)
 {
     memset(out, 0, sizeof *out);
     out->q = o->q;
-    const struct cbc_select_query *q = &o->q;
-    unsigned M = q->cc / 10, mi = q->cc % 10;
     out->mv = calloc(p->n_mods ? p->n_mods : 1, sizeof *out->mv);
     out->fj = calloc(p->n_files ? p->n_files : 1, sizeof *out->fj);
     enum cbc_judge_rule *rule = calloc(p->n_files ? p->n_files : 1, sizeof *rule);
@@ -307,287 +669,19 @@ enum cbc_status cbc_program_judge(struct cbc_program *p, const struct cbc_judge_
     char **why = calloc(p->n_mods ? p->n_mods : 1, sizeof *why);
     long *broken = calloc(p->n_files ? p->n_files : 1, sizeof *broken);
     enum cbc_status st = CBC_OK;
-    if (!out->mv || !out->fj || !rule || !todo || !vmods || !why || !broken) {
+    if (!out->mv || !out->fj || !rule || !todo || !vmods || !why || !broken)
         st = cbc_err_oom(err);
-        goto done;
-    }
-    for (size_t f = 0; f < p->n_files; f++) {
+    for (size_t f = 0; st == CBC_OK && f < p->n_files; f++) {
         rule[f] = rule_of(&p->files[f], o);
         broken[f] = -1;
     }
-    size_t nt = 0, nv = 0;
-    for (size_t m = 0; m < p->n_mods; m++) {
-        struct cbc_pmod *pm = &p->mods[m];
-        cbc_pmod_judge(p, pm, q, &out->mv[m]);
-        bool runs = cbc_load_runs(out->mv[m].how);
-        enum cbc_judge_rule r = rule[pm->file];
-        if (!pm->names_read && (!runs || r == CBC_JUDGE_KERNELS || small_module(pm)))
-            todo[nt++] = pm;
-        if (runs && r == CBC_JUDGE_DISPATCH && out->mv[m].image >= 0)
-            vmods[nv++] = m;
-    }
-    cbc_program_read_kernels(p, todo, nt);
-    struct verify_job vj = {p, out->mv, vmods, why};
-    cbc_program_parallel(p, nv, verify_one, &vj);
-    for (size_t i = 0; i < nv; i++) {
-        size_t f = p->mods[vmods[i]].file;
-        if (why[i] && broken[f] < 0) {
-            broken[f] = (long)vmods[i];
-            cbc_fmt(out->mv[vmods[i]].reason, sizeof out->mv[vmods[i]].reason, "%s", why[i]);
-        }
-    }
-
-    /* --kernels: the listed names no named file defines are looked for in
-     * the libraries (their kernels read only then) */
-    if (o->kernels) {
-        out->matched_kernels = true;
-        bool *found = calloc(o->n_kernels ? o->n_kernels : 1, sizeof *found);
-        if (!found) {
-            st = cbc_err_oom(err);
-            goto done;
-        }
-        for (size_t k = 0; k < o->n_kernels; k++)
-            for (size_t m = 0; m < p->n_mods && !found[k]; m++)
-                found[k] = rule[p->mods[m].file] == CBC_JUDGE_KERNELS &&
-                           defines(&p->mods[m], o, o->kernels[k]);
-        bool rest = false;
-        for (size_t k = 0; k < o->n_kernels; k++)
-            rest |= !found[k];
-        if (rest) {
-            nt = 0;
-            for (size_t m = 0; m < p->n_mods; m++)
-                if (!p->mods[m].names_read)
-                    todo[nt++] = &p->mods[m];
-            cbc_program_read_kernels(p, todo, nt);
-            for (size_t k = 0; k < o->n_kernels; k++) {
-                bool any_runs = false;
-                long lib_mod = -1;
-                for (size_t m = 0; m < p->n_mods; m++) {
-                    if (found[k] || rule[p->mods[m].file] == CBC_JUDGE_KERNELS ||
-                        !defines(&p->mods[m], o, o->kernels[k]))
-                        continue;
-                    if (cbc_load_runs(out->mv[m].how))
-                        any_runs = true;
-                    else if (lib_mod < 0)
-                        lib_mod = (long)m;
-                }
-                if (any_runs || lib_mod >= 0)
-                    found[k] = true;
-                if (!any_runs && lib_mod >= 0 && broken[p->mods[lib_mod].file] < 0) {
-                    /* a library module the program is known to launch from */
-                    size_t lf = p->mods[lib_mod].file;
-                    broken[lf] = lib_mod;
-                    char keep[700];
-                    cbc_fmt(keep, sizeof keep, "%s", out->mv[lib_mod].reason);
-                    cbc_fmt(out->mv[lib_mod].reason, sizeof out->mv[lib_mod].reason,
-                            "it defines %s, a kernel the program launches (--kernels), and %s",
-                            o->kernels[k], keep);
-                }
-            }
-        }
-        for (size_t k = 0; k < o->n_kernels; k++) {
-            if (found[k])
-                continue;
-            char **nn = cbc_reallocarray(out->not_found, out->n_not_found + 1, sizeof *nn);
-            if (nn)
-                out->not_found = nn;
-            char *c = nn ? cbc_strdup(o->kernels[k]) : NULL;
-            if (!c) {
-                free(found);
-                st = cbc_err_oom(err);
-                goto done;
-            }
-            nn[out->n_not_found++] = c;
-        }
-        free(found);
-    }
-
-    for (size_t f = 0; f < p->n_files && st == CBC_OK; f++) {
-        struct cbc_fjudge *fj = &out->fj[f];
-        fj->rule = rule[f];
-        fj->broken = broken[f];
-        fj->how = CBC_LOAD_SASS;
-        if (p->files[f].missing)
-            continue;
-        int worst = -1;
-        size_t needs = 0, kl_cannot = 0;
-        bool has_kernels = false;
-        for (size_t m = 0; m < p->n_mods; m++) {
-            struct cbc_pmod *pm = &p->mods[m];
-            if (pm->file != f)
-                continue;
-            const struct cbc_mod_verdict *v = &out->mv[m];
-            bool runs = cbc_load_runs(v->how);
-            size_t nl = 0;
-            if (fj->rule == CBC_JUDGE_KERNELS) {
-                nl = cbc_pmod_listed(pm, o, NULL, 0);
-                if (!nl)
-                    continue;
-            } else if (pm->kernels == 0) {
-                continue; /* a kernel-less stub */
-            }
-            fj->n_mods++;
-            if (runs) {
-                fj->n_load++;
-                has_kernels |= pm->kernels > 0;
-                if (how_rank(v->how) > worst) {
-                    worst = how_rank(v->how);
-                    fj->how = v->how;
-                }
-                continue;
-            }
-            needs += v->how == CBC_LOAD_NEEDS_DLINK;
-            size_t *nc = cbc_reallocarray(fj->cannot, fj->n_cannot + 1, sizeof *nc);
-            if (!nc) {
-                st = cbc_err_oom(err);
-                break;
-            }
-            fj->cannot = nc;
-            nc[fj->n_cannot++] = m;
-            fj->n_kernels_cannot += fj->rule == CBC_JUDGE_KERNELS ? nl : pm->n_names;
-            kl_cannot += nl;
-            if (fj->rule == CBC_JUDGE_DISPATCH && fj->broken < 0) {
-                /* a module the driver would pick, were its PTX not too new */
-                struct cbc_select_query lax = *q;
-                lax.driver_isa = 0;
-                struct cbc_mod_verdict lv;
-                cbc_pmod_judge(p, pm, &lax, &lv);
-                if (cbc_load_runs(lv.how))
-                    fj->broken = (long)m;
-            }
-        }
-        if (st != CBC_OK)
-            break;
-        /* fatbins the file loads itself decide only for a file whose
-         * registered modules have no kernels (cuFFT: one kernel-less sm_75
-         * module, 29,341 fatbins in .ldata): where it registers modules with
-         * kernels, those are its code (cuSPARSE's .rodata holds sm_70 LTO
-         * fatbins, its 119 modules nothing for 7.0). Looked for only then:
-         * a pass over its data sections (290 MB for cuFFT) */
-        char self[160] = "", words[80];
-        if (fj->rule == CBC_JUDGE_DISPATCH && fj->broken < 0) {
-            /* at least one module with kernels that loads: look further
-             * than the small ones read so far, stopping at the first */
-            for (size_t m = 0; !has_kernels && fj->n_load && m < p->n_mods; m++) {
-                struct cbc_pmod *pm = &p->mods[m];
-                if (pm->file != f || !cbc_load_runs(out->mv[m].how) || pm->kernels == 0)
-                    continue;
-                if (pm->kernels < 0) {
-                    struct cbc_pmod *one = pm;
-                    cbc_program_read_kernels(p, &one, 1);
-                }
-                has_kernels = pm->kernels != 0;
-                if (pm->kernels == 0) {
-                    fj->n_load--;
-                    fj->n_mods--;
-                }
-            }
-        }
-        if (fj->rule != CBC_JUDGE_KERNELS && fj->n_mods == 0) {
-            st = scan_self(p, f, err);
-            judge_self(p, f, q, fj);
-        }
-        self_text(fj, q->cc, self, sizeof self);
-        switch (fj->rule) {
-        case CBC_JUDGE_KERNELS:
-            if (fj->n_mods == 0) {
-                fj->verdict = CBC_FV_NO_CODE;
-                cbc_fmt(fj->reason, sizeof fj->reason, "defines none of the %zu kernels of "
-                        "--kernels", o->n_kernels);
-            } else if (fj->n_cannot == 0) {
-                fj->verdict = CBC_FV_RUNS;
-                cbc_fmt(fj->reason, sizeof fj->reason, "kernels rule: every kernel of --kernels "
-                        "it defines is in a module with code for %u.%u (%zu module%s)", M, mi,
-                        fj->n_load, fj->n_load == 1 ? "" : "s");
-            } else {
-                fj->verdict = CBC_FV_WONT;
-                fj->problem = true;
-                cbc_fmt(fj->reason, sizeof fj->reason, "kernels rule: %zu of the kernels it "
-                        "launches (--kernels) %s in %zu module%s with no code for %u.%u",
-                        kl_cannot, kl_cannot == 1 ? "is" : "are", fj->n_cannot,
-                        fj->n_cannot == 1 ? "" : "s", M, mi);
-            }
-            break;
-        case CBC_JUDGE_PER_MODULE:
-            if (needs && needs == fj->n_mods) {
-                fj->verdict = CBC_FV_NEEDS_DLINK;
-                fj->problem = true;
-                break;
-            }
-            if (fj->n_mods == 0 && fj->n_self == 0) {
-                fj->verdict = CBC_FV_NO_CODE;
-                cbc_fmt(fj->reason, sizeof fj->reason, "no module with kernels");
-            } else if (fj->n_mods == 0) {
-                /* only fatbins it loads itself, choosing which */
-                fj->verdict = fj->n_self_load ? CBC_FV_RUNS : CBC_FV_WONT;
-                fj->problem = !fj->n_self_load;
-                cbc_fmt(fj->reason, sizeof fj->reason, "no module the CUDA runtime registers has "
-                        "kernels%s", self);
-            } else if (fj->n_cannot == 0) {
-                fj->verdict = CBC_FV_RUNS;
-                all_have(fj->n_load, words, sizeof words);
-                cbc_fmt(fj->reason, sizeof fj->reason, "%s code for %u.%u", words, M, mi);
-            } else if (fj->n_load == 0 && fj->n_self_load == 0) {
-                fj->verdict = CBC_FV_WONT;
-                fj->problem = true;
-                none_has(fj->n_mods, words, sizeof words);
-                cbc_fmt(fj->reason, sizeof fj->reason, "%s code for %u.%u%s", words, M, mi, self);
-            } else {
-                fj->verdict = CBC_FV_PARTIAL;
-                fj->problem = true;
-                cbc_fmt(fj->reason, sizeof fj->reason, "%zu of %zu modules with kernels (%zu "
-                        "kernel%s) cannot launch on %u.%u%s", fj->n_cannot, fj->n_mods,
-                        fj->n_kernels_cannot, fj->n_kernels_cannot == 1 ? "" : "s", M, mi, self);
-            }
-            break;
-        case CBC_JUDGE_DISPATCH:
-            if (fj->broken >= 0) {
-                const struct cbc_pmod *bm = &p->mods[fj->broken];
-                fj->verdict = CBC_FV_WONT;
-                fj->problem = true;
-                cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: %s has code for %u.%u "
-                        "but it fails there: %s", bm->label, M, mi, out->mv[fj->broken].reason);
-                break;
-            }
-            if (fj->n_mods == 0 && fj->n_self == 0) {
-                fj->verdict = CBC_FV_NO_CODE;
-                cbc_fmt(fj->reason, sizeof fj->reason, "no module with kernels");
-            } else if (!has_kernels && fj->n_self_load == 0) {
-                fj->verdict = CBC_FV_WONT;
-                fj->problem = true;
-                if (fj->n_mods) {
-                    none_has(fj->n_mods, words, sizeof words);
-                    cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: %s code for %u.%u%s",
-                            words, M, mi, self);
-                } else {
-                    cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: no module the CUDA "
-                            "runtime registers has kernels%s", self);
-                }
-            } else if (fj->n_cannot == 0) {
-                fj->verdict = CBC_FV_RUNS;
-                if (fj->n_load) {
-                    all_have(fj->n_load, words, sizeof words);
-                    cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: %s code for %u.%u%s",
-                            words, M, mi, self);
-                } else {
-                    cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: no module the CUDA "
-                            "runtime registers has kernels%s", self);
-                }
-            } else {
-                fj->verdict = CBC_FV_PARTIAL;
-                if (!fj->n_load)
-                    fj->how = CBC_LOAD_SASS;
-                cbc_fmt(fj->reason, sizeof fj->reason, "dispatch rule: %zu of %zu modules with "
-                        "kernels %s code for %u.%u%s; the other %zu (%zu kernel%s) %s for other "
-                        "GPUs: code that picks its kernels by GPU at run time never launches them "
-                        "there", fj->n_load, fj->n_mods, fj->n_load == 1 ? "has" : "have", M, mi,
-                        self, fj->n_cannot, fj->n_kernels_cannot,
-                        fj->n_kernels_cannot == 1 ? "" : "s", fj->n_cannot == 1 ? "is" : "are");
-            }
-            break;
-        }
-    }
-done:
+    struct judging jg = {p, o, &o->q, out, rule, broken, todo, vmods, why};
+    if (st == CBC_OK)
+        judge_modules(&jg);
+    if (st == CBC_OK && o->kernels)
+        st = match_kernels(&jg, err);
+    for (size_t f = 0; st == CBC_OK && f < p->n_files; f++)
+        st = judge_file(&jg, f, err);
     for (size_t i = 0; why && i < p->n_mods; i++)
         free(why[i]);
     free(why);

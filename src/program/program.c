@@ -17,15 +17,16 @@
  * a container from the same translation unit, so they define the same
  * kernels; only files with relocatable code need them at open (to tell the
  * device-linked image), everything else when a verdict asks (judge.c).
+ * The libraries a host ELF needs are found as ld.so would (ldso.c).
  */
 #include "program.h"
 
 #include "elfextra.h"
+#include "program_int.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -33,44 +34,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ---- small string sets ----------------------------------------------------- */
-
-struct names {
-    char **v;
-    size_t n, cap;
-};
-
-static bool names_has(const struct names *s, const char *x)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->v[i], x))
-            return true;
-    return false;
-}
-
-static bool names_add(struct names *s, const char *x, size_t len)
-{
-    char *c = cbc_strndup(x, len);
-    if (!c || !cbc_grow(&s->v, s->n, &s->cap, sizeof *s->v, 8)) {
-        free(c);
-        return false;
-    }
-    if (names_has(s, c)) {
-        free(c);
-        return true;
-    }
-    s->v[s->n++] = c;
-    return true;
-}
-
-static void names_release(struct names *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
-    memset(s, 0, sizeof *s);
-}
 
 /* ---- image bytes and kernels -------------------------------------------------- */
 
@@ -128,7 +91,7 @@ static const struct cbc_image *kernel_image(const struct cbc_image *v, size_t n)
 
 /* The kernels of one image's bytes. */
 static bool bytes_kernels(const uint8_t *b, size_t n, uint16_t kind, const char *name,
-                          struct names *out, struct cbc_err *err)
+                          struct cbc_names *out, struct cbc_err *err)
 {
     if (kind == CBC_FATBIN_ELF) {
         struct cbc_cubin_info ci;
@@ -137,7 +100,7 @@ static bool bytes_kernels(const uint8_t *b, size_t n, uint16_t kind, const char 
         bool ok = true;
         for (size_t f = 0; f < ci.n_funcs && ok; f++)
             if (ci.funcs[f].entry)
-                ok = names_add(out, ci.funcs[f].name, strlen(ci.funcs[f].name));
+                ok = cbc_names_add(out, ci.funcs[f].name, strlen(ci.funcs[f].name));
         cbc_cubin_info_release(&ci);
         if (!ok)
             cbc_err_oom(err);
@@ -154,7 +117,7 @@ static bool bytes_kernels(const uint8_t *b, size_t n, uint16_t kind, const char 
         const char *n1 = n0;
         while (n1 < end && (isalnum((unsigned char)*n1) || *n1 == '_' || *n1 == '$'))
             n1++;
-        if (n1 > n0 && !names_add(out, n0, (size_t)(n1 - n0))) {
+        if (n1 > n0 && !cbc_names_add(out, n0, (size_t)(n1 - n0))) {
             cbc_err_oom(err);
             return false;
         }
@@ -180,14 +143,14 @@ static void read_kernels(const struct cbc_program *p, struct cbc_pmod *m, const 
     const uint8_t *b;
     size_t len;
     struct cbc_err e = {0};
-    struct names k = {0};
+    struct cbc_names k = {0};
     bool ok = cbc_pmod_image(p, m, img, 0, z, &b, &len, &e) == CBC_OK &&
               bytes_kernels(b, len, img->fatbin_kind, p->files[m->file].path, &k, &e);
     cbc_pmod_forget(p, m, img);
     if (!ok) {
         m->kproblem = cbc_strdup(e.msg);
         m->kernels = 1; /* unknown: counted as having kernels, never left out */
-        names_release(&k);
+        cbc_names_release(&k);
         return;
     }
     m->names = k.v;
@@ -277,9 +240,8 @@ struct builder {
     struct cbc_program *p;
     const struct cbc_program_opts *o;
     size_t cap_files, cap_mods, cap_maps;
-    struct names conf_dirs;
-    bool conf_read;
-    struct names seen; /* "dev:ino" of every file read */
+    struct cbc_ldso ld;
+    struct cbc_names seen; /* "dev:ino" of every file read */
     struct cbc_err *err;
 };
 
@@ -470,17 +432,17 @@ static enum cbc_status host_modules(struct builder *b, size_t file, const uint8_
             free(todo);
         }
     }
-    struct names relk = {0};
+    struct cbc_names relk = {0};
     for (size_t u = 0; ul && u < nr; u++)
         for (size_t k = 0; k < ul[u].n_names; k++)
-            if (!names_add(&relk, ul[u].names[k], strlen(ul[u].names[k])))
+            if (!cbc_names_add(&relk, ul[u].names[k], strlen(ul[u].names[k])))
                 st = cbc_err_oom(b->err);
     bool linked_any = false;
     for (size_t c = 0; st == CBC_OK && nr && c < nf; c++) {
         struct cbc_pmod *m = &p->mods[first + c];
         bool linked = m->n_names > 0;
         for (size_t k = 0; linked && k < m->n_names; k++)
-            linked = names_has(&relk, m->names[k]);
+            linked = cbc_names_has(&relk, m->names[k]);
         if (!linked)
             continue;
         linked_any = true;
@@ -504,7 +466,7 @@ static enum cbc_status host_modules(struct builder *b, size_t file, const uint8_
             memset(&relk, 0, sizeof relk);
         }
     }
-    names_release(&relk);
+    cbc_names_release(&relk);
     for (size_t u = 0; ul && u < nr; u++) {
         for (size_t k = 0; k < ul[u].n_names; k++)
             free(ul[u].names[k]);
@@ -551,152 +513,6 @@ static enum cbc_status host_modules(struct builder *b, size_t file, const uint8_
     return st;
 }
 
-/* ---- finding shared libraries as the dynamic loader does --------------------- */
-
-static void read_ld_conf(struct builder *b, const char *path, int depth)
-{
-    uint8_t *text = NULL;
-    size_t len = 0;
-    if (depth > 8 || cbc_file_read_max(path, 1 << 20, &text, &len, NULL) != CBC_OK)
-        return;
-    char *dir = cbc_path_dir(path);
-    char *outer = NULL;
-    for (char *line = strtok_r((char *)text, "\n", &outer); line;
-         line = strtok_r(NULL, "\n", &outer)) {
-        char *h = strchr(line, '#');
-        if (h)
-            *h = '\0';
-        while (isspace((unsigned char)*line))
-            line++;
-        size_t n = strlen(line);
-        while (n && isspace((unsigned char)line[n - 1]))
-            line[--n] = '\0';
-        if (!n)
-            continue;
-        if (!strncmp(line, "include", 7) && isspace((unsigned char)line[7])) {
-            char *pat = line + 8;
-            while (isspace((unsigned char)*pat))
-                pat++;
-            char *full = pat[0] == '/' ? cbc_strdup(pat) : cbc_path_join(dir, pat);
-            glob_t g;
-            if (full && glob(full, 0, NULL, &g) == 0) {
-                for (size_t i = 0; i < g.gl_pathc; i++) {
-                    uint8_t *inc = NULL;
-                    size_t il = 0;
-                    if (cbc_file_read_max(g.gl_pathv[i], 1 << 20, &inc, &il, NULL) == CBC_OK) {
-                        char *sp = NULL;
-                        for (char *l2 = strtok_r((char *)inc, "\n", &sp); l2;
-                             l2 = strtok_r(NULL, "\n", &sp)) {
-                            while (isspace((unsigned char)*l2))
-                                l2++;
-                            if (*l2 == '/')
-                                names_add(&b->conf_dirs, l2, strcspn(l2, " \t#"));
-                        }
-                    }
-                    free(inc);
-                }
-                globfree(&g);
-            }
-            free(full);
-            continue;
-        }
-        if (line[0] == '/')
-            names_add(&b->conf_dirs, line, strcspn(line, " \t"));
-    }
-    free(dir);
-    free(text);
-}
-
-/* Whether `path` is an ELF shared object of this machine. */
-static bool loadable_lib(const char *path, uint16_t machine)
-{
-    int fd;
-    if (cbc_open_regular(path, 0, &fd, NULL, NULL) != CBC_OK)
-        return false;
-    uint8_t h[20];
-    bool ok = pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h, "\177ELF", 4) &&
-              h[4] == 2 && cbc_rd16(h + 18) == machine;
-    close(fd);
-    return ok;
-}
-
-/* Appends the directories of a ':' list, $ORIGIN expanded, to `dirs`. */
-static void add_path_list(struct names *dirs, const char *list, const char *origin)
-{
-    for (const char *p = list; p && *p;) {
-        const char *e = strchr(p, ':');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        struct cbc_buf d = {0};
-        for (size_t i = 0; i < n;) {
-            if (!strncmp(p + i, "$ORIGIN", 7) && n - i >= 7) {
-                cbc_buf_puts(&d, origin);
-                i += 7;
-            } else if (!strncmp(p + i, "${ORIGIN}", 9) && n - i >= 9) {
-                cbc_buf_puts(&d, origin);
-                i += 9;
-            } else {
-                cbc_buf_append(&d, p + i, 1);
-                i++;
-            }
-        }
-        if (d.len && !d.oom)
-            names_add(dirs, d.p, d.len);
-        cbc_buf_release(&d);
-        p = e ? e + 1 : NULL;
-    }
-}
-
-/* The path of needed library `needed` of `from`, or NULL with the
- * directories searched in `searched`. */
-static char *find_lib(struct builder *b, const char *needed, const char *from,
-                      const struct cbc_elf_dynamic *dyn, struct cbc_buf *searched)
-{
-    if (strchr(needed, '/')) {
-        char *dir = cbc_path_dir(from);
-        char *p = needed[0] == '/' ? cbc_strdup(needed) : cbc_path_join(dir, needed);
-        free(dir);
-        if (p && loadable_lib(p, dyn->machine))
-            return p;
-        cbc_buf_printf(searched, "%s", p ? p : needed);
-        free(p);
-        return NULL;
-    }
-    if (!b->conf_read) {
-        b->conf_read = true;
-        read_ld_conf(b, "/etc/ld.so.conf", 0);
-    }
-    char *real = realpath(from, NULL);
-    char *origin = cbc_path_dir(real ? real : from);
-    free(real);
-    struct names dirs = {0};
-    for (size_t i = 0; b->o && i < b->o->n_lib_dirs; i++)
-        names_add(&dirs, b->o->lib_dirs[i], strlen(b->o->lib_dirs[i]));
-    if (!dyn->runpath)
-        add_path_list(&dirs, dyn->rpath, origin);
-    add_path_list(&dirs, getenv("LD_LIBRARY_PATH"), origin);
-    add_path_list(&dirs, dyn->runpath, origin);
-    for (size_t i = 0; i < b->conf_dirs.n; i++)
-        names_add(&dirs, b->conf_dirs.v[i], strlen(b->conf_dirs.v[i]));
-    static const char *const sys[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-                                      "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-                                      "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
-    for (size_t i = 0; i < CBC_ARRAY_LEN(sys); i++)
-        names_add(&dirs, sys[i], strlen(sys[i]));
-    char *found = NULL;
-    for (size_t i = 0; i < dirs.n && !found; i++) {
-        char *p = cbc_path_join(dirs.v[i], needed);
-        if (p && loadable_lib(p, dyn->machine))
-            found = p;
-        else
-            free(p);
-        if (!found)
-            cbc_buf_printf(searched, "%s%s", i ? ", " : "", dirs.v[i]);
-    }
-    names_release(&dirs);
-    free(origin);
-    return found;
-}
-
 void cbc_pmod_release(struct cbc_pmod *m)
 {
     free(m->img);
@@ -730,9 +546,9 @@ static bool seen_before(struct builder *b, const char *path)
     char key[64];
     snprintf(key, sizeof key, "%llu:%llu", (unsigned long long)st.st_dev,
              (unsigned long long)st.st_ino);
-    if (names_has(&b->seen, key))
+    if (cbc_names_has(&b->seen, key))
         return true;
-    names_add(&b->seen, key, strlen(key));
+    cbc_names_add(&b->seen, key, strlen(key));
     return false;
 }
 
@@ -749,7 +565,7 @@ static enum cbc_status add_needed(struct builder *b, const uint8_t *data, size_t
         return st;
     for (size_t i = 0; st == CBC_OK && i < dyn.n_needed; i++) {
         struct cbc_buf searched = {0};
-        char *lib = find_lib(b, dyn.needed[i], path, &dyn, &searched);
+        char *lib = cbc_ldso_find(&b->ld, dyn.needed[i], path, &dyn, &searched);
         if (lib && seen_before(b, lib)) {
             free(lib);
             cbc_buf_release(&searched);
@@ -827,6 +643,10 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
     memset(p, 0, sizeof *p);
     p->threads = o && o->threads ? o->threads : cbc_default_threads();
     struct builder b = {.p = p, .o = o, .err = err};
+    if (o) {
+        b.ld.lib_dirs = o->lib_dirs;
+        b.ld.n_lib_dirs = o->n_lib_dirs;
+    }
     size_t root = new_file(&b, path, NULL, NULL);
     if (root == SIZE_MAX)
         return cbc_err_oom(err);
@@ -879,8 +699,8 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
         }
         }
     }
-    names_release(&b.conf_dirs);
-    names_release(&b.seen);
+    cbc_ldso_release(&b.ld);
+    cbc_names_release(&b.seen);
     if (st != CBC_OK)
         cbc_program_release(p);
     return st;
