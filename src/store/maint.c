@@ -1,6 +1,6 @@
-/* maint.c: the one walker of the store's files (store_int.h): a scan of
- * a namespace that follows no link and changes nothing, and trim, clean
- * and verify built on it. The store deletes only what it wrote
+/* maint.c: the one walker of the store's files (store_int.h): trim, clean
+ * and verify, built on the listing of a namespace that follows no link and
+ * changes nothing (local.c). The store deletes only what it wrote
  * (cbc_st_remove_ours) and its own temporaries once they are an hour old;
  * everything else is reported and left alone.
  */
@@ -25,118 +25,6 @@ static int cmp_mtime(const void *a, const void *b)
 {
     const struct scan_item *x = a, *y = b;
     return x->mtime_ns < y->mtime_ns ? -1 : x->mtime_ns > y->mtime_ns;
-}
-
-static bool is_hex(const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
-            return false;
-    return true;
-}
-
-/* "<30 hex><ext>" */
-static bool entry_name(const char *name, const char *ext)
-{
-    size_t n = strlen(name), el = strlen(ext);
-    return n == 30 + el && is_hex(name, 30) && strcmp(name + 30, ext) == 0;
-}
-
-/* ".<30 hex><ext>.XXXXXX" */
-static bool temp_name(const char *name, const char *ext)
-{
-    size_t n = strlen(name), el = strlen(ext);
-    if (n != 30 + el + 8)
-        return false;
-    char final[48];
-    memcpy(final, name + 1, 30 + el);
-    final[30 + el] = '\0';
-    return entry_name(final, ext) && cbc_temp_name_of(final, name);
-}
-
-static bool scan_push(struct scan *out, const char *ns, const char *shard, const char *name,
-                      enum item_kind kind, const struct stat *sb)
-{
-    if (!cbc_grow(&out->v, out->n, &out->cap, sizeof *out->v, 256))
-        return false;
-    struct scan_item *it = &out->v[out->n++];
-    snprintf(it->rel, sizeof it->rel, "%s/%s%s%s", ns, shard, *shard ? "/" : "", name);
-    it->kind = kind;
-    it->size = (uint64_t)sb->st_size;
-    it->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + (int64_t)sb->st_mtim.tv_nsec;
-    if (kind == I_ENTRY) {
-        out->total += it->size;
-        out->entries++;
-    }
-    return true;
-}
-
-/* Lists ns/ab/ without following a link and without changing anything:
- * entries, the store's temporaries, and everything else as foreign. */
-enum cbc_status cbc_st_scan_ns(struct cbc_store *s, const char *ns, struct scan *out,
-                               struct cbc_err *err)
-{
-    const char *ext = strcmp(ns, "objects") == 0 ? ".cbc" : ".dep";
-    int nfd = cbc_dir_openat(s->fd, ns, false, NULL);
-    if (nfd < 0) {
-        if (errno == ENOENT)
-            return CBC_OK;
-        struct stat sb = {0};
-        if (fstatat(s->fd, ns, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
-            !scan_push(out, ns, "", "", I_FOREIGN, &sb))
-            return cbc_err_oom(err);
-        return CBC_OK;
-    }
-    DIR *top = fdopendir(nfd);
-    if (!top) {
-        close(nfd);
-        return cbc_err_oom(err);
-    }
-    struct dirent *de;
-    enum cbc_status st = CBC_OK;
-    while (st == CBC_OK && (de = readdir(top))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        struct stat sb;
-        if (fstatat(nfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        bool shard = strlen(de->d_name) == 2 && is_hex(de->d_name, 2) && S_ISDIR(sb.st_mode);
-        int sfd = shard ? cbc_dir_openat(nfd, de->d_name, false, NULL) : -1;
-        if (sfd < 0) {
-            if (!scan_push(out, ns, "", de->d_name, I_FOREIGN, &sb))
-                st = cbc_err_oom(err);
-            continue;
-        }
-        DIR *d = fdopendir(sfd);
-        if (!d) {
-            close(sfd);
-            continue;
-        }
-        struct dirent *fe;
-        while (st == CBC_OK && (fe = readdir(d))) {
-            if (!strcmp(fe->d_name, ".") || !strcmp(fe->d_name, ".."))
-                continue;
-            struct stat fb;
-            if (fstatat(sfd, fe->d_name, &fb, AT_SYMLINK_NOFOLLOW) != 0)
-                continue; /* removed meanwhile by another process */
-            enum item_kind k = I_FOREIGN;
-            if (S_ISREG(fb.st_mode) && entry_name(fe->d_name, ext))
-                k = I_ENTRY;
-            else if (S_ISREG(fb.st_mode) && temp_name(fe->d_name, ext))
-                k = I_TEMP;
-            if (!scan_push(out, ns, de->d_name, fe->d_name, k, &fb))
-                st = cbc_err_oom(err);
-        }
-        closedir(d);
-    }
-    closedir(top);
-    return st;
-}
-
-void cbc_st_scan_release(struct scan *sc)
-{
-    free(sc->v);
-    memset(sc, 0, sizeof *sc);
 }
 
 /* Removes temporaries of this store older than an hour: in every

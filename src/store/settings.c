@@ -1,7 +1,10 @@
 /* settings.c: the table of settings.h, and how a store resolves one:
  * the environment, else the key in v1/config, else the default, the value
  * checked by the table's checker (a bad one is still the value, reported
- * to whoever asks; its user falls back to the default, or refuses).
+ * to whoever asks; its user falls back to the default, or refuses); the
+ * reading of v1/config, and the two settings the store itself keeps once
+ * resolved (the permissions of new files, the size limit). It calls no
+ * other file of the store.
  */
 #include "settings.h"
 #include "store_int.h"
@@ -184,4 +187,59 @@ enum cbc_status cbc_store_setting(struct cbc_store *s, enum cbc_setting id,
         return cbc_err_set(err, CBC_E_USAGE, "%s='%s': %s", d->env, out->value, out->bad);
     return cbc_err_set(err, CBC_E_USAGE, "'%s' in %s/config: %s", d->config_key, s->root,
                        out->bad);
+}
+
+/* ---- the config file, and what the store keeps of it ---------------------- */
+
+/* The value of `key` in v1/config ("key = value" lines), or "" when absent. */
+void cbc_st_config_value(struct cbc_store *s, const char *key, char *out, size_t len)
+{
+    out[0] = '\0';
+    uint8_t *data = NULL;
+    size_t n = 0;
+    if (cbc_read_at(s->fd, s->root, "config", SMALL_MAX, &data, &n, NULL) != CBC_OK)
+        return;
+    size_t kl = strlen(key);
+    for (const char *p = (const char *)data; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t ll = eol ? (size_t)(eol - p) : strlen(p);
+        if (ll > kl && strncmp(p, key, kl) == 0 && (p[kl] == ' ' || p[kl] == '=')) {
+            const char *v = p + kl;
+            while (v < p + ll && (*v == ' ' || *v == '='))
+                v++;
+            size_t vl = (size_t)(p + ll - v);
+            while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\r'))
+                vl--;
+            if (vl < len) {
+                memcpy(out, v, vl);
+                out[vl] = '\0';
+            }
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+    free(data);
+}
+
+const struct cbc_perm *cbc_st_perm(struct cbc_store *s)
+{
+    if (!s->perm_read) {
+        s->perm_read = true;
+        struct cbc_setting_value v;
+        cbc_store_setting(s, CBC_SET_UMASK, &v, NULL);
+        s->perm.umask = cbc_perm_parse_umask(v.value);
+    }
+    return &s->perm;
+}
+
+uint64_t cbc_store_max_size(struct cbc_store *s)
+{
+    if (s->max_size)
+        return s->max_size;
+    struct cbc_setting_value v;
+    cbc_store_setting(s, CBC_SET_MAX_SIZE, &v, NULL);
+    uint64_t x = DEFAULT_MAX_SIZE;
+    if (!cbc_parse_size(v.value, &x) || x == 0)
+        x = DEFAULT_MAX_SIZE;
+    s->max_size = x;
+    return x;
 }

@@ -1,6 +1,7 @@
-/* store.c: the local tier of the content-addressed cache (format and
- * invariants in store.h; the other tiers and the walker in store_int.h):
- * opening the cache directory, its config, and its entries and blobs.
+/* store.c: the content-addressed cache as its users see it (format and
+ * invariants in store.h; the tiers and the walker in store_int.h): opening
+ * the cache directory, and getting and putting its entries and blobs over
+ * the local tier's files (local.c) and the remote tier (tier.c).
  *
  * Design choices: one file per entry, so publishing is one rename and no
  * lock is needed for data; entries are verified on every read rather than
@@ -44,46 +45,6 @@ char *cbc_store_default_root(const char *explicit_dir)
 }
 
 /* ---- config: umask and size limit ----------------------------------------- */
-
-/* The value of `key` in v1/config ("key = value" lines), or "" when absent. */
-void cbc_st_config_value(struct cbc_store *s, const char *key, char *out, size_t len)
-{
-    out[0] = '\0';
-    uint8_t *data = NULL;
-    size_t n = 0;
-    if (cbc_read_at(s->fd, s->root, "config", SMALL_MAX, &data, &n, NULL) != CBC_OK)
-        return;
-    size_t kl = strlen(key);
-    for (const char *p = (const char *)data; p && *p;) {
-        const char *eol = strchr(p, '\n');
-        size_t ll = eol ? (size_t)(eol - p) : strlen(p);
-        if (ll > kl && strncmp(p, key, kl) == 0 && (p[kl] == ' ' || p[kl] == '=')) {
-            const char *v = p + kl;
-            while (v < p + ll && (*v == ' ' || *v == '='))
-                v++;
-            size_t vl = (size_t)(p + ll - v);
-            while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\r'))
-                vl--;
-            if (vl < len) {
-                memcpy(out, v, vl);
-                out[vl] = '\0';
-            }
-        }
-        p = eol ? eol + 1 : NULL;
-    }
-    free(data);
-}
-
-const struct cbc_perm *cbc_st_perm(struct cbc_store *s)
-{
-    if (!s->perm_read) {
-        s->perm_read = true;
-        struct cbc_setting_value v;
-        cbc_store_setting(s, CBC_SET_UMASK, &v, NULL);
-        s->perm.umask = cbc_perm_parse_umask(v.value);
-    }
-    return &s->perm;
-}
 
 /* ---- open and close ---------------------------------------------------------- */
 
@@ -165,29 +126,7 @@ const char *cbc_store_root(const struct cbc_store *s)
     return s->root;
 }
 
-/* "<ns>/ab/<30 hex><ext>" */
-void cbc_st_rel_path(const char *ns, const struct cbc_hash *key, const char *ext, char *out,
-                     size_t len)
-{
-    char hex[CBC_HASH_HEX_LEN + 1];
-    cbc_hash_hex(key, hex);
-    snprintf(out, len, "%s/%.2s/%s%s", ns, hex, hex + 2, ext);
-}
-
 /* ---- sizes and config -------------------------------------------------------- */
-
-uint64_t cbc_store_max_size(struct cbc_store *s)
-{
-    if (s->max_size)
-        return s->max_size;
-    struct cbc_setting_value v;
-    cbc_store_setting(s, CBC_SET_MAX_SIZE, &v, NULL);
-    uint64_t x = DEFAULT_MAX_SIZE;
-    if (!cbc_parse_size(v.value, &x) || x == 0)
-        x = DEFAULT_MAX_SIZE;
-    s->max_size = x;
-    return x;
-}
 
 enum cbc_status cbc_store_set_max_size(struct cbc_store *s, uint64_t max_size, struct cbc_err *err)
 {
@@ -221,91 +160,6 @@ enum cbc_status cbc_store_set_max_size(struct cbc_store *s, uint64_t max_size, s
 }
 
 /* ---- entries ------------------------------------------------------------------ */
-
-/* Verifies an entry file's bytes; on success *payload points inside. */
-bool cbc_st_entry_check(const uint8_t *d, size_t len, const struct cbc_hash *key,
-                        const struct cbc_target *t, const char *path, const uint8_t **payload,
-                        size_t *plen, char *why, size_t why_len)
-{
-    if (len < ENTRY_HEADER || memcmp(d, ENTRY_MAGIC, 8) != 0) {
-        snprintf(why, why_len, "not a cache entry (bad magic or %zu bytes)", len);
-        return false;
-    }
-    if (cbc_rd32(d + 8) != ENTRY_VERSION) {
-        snprintf(why, why_len, "entry format %u, expected %u", cbc_rd32(d + 8), ENTRY_VERSION);
-        return false;
-    }
-    struct cbc_target ft = {d[12], d[13], cbc_rd16(d + 14)};
-    if (key && memcmp(d + 16, key->b, 16) != 0) {
-        snprintf(why, why_len, "filed under the wrong key");
-        return false;
-    }
-    if (t && !cbc_target_eq(&ft, t)) {
-        char a[CBC_TARGET_NAME_MAX], b[CBC_TARGET_NAME_MAX];
-        snprintf(why, why_len, "header says %s, expected %s", cbc_target_name(&ft, a),
-                 cbc_target_name(t, b));
-        return false;
-    }
-    uint64_t size = cbc_rd64(d + 48);
-    if (size != len - ENTRY_HEADER) {
-        snprintf(why, why_len, "payload is %zu bytes, header says %llu (truncated?)",
-                 len - ENTRY_HEADER, (unsigned long long)size);
-        return false;
-    }
-    struct cbc_hash want, got;
-    memcpy(want.b, d + 32, 16);
-    cbc_hash_bytes(d + ENTRY_HEADER, (size_t)size, &got);
-    if (!cbc_hash_eq(&want, &got)) {
-        snprintf(why, why_len, "content hash mismatch");
-        return false;
-    }
-    struct cbc_err e = {0};
-    if (ft.kind != CBC_STORE_RESULT_KIND &&
-        cbc_binfmt_verify_target(d + ENTRY_HEADER, (size_t)size, &ft, path, NULL, &e) != CBC_OK) {
-        snprintf(why, why_len, "%s", e.msg);
-        return false;
-    }
-    *payload = d + ENTRY_HEADER;
-    *plen = (size_t)size;
-    return true;
-}
-
-/* Removes `rel` when it is a regular file starting with `magic`, or one a
- * torn write of ours left (empty, or a zero-filled header: power lost after
- * the rename reached the disk but before the data did): the one way
- * anything in the store is deleted. 0 on success, else an errno (EPERM: it
- * is not the store's, left alone). */
-int cbc_st_remove_ours(struct cbc_store *s, const char *rel, const char *magic)
-{
-    char dir[64];
-    const char *slash = strrchr(rel, '/');
-    if (!slash || (size_t)(slash - rel) >= sizeof dir)
-        return EINVAL;
-    memcpy(dir, rel, (size_t)(slash - rel));
-    dir[slash - rel] = '\0';
-    int dfd = cbc_openat_beneath(s->fd, dir, O_RDONLY | O_DIRECTORY, 0);
-    if (dfd < 0)
-        return errno;
-    int fd = openat(dfd, slash + 1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    int rc = fd < 0 ? errno : 0;
-    if (fd >= 0) {
-        struct stat st;
-        static const char zeros[8];
-        char head[8];
-        ssize_t got = 0;
-        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-            rc = EPERM;
-        else if (magic && st.st_size > 0 &&
-                 ((got = pread(fd, head, 8, 0)) != 8 ||
-                  (memcmp(head, magic, 8) != 0 && memcmp(head, zeros, 8) != 0)))
-            rc = EPERM;
-        close(fd);
-    }
-    if (rc == 0 && unlinkat(dfd, slash + 1, 0) != 0)
-        rc = errno;
-    close(dfd);
-    return rc;
-}
 
 enum cbc_status cbc_store_get(struct cbc_store *s, const struct cbc_hash *key,
                               const struct cbc_target *target, uint8_t **data, size_t *len,
@@ -351,45 +205,6 @@ enum cbc_status cbc_store_get(struct cbc_store *s, const struct cbc_hash *key,
     *data = raw;
     *len = plen;
     *result = CBC_LOOKUP_HIT;
-    return CBC_OK;
-}
-
-/* Publishes "<ns>/ab/<name>" beneath v1, creating the two directories. */
-enum cbc_status cbc_st_put_file(struct cbc_store *s, const char *rel, const void *data, size_t len,
-                                bool *existed, struct cbc_err *err)
-{
-    char ns[16], shard[3];
-    const char *a = strchr(rel, '/');
-    size_t nl = (size_t)(a - rel);
-    memcpy(ns, rel, nl);
-    ns[nl] = '\0';
-    memcpy(shard, a + 1, 2);
-    shard[2] = '\0';
-    const struct cbc_perm *perm = cbc_st_perm(s);
-    int nfd = cbc_dir_openat(s->fd, ns, true, perm);
-    int sfd = nfd >= 0 ? cbc_dir_openat(nfd, shard, true, perm) : -1;
-    int e = errno;
-    if (nfd >= 0)
-        close(nfd);
-    enum cbc_status st = CBC_OK;
-    if (sfd < 0) {
-        st = cbc_err_set(err, CBC_E_CACHE, "cannot create '%s/%s/%s': %s", s->root, ns, shard,
-                         e == ELOOP || e == ENOTDIR ? "not a directory (a symbolic link?)"
-                                                    : strerror(e));
-    } else {
-        if (existed)
-            *existed = faccessat(sfd, a + 4, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-        char dir[300];
-        snprintf(dir, sizeof dir, "%s/%s/%s", s->root, ns, shard);
-        st = cbc_write_at(sfd, dir, a + 4, data, len, perm, false, err);
-        close(sfd);
-    }
-    if (st != CBC_OK) {
-        s->store_errors++;
-        if (err)
-            err->status = CBC_E_CACHE;
-        return CBC_E_CACHE;
-    }
     return CBC_OK;
 }
 

@@ -1,10 +1,14 @@
 /* store_int.h: what the store's files share, internal to src/store. The
  * store is in tiers, as ccache splits its storage: store.c opens the cache
- * directory and reads and writes its entries and blobs (the local tier);
+ * directory and gets and puts its entries and blobs, over local.c (the
+ * local tier's files: paths, checks, publication, removal, listing);
  * stats.c keeps the counters; tier.c puts a remote behind the local tier
  * (a local miss asks it, a put writes through, a failure is said once and
- * skipped); maint.c is the one walker that scans, trims, cleans and
- * verifies. Formats and invariants are in store.h.
+ * skipped); maint.c is the one walker that trims, cleans and verifies;
+ * settings.c resolves the settings and reads v1/config. The files are
+ * layered: settings.c uses none of the others, local.c only settings.c,
+ * and store.c is the only one that uses tier.c or maint.c
+ * (tests/layering checks). Formats and invariants are in store.h.
  */
 #ifndef CBC_STORE_INT_H
 #define CBC_STORE_INT_H
@@ -58,12 +62,14 @@ struct cbc_store {
 /* The marker of a remote that failed (tier.c; its temporaries are swept by maint.c). */
 #define SKIP_FILE "remote-skip"
 
-/* ---- the local tier (store.c) ------------------------------------------------ */
+/* ---- v1/config and the settings the store keeps (settings.c) ---------------- */
 
 /* The value of `key` in v1/config ("key = value" lines), or "" when absent. */
 void cbc_st_config_value(struct cbc_store *s, const char *key, char *out, size_t len);
 /* The permissions new files and directories get (the umask setting). */
 const struct cbc_perm *cbc_st_perm(struct cbc_store *s);
+
+/* ---- the local tier's files (local.c) ------------------------------------------ */
 /* "<ns>/ab/<30 hex><ext>" */
 void cbc_st_rel_path(const char *ns, const struct cbc_hash *key, const char *ext, char *out,
                      size_t len);
@@ -76,6 +82,9 @@ int cbc_st_remove_ours(struct cbc_store *s, const char *rel, const char *magic);
 /* Publishes "<ns>/ab/<name>" beneath v1, creating the two directories. */
 enum cbc_status cbc_st_put_file(struct cbc_store *s, const char *rel, const void *data, size_t len,
                                 bool *existed, struct cbc_err *err);
+/* Whether `raw` (n bytes) is a good blob file of `key`; why says what not. */
+bool cbc_st_blob_check(const uint8_t *raw, size_t n, const struct cbc_hash *key, char *why,
+                       size_t why_len);
 
 /* ---- counters (stats.c) -------------------------------------------------------- */
 
@@ -117,11 +126,8 @@ void cbc_st_remote_reshare(struct cbc_store *s, const char *ns, const struct cbc
 bool cbc_st_remote_ready(struct cbc_store *s);
 /* The remote failed: one warning (with its hint) and the skip marker. */
 void cbc_st_remote_failed(struct cbc_store *s, const struct cbc_err *e);
-/* Whether `raw` (n bytes) is a good blob file of `key`; why says what not. */
-bool cbc_st_blob_check(const uint8_t *raw, size_t n, const struct cbc_hash *key, char *why,
-                       size_t why_len);
 
-/* ---- the walker (maint.c) ---------------------------------------------------------- */
+/* ---- a namespace's listing (local.c), for the walker (maint.c) and stats.c ------- */
 
 enum item_kind { I_ENTRY, I_TEMP, I_FOREIGN };
 

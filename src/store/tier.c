@@ -150,20 +150,6 @@ void cbc_st_remote_put(struct cbc_store *s, const char *ns, const struct cbc_has
 }
 
 
-bool cbc_st_blob_check(const uint8_t *raw, size_t n, const struct cbc_hash *key, char *why,
-                       size_t why_len)
-{
-    if (n < BLOB_HEADER || memcmp(raw, BLOB_MAGIC, 8) != 0) {
-        snprintf(why, why_len, "not a record (bad magic or %zu bytes)", n);
-        return false;
-    }
-    if (memcmp(raw + 8, key->b, 16) != 0) {
-        snprintf(why, why_len, "a record filed under the wrong key");
-        return false;
-    }
-    return true;
-}
-
 void cbc_st_remote_reshare(struct cbc_store *s, const char *ns, const struct cbc_hash *key,
                            const void *data, size_t len)
 {

@@ -9,6 +9,10 @@ docs/architecture.md, enforced two ways.
 2. Links: every cbc_ symbol a module's static library leaves undefined is
    defined by the module itself or one it may depend on; the IG library's
    are all functions libcubincache exports (its public API).
+3. Files: inside each module, no circle of files: when a.c uses what b.c
+   defines, b.c uses nothing of a.c's, directly or through others (the
+   objects' global symbols, as nm lists them), so every module's files are
+   layered too.
 
 Exit 0 when every edge is allowed; 1 listing each one that is not, with
 the file or symbol that makes it."""
@@ -145,18 +149,90 @@ def check_links(build):
     return bad
 
 
+def file_circles(lib):
+    """The circles (lists of object files) of a static library's objects."""
+    defs, uses = {}, {}
+    for line in nm(["-A", lib]).splitlines():
+        m = re.match(r".*?:([^:]+\.o):\s*(?:[0-9a-f]+)?\s+([A-Za-z])\s+(\S+)$", line)
+        if not m:
+            continue
+        obj, kind, sym = m.groups()
+        defs.setdefault(obj, set())
+        uses.setdefault(obj, set())
+        if kind == "U":
+            uses[obj].add(sym)
+        elif kind.isupper():
+            defs[obj].add(sym)
+    owner = {s: o for o, ss in defs.items() for s in ss}
+    graph = {o: {owner[s] for s in uses[o] if s in owner and owner[s] != o} for o in defs}
+    # Tarjan's strongly connected components, without recursion
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def check_files(build):
+    bad = []
+    libs = [os.path.join(build, "src", f) for f in sorted(os.listdir(os.path.join(build, "src")))
+            if f.startswith("libcbc_") and f.endswith(".a")]
+    libs.append(os.path.join(build, "src", "ig", "libcbc_ig.a"))
+    for lib in libs:
+        if not os.path.exists(lib):
+            continue
+        for comp in file_circles(lib):
+            # "libcbc_store.a.p/store_maint.c.o" -> "maint.c"
+            names = [re.sub(r"^[a-z]+_", "", os.path.basename(c)).replace(".c.o", ".c")
+                     for c in comp]
+            bad.append("%s: its files %s use each other in a circle: move what they share into "
+                       "a file they all build on" % (lib, ", ".join(names)))
+    return bad
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
     root, build = sys.argv[1], sys.argv[2]
-    bad = check_includes(root) + check_links(build)
+    bad = check_includes(root) + check_links(build) + check_files(build)
     for b in bad:
         print(b)
     if bad:
         return 1
-    print("every include and link edge of %d modules is one docs/architecture.md allows"
-          % len(EDGES))
+    print("every include and link edge of %d modules is one docs/architecture.md allows, and "
+          "no module's files form a circle" % len(EDGES))
     return 0
 
 
