@@ -18,6 +18,7 @@ Rows:
     synchronised; igrun's engine time (its summary line: the explanation
     from host inputs to host attributions) and its whole process, for 256
     images; the ratio is the issue's bar (igrun at least 3x faster).
+    igrun --precision fast's engine time beside it (median of 3);
   - accuracy: igrun (the GPU's float32 default, --precision fast, and the
     accurate mode: --device cpu, float64) and Captum float32 against Captum
     in float64 on the same GPU, relative L2 (the bars: the accurate mode
@@ -40,24 +41,28 @@ def table(path):
     rows = [json.loads(l) for l in open(path) if l.strip().startswith("{")]
     rows = [r for r in rows if r.get("bench") == "cnn_captum"]
     out = ["| model | images | steps | Captum (ms) | igrun engine (ms) | igrun process (ms) | "
-           "speed-up | igrun rel L2 vs Captum float64 | fast | Captum float32 | "
-           "igrun accurate (CPU float64, first 32 images) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "speed-up | igrun --precision fast (ms) | igrun rel L2 vs Captum float64 | fast | "
+           "Captum float32 | igrun accurate (CPU float64, first 32 images) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r.get("kind") != "time":
             continue
-        out.append("| %s | %d | %d | %.1f | %.1f | %.1f | %.2fx | %.1e | %.1e | %.1e | %.1e |" % (
-            r["model"], r["n"], r["steps"], r["captum_ms"], r["igrun_ms"], r["igrun_process_ms"],
-            r["captum_ms"] / r["igrun_ms"], r["rel_l2"], r["rel_l2_fast"], r["rel_l2_captum32"],
-            r["rel_l2_cpu"]))
+        fast_ms = r.get("igrun_fast_ms")
+        fast_cell = "%.1f (%.2fx)" % (fast_ms, r["captum_ms"] / fast_ms) if fast_ms else ""
+        out.append("| %s | %d | %d | %.1f | %.1f | %.1f | %.2fx | %s | %.1e | %.1e | %.1e | %.1e |"
+                   % (r["model"], r["n"], r["steps"], r["captum_ms"], r["igrun_ms"],
+                      r["igrun_process_ms"], r["captum_ms"] / r["igrun_ms"], fast_cell,
+                      r["rel_l2"], r["rel_l2_fast"], r["rel_l2_captum32"], r["rel_l2_cpu"]))
     for r in rows:
         if r.get("kind") == "memory":
             out.append("")
             out.append("Memory (%s): Captum at its defaults ran out of GPU memory at %s images "
                        "(%s); igrun explained them within --mem-budget %s in %.0f ms (engine), "
-                       "its first 64 images %.1e from Captum float64." % (
+                       "its first 64 images %.1e from Captum float64 (Captum float32: %s)." % (
                            r["model"], r["captum_oom_n"], r.get("captum_error", ""), r["budget"],
-                           r["igrun_ms"], r["rel_l2_first64"]))
+                           r["igrun_ms"], r["rel_l2_first64"],
+                           "%.1e" % r["rel_l2_first64_captum32"]
+                           if "rel_l2_first64_captum32" in r else "not measured"))
     print("\n".join(out))
 
 
@@ -209,12 +214,14 @@ def bench_time(name, model, shape, n):
     igrun(path, xf, tf)  # warm-up: the kernels' first load
     runs = [igrun(path, xf, tf) for _ in range(3)]
     a_ig = runs[0][0]
-    fast = igrun(path, xf, tf, "--precision", "fast")[0]
+    fast_runs = [igrun(path, xf, tf, "--precision", "fast") for _ in range(3)]
+    fast = fast_runs[0][0]
     a_cpu, cpu_ms = igrun_cpu(path, xf, tf)
     row = {"bench": "cnn_captum", "kind": "time", "model": name, "n": n, "steps": STEPS,
            "captum_ms": statistics.median(times),
            "igrun_ms": statistics.median(r[1] for r in runs),
            "igrun_process_ms": statistics.median(r[2] for r in runs),
+           "igrun_fast_ms": statistics.median(r[1] for r in fast_runs),
            "rel_l2": rel(a_ig, a64), "rel_l2_fast": rel(fast, a64),
            "rel_l2_cpu": rel(a_cpu, a64[:CPU_IMAGES]), "cpu_images": CPU_IMAGES,
            "cpu_process_ms": cpu_ms,
@@ -272,19 +279,27 @@ def bench_memory(name, m, path, shape):
     np.save(tf, ts.numpy().astype(np.int64))
     del xs
     a, ms, wall = igrun(path, xf, tf, "--mem-budget", "16G")
+    x64 = torch.from_numpy(np.load(xf)[:64]).cuda()
+    a32 = captum(m, x64, ts[:64].cuda(), chunk=64 * 10).detach().cpu().numpy()
     m64 = m.double()
-    x64 = torch.from_numpy(np.load(xf)[:64]).double().cuda()
-    a64 = captum(m64, x64, ts[:64].cuda(), chunk=64 * 10).cpu().numpy()
+    a64 = captum(m64, x64.double(), ts[:64].cuda(), chunk=64 * 10).cpu().numpy()
     m.float()
     row = {"bench": "cnn_captum", "kind": "memory", "model": name, "captum_oom_n": n,
            "captum_error": err, "budget": "16G", "igrun_ms": ms, "igrun_process_ms": wall,
-           "rel_l2_first64": rel(a[:64], a64)}
+           "rel_l2_first64": rel(a[:64], a64),
+           "rel_l2_first64_captum32": rel(a32.astype(np.float64), a64)}
     print(json.dumps(row), flush=True)
     print("memory: Captum's defaults ran out of memory at %d images (%s); igrun explained them "
-          "within --mem-budget 16G in %.0f ms, first 64 images %.1e from Captum float64"
-          % (n, err, ms, row["rel_l2_first64"]), file=sys.stderr)
-    if not row["rel_l2_first64"] <= 1e-5:
+          "within --mem-budget 16G in %.0f ms, first 64 images %.1e from Captum float64 "
+          "(Captum float32 %.1e)" % (n, err, ms, row["rel_l2_first64"],
+                                     row["rel_l2_first64_captum32"]), file=sys.stderr)
+    # the bar of the time rows: igrun's float32 no further from Captum float64
+    # than Captum's own float32 (1e-5 is the accurate mode's, on the CPU)
+    if not row["rel_l2_first64"] <= row["rel_l2_first64_captum32"]:
         failures += 1
+        print("FAIL: memory: igrun %.3g from Captum float64 on the first 64 images, Captum "
+              "float32 %.3g" % (row["rel_l2_first64"], row["rel_l2_first64_captum32"]),
+              file=sys.stderr)
 
 
 m, path = bench_time("resnet-cifar", ResNet, (3, 32, 32), 256)

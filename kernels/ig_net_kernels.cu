@@ -8,8 +8,10 @@
 //    gradient as an implicit GEMM (the im2col matrix never exists: each
 //    thread gathers its tile's elements through a table of column offsets),
 //    tiles of 256x16, 128x32 or 64x64 (chosen by the group's channels) of 4x4
-//    results per thread, accumulated in float (f) or double (d: products of
-//    float32 are exact in double, so the sums round once);
+//    results per thread; each tile's 8 products of a result are summed in
+//    float and the tiles' sums accumulated in float (f) or in double (d: a
+//    result's rounding grows with its tiles, not its products, at float's
+//    speed, where one double multiply-add per product ran at half of it);
 //  - dwconv_{fwd,bwd}_{f,d}: depthwise convolutions, an output (input)
 //    element per thread;
 //  - pools, elementwise operators, rows (LayerNorm, softmax), the path's
@@ -109,6 +111,44 @@ __device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
         }
     }
     const int4 *tab = reinterpret_cast<const int4 *>(p.tab);
+    const bool unit_stride = p.sh == 1 && p.sw == 1;
+    // element (k, this thread's row) of the implicit A: gathered from x
+    // (forward) or gy (backward) through the column table
+    auto load_a = [&](int k) -> float {
+        if (!mvalid || k >= K)
+            return 0.0f;
+        const int4 e = __ldg(&tab[k]);
+        if (BWD) {
+            int ty = ry - e.y, tx = rx - e.z;
+            if (ty < 0 || tx < 0)
+                return 0.0f;
+            int oy = ty, ox = tx;
+            if (!unit_stride) {
+                if (ty % p.sh != 0 || tx % p.sw != 0)
+                    return 0.0f;
+                oy = ty / p.sh, ox = tx / p.sw;
+            }
+            return oy < p.OH && ox < p.OW ? __ldg(abase + e.x + (size_t)oy * p.OW + ox) : 0.0f;
+        }
+        int iy = ry + e.y, ix = rx + e.z;
+        return iy >= 0 && iy < p.IH && ix >= 0 && ix < p.IW
+                   ? __ldg(abase + e.x + ((long)ry * p.IW + rx))
+                   : 0.0f;
+    };
+    // element e2 of the B tile (kk = e2 % BK, nn = e2 / BK): the weights
+    auto load_b = [&](int k0, int e2) -> float {
+        const int kk = e2 % BK, nn = e2 / BK, k = k0 + kk, n = n0 + nn;
+        if (e2 >= BK * BN || k >= K || n >= N)
+            return 0.0f;
+        if (BWD) {
+            const int4 e = __ldg(&tab[k]);
+            return __ldg(p.w + (size_t)g * p.OCg * p.ICg * p.kh * p.kw + e.w +
+                         (size_t)n * p.kh * p.kw);
+        }
+        return __ldg(p.w + ((size_t)g * p.OCg + n) * K + k);
+    };
+    // B: consecutive threads along k (the weight's contiguous axis)
+    constexpr int BL = (BK * BN + NT - 1) / NT; // B elements per thread
     ACC acc[TM][TN];
 #pragma unroll
     for (int i = 0; i < TM; i++)
@@ -116,44 +156,60 @@ __device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
         for (int j = 0; j < TN; j++)
             acc[i][j] = 0;
     const int tm = t % RM, tn = t / RM;
+    // the next tile's elements are loaded into registers while this one
+    // is computed: the gathers' latency overlaps the multiply-adds
+    float ra[AK], rb[BL];
+#pragma unroll
+    for (int j = 0; j < AK; j++)
+        ra[j] = load_a(ak0 + j * ASTEP);
+#pragma unroll
+    for (int i = 0; i < BL; i++)
+        rb[i] = load_b(0, t + i * NT);
     for (int k0 = 0; k0 < K; k0 += BK) {
 #pragma unroll
-        for (int j = 0; j < AK; j++) {
-            const int kk = ak0 + j * ASTEP, k = k0 + kk;
-            float v = 0.0f;
-            if (mvalid && k < K) {
-                const int4 e = __ldg(&tab[k]);
-                if (BWD) {
-                    int ty = ry - e.y, tx = rx - e.z;
-                    if (ty >= 0 && tx >= 0 && ty % p.sh == 0 && tx % p.sw == 0) {
-                        int oy = ty / p.sh, ox = tx / p.sw;
-                        if (oy < p.OH && ox < p.OW)
-                            v = __ldg(abase + e.x + (size_t)oy * p.OW + ox);
-                    }
-                } else {
-                    int iy = ry + e.y, ix = rx + e.z;
-                    if (iy >= 0 && iy < p.IH && ix >= 0 && ix < p.IW)
-                        v = __ldg(abase + e.x + ((long)ry * p.IW + rx));
-                }
-            }
-            As[kk][am] = v;
-        }
-        // B: consecutive threads along k (the weight's contiguous axis)
-        for (int e2 = t; e2 < BK * BN; e2 += NT) {
-            const int kk = e2 % BK, nn = e2 / BK, k = k0 + kk, n = n0 + nn;
-            float v = 0.0f;
-            if (k < K && n < N) {
-                if (BWD) {
-                    const int4 e = __ldg(&tab[k]);
-                    v = __ldg(p.w + (size_t)g * p.OCg * p.ICg * p.kh * p.kw + e.w +
-                              (size_t)n * p.kh * p.kw);
-                } else {
-                    v = __ldg(p.w + ((size_t)g * p.OCg + n) * K + k);
-                }
-            }
-            Bs[kk][nn] = v;
-        }
+        for (int j = 0; j < AK; j++)
+            As[ak0 + j * ASTEP][am] = ra[j];
+#pragma unroll
+        for (int i = 0; i < BL; i++)
+            if (t + i * NT < BK * BN)
+                Bs[(t + i * NT) % BK][(t + i * NT) / BK] = rb[i];
         __syncthreads();
+        if (k0 + BK < K) {
+#pragma unroll
+            for (int j = 0; j < AK; j++)
+                ra[j] = load_a(k0 + BK + ak0 + j * ASTEP);
+#pragma unroll
+            for (int i = 0; i < BL; i++)
+                rb[i] = load_b(k0 + BK, t + i * NT);
+        }
+        if constexpr (sizeof(ACC) == sizeof(float)) {
+#pragma unroll
+            for (int kk = 0; kk < BK; kk++) {
+                float a[TM], b[TN];
+#pragma unroll
+                for (int i = 0; i < TM; i++)
+                    a[i] = As[kk][tm + i * RM];
+#pragma unroll
+                for (int j = 0; j < TN; j++)
+                    b[j] = Bs[kk][tn * TN + j];
+#pragma unroll
+                for (int i = 0; i < TM; i++)
+#pragma unroll
+                    for (int j = 0; j < TN; j++)
+                        acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            }
+            __syncthreads();
+            continue;
+        }
+        // double: the tile's BK products of each result summed in float, then
+        // that sum added to the result's accumulator, so a sum rounds in
+        // double once per tile instead of once per product
+        float part[TM][TN];
+#pragma unroll
+        for (int i = 0; i < TM; i++)
+#pragma unroll
+            for (int j = 0; j < TN; j++)
+                part[i][j] = 0.0f;
 #pragma unroll
         for (int kk = 0; kk < BK; kk++) {
             float a[TM], b[TN];
@@ -167,8 +223,13 @@ __device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
             for (int i = 0; i < TM; i++)
 #pragma unroll
                 for (int j = 0; j < TN; j++)
-                    acc[i][j] = mul_acc<ACC>(a[i], b[j], acc[i][j]);
+                    part[i][j] = fmaf(a[i], b[j], part[i][j]);
         }
+#pragma unroll
+        for (int i = 0; i < TM; i++)
+#pragma unroll
+            for (int j = 0; j < TN; j++)
+                acc[i][j] += (ACC)part[i][j];
         __syncthreads();
     }
     // store: y[r][ch][pixel], ch = g N + n
@@ -202,7 +263,7 @@ __device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
     {                                                                                              \
         conv_tile<false, BM, BN, float>(p);                                                        \
     }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(256) conv_fwd_##tag##_d(cbc_k_conv p)             \
+    extern "C" __global__ void __launch_bounds__(256, 3) conv_fwd_##tag##_d(cbc_k_conv p)             \
     {                                                                                              \
         conv_tile<false, BM, BN, double>(p);                                                       \
     }                                                                                              \
@@ -210,7 +271,7 @@ __device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
     {                                                                                              \
         conv_tile<true, BM, BN, float>(p);                                                         \
     }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(256) conv_bwd_##tag##_d(cbc_k_conv p)             \
+    extern "C" __global__ void __launch_bounds__(256, 3) conv_bwd_##tag##_d(cbc_k_conv p)             \
     {                                                                                              \
         conv_tile<true, BM, BN, double>(p);                                                        \
     }
