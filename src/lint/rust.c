@@ -1098,6 +1098,30 @@ static size_t skip_item(const struct rfile *f, size_t i, size_t end)
     return i + 1;
 }
 
+/* The ';' ending the statement or expression from token i (brackets
+ * skipped), or end when there is none before it. */
+static size_t stmt_end(const struct rfile *f, size_t i, size_t end)
+{
+    while (i < end && !rust_is(f, i, ";")) {
+        if (rust_is(f, i, "(") || rust_is(f, i, "[") || rust_is(f, i, "{"))
+            i = rust_close_of(f, i);
+        i++;
+    }
+    return i;
+}
+
+/* The '{' opening the block of an if or for whose head goes on from token
+ * i (( and [ skipped), or end when there is none before it. */
+static size_t head_end(const struct rfile *f, size_t i, size_t end)
+{
+    while (i < end && !rust_is(f, i, "{")) {
+        if (rust_is(f, i, "(") || rust_is(f, i, "["))
+            i = rust_close_of(f, i);
+        i++;
+    }
+    return i;
+}
+
 enum exit_kind { EX_NONE, EX_RETURN, EX_ERROR, EX_FAIL, EX_SCRIPT };
 
 /* What token i does to the run: returns from the function (EX_RETURN),
@@ -1785,12 +1809,7 @@ static void run_range(struct unit *u, struct frame *fr, size_t b, size_t e, enum
  * [*b, *e) gets the byte range of its condition. */
 static bool warning_only_if(const struct rfile *f, size_t i, size_t close, size_t *b, size_t *e)
 {
-    size_t k = i + 1;
-    while (k < close && !rust_is(f, k, "{")) {
-        if (rust_is(f, k, "(") || rust_is(f, k, "["))
-            k = rust_close_of(f, k);
-        k++;
-    }
+    size_t k = head_end(f, i + 1, close);
     if (k >= close)
         return false;
     size_t c = rust_close_of(f, k);
@@ -1815,6 +1834,243 @@ static bool warning_only_if(const struct rfile *f, size_t i, size_t close, size_
     return true;
 }
 
+/* What a keyword at depth 0 says of the next '{' there: an if/else
+ * branch, a loop's body, a match's arms, a for loop's body, a block that
+ * always runs (unsafe, async). */
+enum pend { P_NONE, P_IF, P_COND, P_MATCH, P_FOR, P_UNCOND };
+
+/* run_range_at's state between the tokens of its block. */
+struct block_run {
+    size_t b, close; /* the block's tokens */
+    enum scope kind;
+    size_t stmt; /* the first token of the statement being run */
+    enum pend pending;
+    char *loop_var; /* a for loop's variable, what it runs over, whether known */
+    struct val loop_val;
+    bool loop_known;
+    uint32_t chain_group; /* the group of the if/else chain being run */
+    int depth;            /* ( and [ open */
+};
+
+/* Whether token i, after an attribute, starts an item or a binding (the
+ * attribute stays with it) rather than a statement it may leave out. */
+static bool attr_keeps(const struct rfile *f, size_t i)
+{
+    return rust_is(f, i, "#") || rust_is(f, i, "fn") || rust_is(f, i, "use") ||
+           rust_is(f, i, "mod") || rust_is(f, i, "struct") || rust_is(f, i, "enum") ||
+           rust_is(f, i, "impl") || rust_is(f, i, "const") || rust_is(f, i, "static") ||
+           rust_is(f, i, "let") || rust_is(f, i, "pub");
+}
+
+/* The statement after a #[cfg(...)] closing at token a: it may not be
+ * compiled, so what it declares counts only on the path that has it (what
+ * it reads is read on that path too). Runs it; returns its last token. */
+static size_t run_cfg_stmt(struct unit *u, struct frame *fr, const struct rfile *f, size_t a,
+                           size_t close, size_t anchor)
+{
+    size_t j = a + 1;
+    if (rust_is(f, j, "{")) {
+        j = rust_close_of(f, j);
+        if (j < close && rust_is(f, j + 1, ";"))
+            j++;
+    } else {
+        j = stmt_end(f, j, close);
+    }
+    if (j >= close)
+        j = close - 1;
+    bool block = rust_is(f, a + 1, "{");
+    run_range(u, fr, block ? a + 2 : a + 1, block ? rust_close_of(f, a + 1) : j + 1, S_COND,
+              anchor, 0, NULL, NULL);
+    return j;
+}
+
+/* The attribute at token i (#[...], #![...]): returns the token closing
+ * it, or the last token of the statement a #[cfg(...)] guards, run. */
+static size_t attribute(struct unit *u, struct frame *fr, const struct rfile *f,
+                        struct block_run *st, size_t i, size_t anchor)
+{
+    size_t ob = rust_is(f, i + 1, "[") ? i + 1 : i + 2;
+    bool cfg = rust_is(f, i + 1, "[") && rust_is(f, ob + 1, "cfg") && rust_is(f, ob + 2, "(");
+    i = rust_close_of(f, ob);
+    if (i >= st->close)
+        return i;
+    if (cfg && st->depth == 0 && i + 1 < st->close && !attr_keeps(f, i + 1)) {
+        i = run_cfg_stmt(u, fr, f, i, st->close, anchor);
+        st->stmt = i + 1;
+    }
+    return i;
+}
+
+/* Whether token i starts an item, which the run steps over. */
+static bool item_keyword(const struct rfile *f, size_t i)
+{
+    return rust_is(f, i, "fn") || rust_is(f, i, "impl") || rust_is(f, i, "mod") ||
+           rust_is(f, i, "struct") || rust_is(f, i, "enum") || rust_is(f, i, "trait") ||
+           rust_is(f, i, "use") || (rust_is(f, i, "macro_rules") && rust_is(f, i + 1, "!"));
+}
+
+/* `for NAME in EXPR {` at token i: the body's variable and what it runs
+ * over. */
+static void for_head(struct unit *u, struct frame *fr, const struct rfile *f,
+                     struct block_run *st, size_t i)
+{
+    st->pending = P_FOR;
+    free(st->loop_var);
+    val_free(&st->loop_val);
+    st->loop_var = rust_ident_dup(f, i + 1);
+    size_t e = head_end(f, i + 3, st->close);
+    st->loop_known = resolve(u, fr, f, i + 3, e, &st->loop_val);
+}
+
+/* `let NAME = EXPR;` (const, static) at token i: NAME bound to what EXPR
+ * stands for. */
+static void let_binding(struct unit *u, struct frame *fr, const struct rfile *f, size_t i,
+                        size_t close)
+{
+    size_t n = i + 1;
+    if (rust_is(f, n, "mut"))
+        n++;
+    if (!rust_is_ident(f, n))
+        return;
+    size_t eq = n + 1;
+    while (eq < close && !rust_is(f, eq, "=") && !rust_is(f, eq, ";")) {
+        if (rust_is(f, eq, "(") || rust_is(f, eq, "[") || rust_is(f, eq, "{"))
+            eq = rust_close_of(f, eq);
+        eq++;
+    }
+    if (!rust_is(f, eq, "="))
+        return;
+    size_t e = stmt_end(f, eq + 1, close);
+    struct val v;
+    if (resolve(u, fr, f, eq + 1, e, &v) && !bind(&fr->b, &fr->nb, &fr->cap, rust_ident_dup(f, n), &v))
+        u->oom = true;
+}
+
+/* A keyword at depth 0, token i: what the next '{' opens, an if/else
+ * chain's group (and a condition that only leads to warnings), a for
+ * loop's variable, a let's binding. */
+static void keyword(struct unit *u, struct frame *fr, const struct rfile *f, struct block_run *st,
+                    size_t i)
+{
+    if (rust_is(f, i, "if") || rust_is(f, i, "else")) {
+        bool chain_head = rust_is(f, i, "if") && !(i > st->b && rust_is(f, i - 1, "else"));
+        if (chain_head)
+            st->chain_group = ++u->next_group;
+        size_t qb, qe;
+        if (chain_head && warning_only_if(f, i, st->close, &qb, &qe)) {
+            u->quiet_file = fr->file;
+            u->quiet_b = qb;
+            u->quiet_e = qe;
+        }
+        st->pending = P_IF;
+    } else if (rust_is(f, i, "while") || rust_is(f, i, "loop")) {
+        st->pending = P_COND;
+    } else if (rust_is(f, i, "match")) {
+        st->pending = P_MATCH;
+    } else if (rust_is(f, i, "unsafe") || rust_is(f, i, "async")) {
+        st->pending = st->pending == P_NONE ? P_UNCOND : st->pending;
+    } else if (rust_is(f, i, "for") && rust_is_ident(f, i + 1) && rust_is(f, i + 2, "in")) {
+        for_head(u, fr, f, st, i);
+    } else if ((rust_is(f, i, "let") || rust_is(f, i, "const") || rust_is(f, i, "static")) &&
+               i == st->stmt) {
+        let_binding(u, fr, f, i, st->close);
+    }
+}
+
+/* How the block a '{' opens runs. */
+struct block_kind {
+    enum scope kind;
+    uint32_t group;
+    bool same_scope; /* a struct literal: its fields are expressions of this block */
+    bool closure;    /* a closure's body */
+    const char *var; /* a for loop's variable and its value */
+    const struct val *val;
+};
+
+static struct block_kind block_kind(const struct rfile *f, const struct block_run *st, size_t i)
+{
+    struct block_kind k = {.kind = S_COND};
+    bool top = st->depth == 0;
+    if (i > 0 && rust_is(f, i - 1, "else")) {
+        k.group = st->chain_group;
+    } else if (i > 0 && rust_is(f, i - 1, "loop")) {
+        k.kind = S_COND;
+    } else if (i > 0 && (rust_is(f, i - 1, "unsafe") || rust_is(f, i - 1, "async") ||
+                         rust_is(f, i - 1, "move") || rust_is(f, i - 1, "const"))) {
+        k.kind = S_UNCOND;
+    } else if (top && st->pending == P_MATCH) {
+        k.kind = S_MATCH;
+    } else if (top && st->pending == P_FOR) {
+        k.kind = st->loop_known && !val_empty(&st->loop_val) ? S_UNCOND : S_COND;
+        k.var = st->loop_var;
+        k.val = &st->loop_val;
+    } else if (top && st->pending == P_IF) {
+        k.group = st->chain_group;
+    } else if (top && st->pending == P_COND) {
+        k.kind = S_COND;
+    } else if (top && st->pending == P_UNCOND) {
+        k.kind = S_UNCOND;
+    } else if (i > 0 && (rust_is(f, i - 1, "|") || rust_is(f, i - 1, "=>"))) {
+        k.closure = rust_is(f, i - 1, "|"); /* a closure's body, a match arm's block */
+    } else if (i > 0 && (rust_is_ident(f, i - 1) || rust_is(f, i - 1, ">")) &&
+               !rust_is(f, i - 1, "return") && !rust_is(f, i - 1, "in")) {
+        k.same_scope = true; /* a struct literal: its fields are expressions here */
+    } else {
+        k.kind = S_UNCOND; /* a block expression */
+    }
+    return k;
+}
+
+/* The block '{' at token i opens, run unless it is a struct literal's;
+ * returns the token to go on from. */
+static size_t inner_block(struct unit *u, struct frame *fr, const struct rfile *f,
+                          struct block_run *st, size_t i, size_t anchor)
+{
+    size_t j = rust_close_of(f, i);
+    struct block_kind k = block_kind(f, st, i);
+    if (st->depth == 0)
+        st->pending = P_NONE;
+    if (k.same_scope)
+        return i; /* run its tokens in this block */
+    u->closure += k.closure;
+    size_t jc = j < st->close ? j : st->close;
+    run_range(u, fr, i + 1, jc, k.kind, anchor, k.group, k.var, k.val);
+    u->closure -= k.closure;
+    i = jc;
+    if (st->depth == 0 && !rust_is(f, i + 1, "else") && !rust_is(f, i + 1, ".") &&
+        !rust_is(f, i + 1, "?") && !rust_is(f, i + 1, ",") && !rust_is(f, i + 1, ")") &&
+        !rust_is(f, i + 1, ";") && st->kind != S_MATCH)
+        st->stmt = i + 1;
+    return i;
+}
+
+/* An identifier at token i that no keyword took: a read of the
+ * environment, directives printed, a build tool's site, a method chain, a
+ * call of one of the script's functions. */
+static void run_ident(struct unit *u, struct frame *fr, const struct rfile *f, size_t i,
+                      size_t close, size_t anchor)
+{
+    size_t open;
+    bool all;
+    if (env_read(u, f, i, &open, &all)) {
+        read_env(u, fr, f, i, open, all, anchor);
+        return;
+    }
+    if ((rust_is(f, i, "println") || rust_is(f, i, "print")) && rust_is(f, i + 1, "!") &&
+        rust_is(f, i + 2, "(")) {
+        directives(u, fr, f, i + 2);
+        return;
+    }
+    tool_site(u, fr, f, i, anchor);
+    if (chain_start(u, f, i))
+        eval_chain(u, fr, f, i, close, anchor);
+    if (rust_is(f, i + 1, "(") && !(i > 0 && (rust_is(f, i - 1, ".") || rust_is(f, i - 1, "fn")))) {
+        struct rfn *fn = call_target(u, fr, f, i);
+        if (fn)
+            call_fn(u, fr, f, fn, i + 1, anchor);
+    }
+}
+
 static void run_range_at(struct unit *u, struct frame *fr, size_t b, size_t close,
                          enum scope kind, size_t parent_stmt, const char *bvar,
                          const struct val *bval)
@@ -1827,21 +2083,15 @@ static void run_range_at(struct unit *u, struct frame *fr, size_t b, size_t clos
         if (!val_copy(&v, bval) || !bind(&fr->b, &fr->nb, &fr->cap, cbc_strdup(bvar), &v))
             u->oom = true;
     }
-    size_t stmt = b;
-    enum { P_NONE, P_IF, P_COND, P_MATCH, P_FOR, P_UNCOND } pending = P_NONE;
-    char *loop_var = NULL;
-    struct val loop_val = {0};
-    bool loop_known = false;
-    uint32_t chain_group = 0;
-    int depth = 0;
+    struct block_run st = {.b = b, .close = close, .kind = kind, .stmt = b, .pending = P_NONE};
     for (size_t i = b; i < close; i++) {
         if (++u->steps > STEP_BUDGET) {
             u->budget = true;
             break;
         }
-        size_t anchor = kind == S_MATCH ? parent_stmt : stmt;
+        size_t anchor = kind == S_MATCH ? parent_stmt : st.stmt;
         const struct tok *t = &f->t[i];
-        if (kind == S_MATCH && depth == 0 && rust_is(f, i, ",")) {
+        if (kind == S_MATCH && st.depth == 0 && rust_is(f, i, ",")) {
             truncate_to(u, fr, h0); /* each arm starts from the match's state */
             if (u->n_cpath > 0)
                 u->cpath[u->n_cpath - 1].id = ++u->next_id; /* the next arm */
@@ -1850,200 +2100,46 @@ static void run_range_at(struct unit *u, struct frame *fr, size_t b, size_t clos
         if (rust_is(f, i, "[") && chain_start(u, f, i))
             eval_chain(u, fr, f, i, close, anchor);
         if (rust_is(f, i, "(") || rust_is(f, i, "[")) {
-            depth++;
+            st.depth++;
             continue;
         }
         if (rust_is(f, i, ")") || rust_is(f, i, "]")) {
-            depth--;
+            st.depth--;
             continue;
         }
-        if (rust_is(f, i, ";") && depth <= 0) {
-            stmt = i + 1;
-            pending = P_NONE;
-            depth = 0;
+        if (rust_is(f, i, ";") && st.depth <= 0) {
+            st.stmt = i + 1;
+            st.pending = P_NONE;
+            st.depth = 0;
             continue;
         }
         if (rust_is(f, i, "#") && (rust_is(f, i + 1, "[") || (rust_is(f, i + 1, "!") && rust_is(f, i + 2, "[")))) {
-            size_t ob = rust_is(f, i + 1, "[") ? i + 1 : i + 2;
-            bool cfg = rust_is(f, i + 1, "[") && rust_is(f, ob + 1, "cfg") && rust_is(f, ob + 2, "(");
-            i = rust_close_of(f, ob); /* an attribute */
+            i = attribute(u, fr, f, &st, i, anchor);
             if (i >= close)
                 break;
-            /* #[cfg(...)] on a statement: it may not be compiled, so what it
-             * declares counts only on the path that has it (what it reads is
-             * read on that path too) */
-            if (cfg && depth == 0 && i + 1 < close && !rust_is(f, i + 1, "#") &&
-                !rust_is(f, i + 1, "fn") && !rust_is(f, i + 1, "use") && !rust_is(f, i + 1, "mod") &&
-                !rust_is(f, i + 1, "struct") && !rust_is(f, i + 1, "enum") && !rust_is(f, i + 1, "impl") &&
-                !rust_is(f, i + 1, "const") && !rust_is(f, i + 1, "static") &&
-                !rust_is(f, i + 1, "let") && !rust_is(f, i + 1, "pub")) {
-                size_t j = i + 1;
-                if (rust_is(f, j, "{")) {
-                    j = rust_close_of(f, j);
-                    if (j < close && rust_is(f, j + 1, ";"))
-                        j++;
-                } else {
-                    while (j < close && !rust_is(f, j, ";")) {
-                        if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
-                            j = rust_close_of(f, j);
-                        j++;
-                    }
-                }
-                if (j >= close)
-                    j = close - 1;
-                bool block = rust_is(f, i + 1, "{");
-                run_range(u, fr, block ? i + 2 : i + 1, block ? rust_close_of(f, i + 1) : j + 1,
-                          S_COND, anchor, 0, NULL, NULL);
-                i = j;
-                stmt = i + 1;
-                continue;
-            }
             continue; /* a fix goes before the attribute, which stays with its item */
         }
-        if (depth == 0 && (rust_is(f, i, "fn") || rust_is(f, i, "impl") || rust_is(f, i, "mod") ||
-                           rust_is(f, i, "struct") || rust_is(f, i, "enum") || rust_is(f, i, "trait") ||
-                           rust_is(f, i, "use") || (rust_is(f, i, "macro_rules") && rust_is(f, i + 1, "!")))) {
+        if (st.depth == 0 && item_keyword(f, i)) {
             if (rust_is(f, i, "fn") && !rust_is_ident(f, i + 1)) /* fn(x) types */
                 continue;
             i = skip_item(f, i, close) - 1;
-            stmt = i + 1;
+            st.stmt = i + 1;
             continue;
         }
-        if (t->k == T_IDENT && depth == 0) {
-            if (rust_is(f, i, "if") || rust_is(f, i, "else")) {
-                if (rust_is(f, i, "if") && !(i > b && rust_is(f, i - 1, "else")))
-                    chain_group = ++u->next_group;
-                size_t qb, qe;
-                if (rust_is(f, i, "if") && !(i > b && rust_is(f, i - 1, "else")) &&
-                    warning_only_if(f, i, close, &qb, &qe)) {
-                    u->quiet_file = fr->file;
-                    u->quiet_b = qb;
-                    u->quiet_e = qe;
-                }
-                pending = P_IF;
-            } else if (rust_is(f, i, "while") || rust_is(f, i, "loop")) {
-                pending = P_COND;
-            } else if (rust_is(f, i, "match")) {
-                pending = P_MATCH;
-            } else if (rust_is(f, i, "unsafe") || rust_is(f, i, "async")) {
-                pending = pending == P_NONE ? P_UNCOND : pending;
-            } else if (rust_is(f, i, "for") && rust_is_ident(f, i + 1) && rust_is(f, i + 2, "in")) {
-                pending = P_FOR;
-                free(loop_var);
-                val_free(&loop_val);
-                loop_var = rust_ident_dup(f, i + 1);
-                size_t e = i + 3;
-                while (e < close && !rust_is(f, e, "{")) {
-                    if (rust_is(f, e, "(") || rust_is(f, e, "["))
-                        e = rust_close_of(f, e);
-                    e++;
-                }
-                loop_known = resolve(u, fr, f, i + 3, e, &loop_val);
-            } else if ((rust_is(f, i, "let") || rust_is(f, i, "const") || rust_is(f, i, "static")) &&
-                       i == stmt) {
-                size_t n = i + 1;
-                if (rust_is(f, n, "mut"))
-                    n++;
-                size_t eq = n + 1;
-                if (rust_is_ident(f, n)) {
-                    while (eq < close && !rust_is(f, eq, "=") && !rust_is(f, eq, ";")) {
-                        if (rust_is(f, eq, "(") || rust_is(f, eq, "[") || rust_is(f, eq, "{"))
-                            eq = rust_close_of(f, eq);
-                        eq++;
-                    }
-                }
-                if (rust_is_ident(f, n) && rust_is(f, eq, "=")) {
-                    size_t e = eq + 1;
-                    while (e < close && !rust_is(f, e, ";")) {
-                        if (rust_is(f, e, "(") || rust_is(f, e, "[") || rust_is(f, e, "{"))
-                            e = rust_close_of(f, e);
-                        e++;
-                    }
-                    struct val v;
-                    if (resolve(u, fr, f, eq + 1, e, &v) &&
-                        !bind(&fr->b, &fr->nb, &fr->cap, rust_ident_dup(f, n), &v))
-                        u->oom = true;
-                }
-            }
-        }
+        if (t->k == T_IDENT && st.depth == 0)
+            keyword(u, fr, f, &st, i);
         run_exit(u, fr, exit_at(f, i));
         if (rust_is(f, i, "{")) {
-            size_t j = rust_close_of(f, i);
-            enum scope sk = S_COND;
-            uint32_t grp = 0;
-            bool same_scope = false, closure = false;
-            const char *fv = NULL;
-            const struct val *fval = NULL;
-            if (i > 0 && rust_is(f, i - 1, "else")) {
-                sk = S_COND;
-                grp = chain_group;
-            } else if (i > 0 && rust_is(f, i - 1, "loop")) {
-                sk = S_COND;
-            } else if (i > 0 && (rust_is(f, i - 1, "unsafe") || rust_is(f, i - 1, "async") ||
-                                 rust_is(f, i - 1, "move") || rust_is(f, i - 1, "const"))) {
-                sk = S_UNCOND;
-            } else if (depth == 0 && pending == P_MATCH) {
-                sk = S_MATCH;
-            } else if (depth == 0 && pending == P_FOR) {
-                sk = loop_known && !val_empty(&loop_val) ? S_UNCOND : S_COND;
-                fv = loop_var;
-                fval = &loop_val;
-            } else if (depth == 0 && pending == P_IF) {
-                sk = S_COND;
-                grp = chain_group;
-            } else if (depth == 0 && pending == P_COND) {
-                sk = S_COND;
-            } else if (depth == 0 && pending == P_UNCOND) {
-                sk = S_UNCOND;
-            } else if (i > 0 && (rust_is(f, i - 1, "|") || rust_is(f, i - 1, "=>"))) {
-                sk = S_COND; /* a closure's body, a match arm's block */
-                closure = rust_is(f, i - 1, "|");
-            } else if (i > 0 && (rust_is_ident(f, i - 1) || rust_is(f, i - 1, ">")) &&
-                       !rust_is(f, i - 1, "return") && !rust_is(f, i - 1, "in")) {
-                same_scope = true; /* a struct literal: its fields are expressions here */
-            } else {
-                sk = S_UNCOND; /* a block expression */
-            }
-            if (depth == 0)
-                pending = P_NONE;
-            if (same_scope)
-                continue; /* run its tokens in this block */
-            u->closure += closure;
-            size_t jc = j < close ? j : close;
-            run_range(u, fr, i + 1, jc, sk, anchor, grp, fv, fval);
-            u->closure -= closure;
-            i = jc;
-            if (depth == 0 && !rust_is(f, i + 1, "else") && !rust_is(f, i + 1, ".") &&
-                !rust_is(f, i + 1, "?") && !rust_is(f, i + 1, ",") && !rust_is(f, i + 1, ")") &&
-                !rust_is(f, i + 1, ";") && kind != S_MATCH)
-                stmt = i + 1;
+            i = inner_block(u, fr, f, &st, i, anchor);
             continue;
         }
-        if (t->k != T_IDENT)
-            continue;
-        size_t open2;
-        bool all;
-        if (env_read(u, f, i, &open2, &all)) {
-            read_env(u, fr, f, i, open2, all, anchor);
-            continue;
-        }
-        if ((rust_is(f, i, "println") || rust_is(f, i, "print")) && rust_is(f, i + 1, "!") && rust_is(f, i + 2, "(")) {
-            directives(u, fr, f, i + 2);
-            continue;
-        }
-        tool_site(u, fr, f, i, anchor);
-        if (chain_start(u, f, i))
-            eval_chain(u, fr, f, i, close, anchor);
-        if (rust_is(f, i + 1, "(") && !(i > 0 && (rust_is(f, i - 1, ".") || rust_is(f, i - 1, "fn")))) {
-            struct rfn *fn = call_target(u, fr, f, i);
-            if (fn)
-                call_fn(u, fr, f, fn, i + 1, anchor);
-        }
+        if (t->k == T_IDENT)
+            run_ident(u, fr, f, i, close, anchor);
     }
     if (kind != S_UNCOND)
         truncate_to(u, fr, h0);
-    free(loop_var);
-    val_free(&loop_val);
+    free(st.loop_var);
+    val_free(&st.loop_val);
     while (fr->nb > nb0) {
         fr->nb--;
         free(fr->b[fr->nb].name);
