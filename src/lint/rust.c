@@ -1085,14 +1085,34 @@ static void run_fn(struct unit *u, struct rfn *fn, struct frame *caller, struct 
     free(fr.b);
 }
 
-/* `fn` at i: the index past the item (its body's '}' + 1, or past ';'). */
-static size_t skip_item(const struct rfile *f, size_t i, size_t end)
+/* The '>' matching the '<' at token i, or end when it is not before it. */
+static size_t angle_close(const struct rfile *f, size_t i, size_t end)
+{
+    for (int d = 0; i < end; i++) {
+        if (rust_is(f, i, "<"))
+            d++;
+        else if (rust_is(f, i, ">") && --d == 0)
+            break;
+    }
+    return i;
+}
+
+/* The '{' or ';' ending the head of an item from token i (( and [
+ * skipped), or end when there is none before it. */
+static size_t item_head_end(const struct rfile *f, size_t i, size_t end)
 {
     while (i < end && !rust_is(f, i, "{") && !rust_is(f, i, ";")) {
         if (rust_is(f, i, "(") || rust_is(f, i, "["))
             i = rust_close_of(f, i);
         i++;
     }
+    return i;
+}
+
+/* `fn` at i: the index past the item (its body's '}' + 1, or past ';'). */
+static size_t skip_item(const struct rfile *f, size_t i, size_t end)
+{
+    i = item_head_end(f, i, end);
     if (i < end && rust_is(f, i, "{"))
         i = rust_close_of(f, i);
     return i + 1;
@@ -1112,7 +1132,7 @@ static size_t stmt_end(const struct rfile *f, size_t i, size_t end)
 
 /* The '{' opening the block of an if or for whose head goes on from token
  * i (( and [ skipped), or end when there is none before it. */
-static size_t head_end(const struct rfile *f, size_t i, size_t end)
+static size_t body_open(const struct rfile *f, size_t i, size_t end)
 {
     while (i < end && !rust_is(f, i, "{")) {
         if (rust_is(f, i, "(") || rust_is(f, i, "["))
@@ -1809,7 +1829,7 @@ static void run_range(struct unit *u, struct frame *fr, size_t b, size_t e, enum
  * [*b, *e) gets the byte range of its condition. */
 static bool warning_only_if(const struct rfile *f, size_t i, size_t close, size_t *b, size_t *e)
 {
-    size_t k = head_end(f, i + 1, close);
+    size_t k = body_open(f, i + 1, close);
     if (k >= close)
         return false;
     size_t c = rust_close_of(f, k);
@@ -1918,7 +1938,7 @@ static void for_head(struct unit *u, struct frame *fr, const struct rfile *f,
     free(st->loop_var);
     val_free(&st->loop_val);
     st->loop_var = rust_ident_dup(f, i + 1);
-    size_t e = head_end(f, i + 3, st->close);
+    size_t e = body_open(f, i + 3, st->close);
     st->loop_known = resolve(u, fr, f, i + 3, e, &st->loop_val);
 }
 
@@ -2312,6 +2332,141 @@ static bool scan_spans(struct unit *u, int fi)
     return true;
 }
 
+/* The parameters of a function listed in (po, pc): the name of each
+ * `name: T` at the top level, a placeholder for a pattern or self, and
+ * whether it takes self. False on out of memory. */
+static bool scan_params(const struct rfile *f, struct rfn *fn, size_t po, size_t pc)
+{
+    size_t k = po + 1;
+    size_t sp = k;
+    while (sp < pc && (rust_is(f, sp, "&") || rust_is(f, sp, "mut") || f->t[sp].k == T_LIFE))
+        sp++;
+    fn->method = rust_is(f, sp, "self");
+    while (k < pc && fn->n_params < MAX_PARAMS) {
+        size_t s = k;
+        if (rust_is(f, s, "mut"))
+            s++;
+        if (rust_is_ident(f, s) && rust_is(f, s + 1, ":"))
+            fn->params[fn->n_params++] = rust_ident_dup(f, s);
+        else if (fn->n_params < MAX_PARAMS)
+            fn->params[fn->n_params++] = cbc_strdup("\x01"); /* a pattern or self */
+        while (k < pc && !rust_is(f, k, ",")) {
+            if (rust_is(f, k, "<")) /* generics: skip to the matching '>' */
+                k = angle_close(f, k, pc);
+            else if (rust_is(f, k, "(") || rust_is(f, k, "[") || rust_is(f, k, "{"))
+                k = rust_close_of(f, k);
+            k++;
+        }
+        k++;
+    }
+    for (size_t q = 0; q < fn->n_params; q++)
+        if (!fn->params[q])
+            return false;
+    return true;
+}
+
+/* `fn NAME(...)` at token i, its parameters opening at po: a function with
+ * a body is recorded with the innermost impl around it. */
+static enum cbc_status scan_fn(struct unit *u, int fi, size_t i, size_t po, struct cbc_err *err)
+{
+    const struct rfile *f = &u->files[fi];
+    size_t pc = rust_close_of(f, po);
+    size_t b = item_head_end(f, pc + 1, f->n);
+    if (b >= f->n || !rust_is(f, b, "{"))
+        return CBC_OK;
+    if (!cbc_grow(&u->fns, u->n_fns, &u->cap_fns, sizeof *u->fns, 16))
+        return cbc_err_oom(err);
+    struct rfn *fn = &u->fns[u->n_fns];
+    memset(fn, 0, sizeof *fn);
+    fn->name = rust_ident_dup(f, i + 1);
+    fn->file = fi;
+    fn->body = b;
+    if (!fn->name)
+        return cbc_err_oom(err);
+    for (size_t q = 0; q < u->n_spans; q++) /* the innermost impl around it */
+        if (!u->spans[q].module && u->spans[q].file == fi && u->spans[q].b < i && u->spans[q].e > i)
+            fn->impl = u->spans[q].name;
+    u->n_fns++;
+    return scan_params(f, fn, po, pc) ? CBC_OK : cbc_err_oom(err);
+}
+
+/* `const NAME: T = EXPR;` (static) at token i: a file-level binding. */
+static enum cbc_status scan_const(struct unit *u, const struct rfile *f, size_t i,
+                                  struct cbc_err *err)
+{
+    size_t n = i + 1;
+    if (rust_is(f, n, "mut"))
+        n++;
+    size_t eq = n + 1;
+    while (eq < f->n && !rust_is(f, eq, "=") && !rust_is(f, eq, ";") && !rust_is(f, eq, "{")) {
+        if (rust_is(f, eq, "(") || rust_is(f, eq, "["))
+            eq = rust_close_of(f, eq); /* [&str; 2] */
+        eq++;
+    }
+    if (!rust_is_ident(f, n) || !rust_is(f, eq, "="))
+        return CBC_OK;
+    size_t e = stmt_end(f, eq + 1, f->n);
+    struct val v;
+    if (resolve(u, NULL, f, eq + 1, e, &v) &&
+        !bind(&u->consts, &u->n_consts, &u->cap_consts, rust_ident_dup(f, n), &v))
+        return cbc_err_oom(err);
+    return CBC_OK;
+}
+
+/* `mod NAME;` (after #[path = "x.rs"] too) at token i: the module's file
+ * is linted with the script, or a note says it is not there. */
+static enum cbc_status scan_mod(struct unit *u, int fi, size_t i, struct cbc_err *err)
+{
+    const struct rfile *f = &u->files[fi];
+    char *dir = cbc_path_dir(f->src.path);
+    char *name = rust_ident_dup(f, i + 1);
+    const char *path_attr = NULL;
+    if (i >= 6 && rust_is(f, i - 1, "]") && rust_is(f, i - 3, "=") && rust_is(f, i - 4, "path"))
+        path_attr = rust_str_of(f, i - 2);
+    const char *base = cbc_path_base(f->src.path);
+    bool root = fi == 0 || !strcmp(base, "mod.rs");
+    char *stem = cbc_path_stem(f->src.path);
+    char *sub = root ? cbc_strdup(dir) : cbc_asprintf("%s/%s", dir, stem ? stem : "");
+    char *c1 = path_attr ? cbc_asprintf("%s/%s", dir, path_attr)
+                         : cbc_asprintf("%s/%s.rs", sub ? sub : ".", name ? name : "");
+    char *c2 = cbc_asprintf("%s/%s/mod.rs", sub ? sub : ".", name ? name : "");
+    char *via = cbc_asprintf("%s `mod %s;` in %s", path_attr ? "the #[path] of" : "",
+                             name ? name : "", f->src.path);
+    if (!dir || !name || !stem || !sub || !c1 || !c2 || !via) {
+        free(dir), free(name), free(stem), free(sub), free(c1), free(c2), free(via);
+        return cbc_err_oom(err);
+    }
+    enum cbc_status st = CBC_OK;
+    const char *v2 = via[0] == ' ' ? via + 1 : via;
+    if (cbc_is_file(c1))
+        st = add_file(u, c1, v2, err);
+    else if (!path_attr && cbc_is_file(c2))
+        st = add_file(u, c2, v2, err);
+    else
+        lint_note(u->r, "%s: module '%s' not found next to it; its reads are not linted",
+                  f->src.path, name);
+    free(dir), free(name), free(stem), free(sub), free(c1), free(c2), free(via);
+    return st;
+}
+
+/* `include!("x.rs")` at token i: the file is linted with the script. */
+static enum cbc_status scan_include(struct unit *u, int fi, size_t i, struct cbc_err *err)
+{
+    const struct rfile *f = &u->files[fi];
+    char *dir = cbc_path_dir(f->src.path);
+    char *p = dir ? cbc_asprintf("%s/%s", dir, rust_str_of(f, i + 3)) : NULL;
+    char *via = cbc_asprintf("include!(\"%s\") in %s", rust_str_of(f, i + 3), f->src.path);
+    enum cbc_status st = CBC_OK;
+    if (!p || !via)
+        st = cbc_err_oom(err);
+    else if (cbc_is_file(p))
+        st = add_file(u, p, via, err);
+    free(dir);
+    free(p);
+    free(via);
+    return st;
+}
+
 static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
 {
     struct rfile *f = &u->files[fi];
@@ -2330,153 +2485,23 @@ static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
         if (rust_is(f, i, "use"))
             scan_use(u, f, i, f->n);
         size_t po = i + 2; /* fn name<T>(...) */
-        if (rust_is(f, i, "fn") && rust_is_ident(f, i + 1) && rust_is(f, po, "<")) {
-            for (int d = 0; po < f->n; po++) {
-                if (rust_is(f, po, "<"))
-                    d++;
-                else if (rust_is(f, po, ">") && --d == 0)
-                    break;
-            }
-            po++;
-        }
+        if (rust_is(f, i, "fn") && rust_is_ident(f, i + 1) && rust_is(f, po, "<"))
+            po = angle_close(f, po, f->n) + 1;
+        enum cbc_status st = CBC_OK;
         if (rust_is(f, i, "fn") && rust_is_ident(f, i + 1) && rust_is(f, po, "(") &&
             !(i > 0 && rust_is(f, i - 1, "("))) {
-            size_t pc = rust_close_of(f, po);
-            size_t b = pc + 1;
-            while (b < f->n && !rust_is(f, b, "{") && !rust_is(f, b, ";")) {
-                if (rust_is(f, b, "(") || rust_is(f, b, "["))
-                    b = rust_close_of(f, b);
-                b++;
-            }
-            if (b >= f->n || !rust_is(f, b, "{"))
-                continue;
-            if (!cbc_grow(&u->fns, u->n_fns, &u->cap_fns, sizeof *u->fns, 16))
-                return cbc_err_oom(err);
-            struct rfn *fn = &u->fns[u->n_fns];
-            memset(fn, 0, sizeof *fn);
-            fn->name = rust_ident_dup(f, i + 1);
-            fn->file = fi;
-            fn->body = b;
-            if (!fn->name)
-                return cbc_err_oom(err);
-            for (size_t q = 0; q < u->n_spans; q++) /* the innermost impl around it */
-                if (!u->spans[q].module && u->spans[q].file == fi && u->spans[q].b < i &&
-                    u->spans[q].e > i)
-                    fn->impl = u->spans[q].name;
-            u->n_fns++;
-            /* parameters: `name: T` at the top level of (...) */
-            size_t k = po + 1;
-            size_t sp = k;
-            while (sp < pc && (rust_is(f, sp, "&") || rust_is(f, sp, "mut") || f->t[sp].k == T_LIFE))
-                sp++;
-            fn->method = rust_is(f, sp, "self");
-            while (k < pc && fn->n_params < MAX_PARAMS) {
-                size_t s = k;
-                if (rust_is(f, s, "mut"))
-                    s++;
-                if (rust_is_ident(f, s) && rust_is(f, s + 1, ":"))
-                    fn->params[fn->n_params++] = rust_ident_dup(f, s);
-                else if (fn->n_params < MAX_PARAMS)
-                    fn->params[fn->n_params++] = cbc_strdup("\x01"); /* a pattern or self */
-                while (k < pc && !rust_is(f, k, ",")) {
-                    if (rust_is(f, k, "(") || rust_is(f, k, "[") || rust_is(f, k, "{") || rust_is(f, k, "<")) {
-                        if (rust_is(f, k, "<")) { /* generics: skip to the matching '>' */
-                            int d = 0;
-                            for (; k < pc; k++) {
-                                if (rust_is(f, k, "<"))
-                                    d++;
-                                else if (rust_is(f, k, ">") && --d == 0)
-                                    break;
-                            }
-                        } else {
-                            k = rust_close_of(f, k);
-                        }
-                    }
-                    k++;
-                }
-                k++;
-            }
-            for (size_t q = 0; q < fn->n_params; q++)
-                if (!fn->params[q])
-                    return cbc_err_oom(err);
-            continue;
+            st = scan_fn(u, fi, i, po, err);
+        } else if ((rust_is(f, i, "const") || rust_is(f, i, "static")) && !rust_is(f, i + 1, "fn")) {
+            st = scan_const(u, f, i, err);
+        } else if (rust_is(f, i, "mod") && rust_is_ident(f, i + 1) && rust_is(f, i + 2, ";")) {
+            st = scan_mod(u, fi, i, err);
+        } else if (rust_is(f, i, "include") && rust_is(f, i + 1, "!") && rust_is(f, i + 2, "(") &&
+                   rust_str_of(f, i + 3) && rust_is(f, i + 4, ")")) {
+            st = scan_include(u, fi, i, err);
         }
-        if ((rust_is(f, i, "const") || rust_is(f, i, "static")) && !rust_is(f, i + 1, "fn")) {
-            size_t n = i + 1;
-            if (rust_is(f, n, "mut"))
-                n++;
-            size_t eq = n + 1;
-            while (eq < f->n && !rust_is(f, eq, "=") && !rust_is(f, eq, ";") && !rust_is(f, eq, "{")) {
-                if (rust_is(f, eq, "(") || rust_is(f, eq, "["))
-                    eq = rust_close_of(f, eq); /* [&str; 2] */
-                eq++;
-            }
-            if (rust_is_ident(f, n) && rust_is(f, eq, "=")) {
-                size_t e = eq + 1;
-                while (e < f->n && !rust_is(f, e, ";")) {
-                    if (rust_is(f, e, "(") || rust_is(f, e, "[") || rust_is(f, e, "{"))
-                        e = rust_close_of(f, e);
-                    e++;
-                }
-                struct val v;
-                if (resolve(u, NULL, f, eq + 1, e, &v) &&
-                    !bind(&u->consts, &u->n_consts, &u->cap_consts, rust_ident_dup(f, n), &v))
-                    return cbc_err_oom(err);
-            }
-            continue;
-        }
-        /* mod NAME; and #[path = "x.rs"] mod NAME; and include!("x.rs") */
-        if (rust_is(f, i, "mod") && rust_is_ident(f, i + 1) && rust_is(f, i + 2, ";")) {
-            char *dir = cbc_path_dir(f->src.path);
-            char *name = rust_ident_dup(f, i + 1);
-            const char *path_attr = NULL;
-            if (i >= 6 && rust_is(f, i - 1, "]") && rust_is(f, i - 3, "=") && rust_is(f, i - 4, "path"))
-                path_attr = rust_str_of(f, i - 2);
-            const char *base = cbc_path_base(f->src.path);
-            bool root = fi == 0 || !strcmp(base, "mod.rs");
-            char *stem = cbc_path_stem(f->src.path);
-            char *sub = root ? cbc_strdup(dir) : cbc_asprintf("%s/%s", dir, stem ? stem : "");
-            char *c1 = path_attr ? cbc_asprintf("%s/%s", dir, path_attr)
-                                 : cbc_asprintf("%s/%s.rs", sub ? sub : ".", name ? name : "");
-            char *c2 = cbc_asprintf("%s/%s/mod.rs", sub ? sub : ".", name ? name : "");
-            char *via = cbc_asprintf("%s `mod %s;` in %s", path_attr ? "the #[path] of" : "",
-                                     name ? name : "", f->src.path);
-            if (!dir || !name || !stem || !sub || !c1 || !c2 || !via) {
-                free(dir), free(name), free(stem), free(sub), free(c1), free(c2), free(via);
-                return cbc_err_oom(err);
-            }
-            enum cbc_status st = CBC_OK;
-            const char *v2 = via[0] == ' ' ? via + 1 : via;
-            if (cbc_is_file(c1))
-                st = add_file(u, c1, v2, err);
-            else if (!path_attr && cbc_is_file(c2))
-                st = add_file(u, c2, v2, err);
-            else
-                lint_note(u->r, "%s: module '%s' not found next to it; its reads are not linted",
-                          f->src.path, name);
-            free(dir), free(name), free(stem), free(sub), free(c1), free(c2), free(via);
-            if (st != CBC_OK)
-                return st;
-            f = &u->files[fi];
-            continue;
-        }
-        if (rust_is(f, i, "include") && rust_is(f, i + 1, "!") && rust_is(f, i + 2, "(") && rust_str_of(f, i + 3) &&
-            rust_is(f, i + 4, ")")) {
-            char *dir = cbc_path_dir(f->src.path);
-            char *p = dir ? cbc_asprintf("%s/%s", dir, rust_str_of(f, i + 3)) : NULL;
-            char *via = cbc_asprintf("include!(\"%s\") in %s", rust_str_of(f, i + 3), f->src.path);
-            enum cbc_status st = CBC_OK;
-            if (!p || !via)
-                st = cbc_err_oom(err);
-            else if (cbc_is_file(p))
-                st = add_file(u, p, via, err);
-            free(dir);
-            free(p);
-            free(via);
-            if (st != CBC_OK)
-                return st;
-            f = &u->files[fi];
-        }
+        if (st != CBC_OK)
+            return st;
+        f = &u->files[fi];
     }
     return CBC_OK;
 }
