@@ -287,6 +287,18 @@ static bool bind(struct binding **b, size_t *nb, size_t *cap, char *name, struct
     return true;
 }
 
+/* The ',' ending the element of a list that starts at token i (brackets
+ * skipped), or close when it is the last. */
+static size_t elem_end(const struct rfile *f, size_t i, size_t close)
+{
+    while (i < close && !rust_is(f, i, ",")) {
+        if (rust_is(f, i, "(") || rust_is(f, i, "[") || rust_is(f, i, "{"))
+            i = rust_close_of(f, i);
+        i++;
+    }
+    return i > close ? close : i;
+}
+
 /* The arguments of a call (...) after its '(' at `open`: ranges. */
 struct args {
     size_t b[32], e[32];
@@ -298,14 +310,7 @@ static void split_args(const struct rfile *f, size_t open, struct args *a)
     size_t close = rust_close_of(f, open);
     size_t i = open + 1;
     while (i < close && a->n < 32) {
-        size_t j = i;
-        while (j < close && !rust_is(f, j, ",")) {
-            if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
-                j = rust_close_of(f, j);
-            j++;
-        }
-        if (j > close)
-            j = close;
+        size_t j = elem_end(f, i, close);
         if (j > i) {
             a->b[a->n] = i;
             a->e[a->n] = j;
@@ -453,6 +458,125 @@ static const struct lint_strset *fn_returns(struct unit *u, struct rfn *fn)
     return &fn->ret_names;
 }
 
+/* [b, e) ends in a call whose '(' is `open`, its name the token before it:
+ * .chain(x), .map(identity), once(x), String::from(x), Some(x), a function
+ * of the script that returns names. */
+static bool resolve_call(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                         size_t open, struct val *v)
+{
+    size_t m = open - 1;
+    struct args a;
+    split_args(f, open, &a);
+    bool dot = m > b && rust_is(f, m - 1, ".");
+    if (dot && rust_is(f, m, "chain") && a.n == 1) {
+        struct val x, y;
+        bool ok = resolve(u, fr, f, b, m - 1, &x);
+        bool ok2 = ok && resolve(u, fr, f, a.b[0], a.e[0], &y);
+        if (ok2 && (!set_copy(&v->names, &x.names) || !set_copy(&v->names, &y.names)))
+            u->oom = true;
+        if (ok)
+            val_free(&x);
+        if (ok2)
+            val_free(&y);
+        return ok2;
+    }
+    if (dot && rust_is(f, m, "map") && a.n == 1 && map_identity(f, a.b[0], a.e[0]))
+        return resolve(u, fr, f, b, m - 1, v);
+    if (!dot && a.n == 1 && (rust_is(f, m, "once") || rust_is(f, m, "from") || rust_is(f, m, "Some")))
+        return resolve(u, fr, f, a.b[0], a.e[0], v);
+    struct rfn *fn = find_any_fn(u, f->src.text + f->t[m].off, f->t[m].len);
+    const struct lint_strset *rn = fn ? fn_returns(u, fn) : NULL;
+    if (rn && rn->n) {
+        if (!set_copy(&v->names, rn))
+            u->oom = true;
+        return true;
+    }
+    return false;
+}
+
+/* x.field at token b, x a struct literal: the field's names. */
+static bool resolve_field(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                          struct val *v)
+{
+    const struct val *x = lookup(u, fr, f->src.text + f->t[b].off, f->t[b].len);
+    for (size_t i = 0; x && i < x->n_fields; i++)
+        if (strlen(x->fields[i].name) == f->t[b + 2].len &&
+            !memcmp(x->fields[i].name, f->src.text + f->t[b + 2].off, f->t[b + 2].len)) {
+            if (!set_copy(&v->names, &x->fields[i].names))
+                u->oom = true;
+            return v->names.n > 0;
+        }
+    return false;
+}
+
+/* Name { field: expr, ... } (or a path to the name) in [b, e): the names
+ * of each field. */
+static bool resolve_struct(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                           size_t e, struct val *v)
+{
+    size_t open = b;
+    while (open < e && !rust_is(f, open, "{")) {
+        if (!rust_is_ident(f, open) && !rust_is(f, open, "::"))
+            return false;
+        open++;
+    }
+    if (open >= e || rust_close_of(f, open) != e - 1)
+        return false;
+    for (size_t i = open + 1; i < e - 1;) {
+        size_t j = elem_end(f, i, e - 1);
+        if (j > i + 2 && rust_is_ident(f, i) && rust_is(f, i + 1, ":")) {
+            struct val one;
+            if (resolve(u, fr, f, i + 2, j, &one)) {
+                if (!field_add(v, f->src.text + f->t[i].off, f->t[i].len, &one.names))
+                    u->oom = true;
+                val_free(&one);
+            }
+        }
+        i = j + 1;
+    }
+    return v->n_fields > 0;
+}
+
+/* The variable (binding, const, static) at token b: its names, fields and
+ * origin. */
+static bool resolve_var(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                        struct val *v)
+{
+    const struct val *x = lookup(u, fr, f->src.text + f->t[b].off, f->t[b].len);
+    if (!x || val_empty(x))
+        return false;
+    if (!set_copy(&v->names, &x->names) || !fields_copy(v, x))
+        u->oom = true;
+    if (x->has_origin) {
+        v->has_origin = true;
+        v->origin = x->origin;
+    }
+    return true;
+}
+
+/* The array literal [b, e): the names (and fields) of every element;
+ * false when one of them does not resolve. */
+static bool resolve_array(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                          size_t e, struct val *v)
+{
+    for (size_t i = b + 1; i < e - 1;) {
+        size_t j = elem_end(f, i, e - 1);
+        struct val one;
+        if (!resolve(u, fr, f, i, j, &one)) {
+            val_free(v);
+            return false;
+        }
+        for (size_t k = 0; k < one.names.n; k++)
+            if (!lint_strset_add(&v->names, one.names.v[k]))
+                u->oom = true;
+        if (!fields_copy(v, &one))
+            u->oom = true;
+        val_free(&one);
+        i = j + 1;
+    }
+    return !val_empty(v);
+}
+
 static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
                        size_t e, struct val *v)
 {
@@ -462,131 +586,26 @@ static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfil
         ;
     if (b >= e)
         return false;
-    /* a call at the end: .chain(x), .map(identity), once(x), String::from(x),
-     * a function of the script that returns names */
-    if (e >= b + 3 && rust_is(f, e - 1, ")")) {
+    if (e >= b + 3 && rust_is(f, e - 1, ")")) { /* a call at the end */
         size_t open = open_of(f, b, e - 1);
-        if (open != SIZE_MAX && open > b && rust_is_ident(f, open - 1)) {
-            size_t m = open - 1;
-            struct args a;
-            split_args(f, open, &a);
-            bool dot = m > b && rust_is(f, m - 1, ".");
-            if (dot && rust_is(f, m, "chain") && a.n == 1) {
-                struct val x, y;
-                bool ok = resolve(u, fr, f, b, m - 1, &x);
-                bool ok2 = ok && resolve(u, fr, f, a.b[0], a.e[0], &y);
-                if (ok2 && (!set_copy(&v->names, &x.names) || !set_copy(&v->names, &y.names)))
-                    u->oom = true;
-                if (ok)
-                    val_free(&x);
-                if (ok2)
-                    val_free(&y);
-                return ok2;
-            }
-            if (dot && rust_is(f, m, "map") && a.n == 1 && map_identity(f, a.b[0], a.e[0]))
-                return resolve(u, fr, f, b, m - 1, v);
-            if (!dot && a.n == 1 && (rust_is(f, m, "once") || rust_is(f, m, "from") ||
-                                     rust_is(f, m, "Some")))
-                return resolve(u, fr, f, a.b[0], a.e[0], v);
-            struct rfn *fn = find_any_fn(u, f->src.text + f->t[m].off, f->t[m].len);
-            const struct lint_strset *rn = fn ? fn_returns(u, fn) : NULL;
-            if (rn && rn->n) {
-                if (!set_copy(&v->names, rn))
-                    u->oom = true;
-                return true;
-            }
-            return false;
-        }
+        if (open != SIZE_MAX && open > b && rust_is_ident(f, open - 1))
+            return resolve_call(u, fr, f, b, open, v);
     }
     if (e == b + 1 && f->t[b].k == T_STR) {
         if (!lint_strset_add(&v->names, rust_str_of(f, b)))
             u->oom = true;
         return true;
     }
-    if (e == b + 3 && rust_is_ident(f, b) && rust_is(f, b + 1, ".") && rust_is_ident(f, b + 2)) {
-        /* x.field of a struct literal */
-        const struct val *x = lookup(u, fr, f->src.text + f->t[b].off, f->t[b].len);
-        for (size_t i = 0; x && i < x->n_fields; i++)
-            if (strlen(x->fields[i].name) == f->t[b + 2].len &&
-                !memcmp(x->fields[i].name, f->src.text + f->t[b + 2].off, f->t[b + 2].len)) {
-                if (!set_copy(&v->names, &x->fields[i].names))
-                    u->oom = true;
-                return v->names.n > 0;
-            }
-        return false;
-    }
-    if (rust_is_ident(f, b) && e > b + 2 && rust_is(f, e - 1, "}")) {
-        /* Name { field: expr, ... } (or a path to the name) */
-        size_t open = b;
-        while (open < e && !rust_is(f, open, "{")) {
-            if (!rust_is_ident(f, open) && !rust_is(f, open, "::"))
-                return false;
-            open++;
-        }
-        if (open >= e || rust_close_of(f, open) != e - 1)
-            return false;
-        size_t i = open + 1;
-        while (i < e - 1) {
-            size_t j = i;
-            while (j < e - 1 && !rust_is(f, j, ",")) {
-                if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
-                    j = rust_close_of(f, j);
-                j++;
-            }
-            if (j > e - 1)
-                j = e - 1;
-            if (j > i + 2 && rust_is_ident(f, i) && rust_is(f, i + 1, ":")) {
-                struct val one;
-                if (resolve(u, fr, f, i + 2, j, &one)) {
-                    if (!field_add(v, f->src.text + f->t[i].off, f->t[i].len, &one.names))
-                        u->oom = true;
-                    val_free(&one);
-                }
-            }
-            i = j + 1;
-        }
-        return v->n_fields > 0;
-    }
-    if (e == b + 1 && rust_is_ident(f, b)) {
-        const struct val *x = lookup(u, fr, f->src.text + f->t[b].off, f->t[b].len);
-        if (!x || val_empty(x))
-            return false;
-        if (!set_copy(&v->names, &x->names) || !fields_copy(v, x))
-            u->oom = true;
-        if (x->has_origin) {
-            v->has_origin = true;
-            v->origin = x->origin;
-        }
-        return true;
-    }
+    if (e == b + 3 && rust_is_ident(f, b) && rust_is(f, b + 1, ".") && rust_is_ident(f, b + 2))
+        return resolve_field(u, fr, f, b, v);
+    if (rust_is_ident(f, b) && e > b + 2 && rust_is(f, e - 1, "}"))
+        return resolve_struct(u, fr, f, b, e, v);
+    if (e == b + 1 && rust_is_ident(f, b))
+        return resolve_var(u, fr, f, b, v);
     if (rust_is(f, b, "vec") && rust_is(f, b + 1, "!") && rust_is(f, b + 2, "["))
         b += 2;
-    if (rust_is(f, b, "[") && rust_close_of(f, b) == e - 1) {
-        size_t i = b + 1;
-        while (i < e - 1) {
-            size_t j = i;
-            while (j < e - 1 && !rust_is(f, j, ",")) {
-                if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
-                    j = rust_close_of(f, j);
-                j++;
-            }
-            if (j > e - 1)
-                j = e - 1;
-            struct val one;
-            if (!resolve(u, fr, f, i, j, &one)) {
-                val_free(v);
-                return false;
-            }
-            for (size_t k = 0; k < one.names.n; k++)
-                if (!lint_strset_add(&v->names, one.names.v[k]))
-                    u->oom = true;
-            if (!fields_copy(v, &one))
-                u->oom = true;
-            val_free(&one);
-            i = j + 1;
-        }
-        return !val_empty(v);
-    }
+    if (rust_is(f, b, "[") && rust_close_of(f, b) == e - 1)
+        return resolve_array(u, fr, f, b, e, v);
     return false;
 }
 
