@@ -874,6 +874,128 @@ static bool has_glob(const char *s)
     return strpbrk(s, "*?[") != NULL;
 }
 
+/* The rerun-if directive the line at p starts with: where its value
+ * starts (NULL when the line is no such directive), and whether it is
+ * rerun-if-env-changed. */
+static const char *directive_value_at(const char *p, bool *env)
+{
+    static const char *const forms[] = {"cargo:rerun-if-env-changed=",
+                                        "cargo::rerun-if-env-changed=",
+                                        "cargo:rerun-if-changed=", "cargo::rerun-if-changed="};
+    for (size_t k = 0; k < 4; k++)
+        if (!strncmp(p, forms[k], strlen(forms[k]))) {
+            *env = k < 2;
+            return p + strlen(forms[k]);
+        }
+    return NULL;
+}
+
+/* Appends the n bytes at s to each of the names. */
+static void names_append(struct unit *u, struct lint_strset *names, const char *s, size_t n)
+{
+    for (size_t k = 0; k < names->n; k++) {
+        char *w = cbc_asprintf("%s%.*s", names->v[k], (int)n, s);
+        if (!w) {
+            u->oom = true;
+            break;
+        }
+        free(names->v[k]);
+        names->v[k] = w;
+    }
+}
+
+/* The names a directive's value [d, line_end) stands for: its literal
+ * parts and placeholders, each placeholder standing for the names it
+ * resolves to (at most 256 combinations). False when a placeholder does
+ * not resolve. */
+static bool directive_names(struct unit *u, const struct frame *fr, const struct rfile *f,
+                            const struct args *a, const char *d, const char *line_end,
+                            size_t *next_pos, struct val *v)
+{
+    lint_strset_add(&v->names, "");
+    for (const char *q = d; q < line_end;) {
+        if ((*q == '{' && q[1] == '{') || (*q == '}' && q[1] == '}')) {
+            names_append(u, &v->names, q, 1);
+            q += 2;
+            continue;
+        }
+        if (*q != '{') {
+            const char *r = q;
+            while (r < line_end && *r != '{' && !(*r == '}' && r[1] == '}'))
+                r++;
+            names_append(u, &v->names, q, (size_t)(r - q));
+            q = r;
+            continue;
+        }
+        const char *ce = memchr(q, '}', (size_t)(line_end - q));
+        struct val ph = {0};
+        if (!ce || !placeholder(u, fr, f, a, 1, q + 1, (size_t)(ce - q - 1), next_pos, &ph) ||
+            ph.names.n == 0 || v->names.n * ph.names.n > 256) {
+            val_free(&ph);
+            return false;
+        }
+        struct lint_strset out = {0};
+        for (size_t k = 0; k < v->names.n; k++)
+            for (size_t m2 = 0; m2 < ph.names.n; m2++) {
+                char *w = cbc_asprintf("%s%s", v->names.v[k], ph.names.v[m2]);
+                if (!w || !lint_strset_add(&out, w))
+                    u->oom = true;
+                free(w);
+            }
+        lint_strset_free(&v->names);
+        v->names = out;
+        val_free(&ph);
+        q = ce + 1;
+    }
+    return true;
+}
+
+/* A path the script prints rerun-if-changed= for: watched from here on,
+ * and printed on every finishing path when no condition, early return or
+ * closure lies between it and main. */
+static void declare_changed(struct unit *u, const struct frame *fr, const struct rfile *f,
+                            const char *path)
+{
+    while (!strncmp(path, "./", 2))
+        path += 2;
+    if (has_glob(path))
+        lint_note(u->r, "%s prints cargo:rerun-if-changed=%s: cargo takes the "
+                        "path literally, finds no such file and reruns the "
+                        "script at every build; name the directory instead",
+                  f->src.path, path);
+    u->steps += u->changed.n + u->printed.n; /* both are scanned */
+    if (!lint_strset_add(&u->changed, path))
+        u->oom = true;
+    bool every = u->n_cpath == 0 && !u->root_exited && u->closure == 0;
+    for (const struct frame *q = fr; every && q; q = q->parent)
+        every = q->exit_h == SIZE_MAX && q->floor == 0;
+    if (every && !lint_strset_add(&u->printed, path))
+        u->oom = true;
+}
+
+/* A rerun-if-changed= value [d, line_end) the lint cannot resolve: what it
+ * may be, each unknown part any text (`src/k/{name}.metal` covers
+ * src/k/ **.metal, `{}` everything). */
+static void changed_pattern(struct unit *u, const char *d, const char *line_end)
+{
+    struct cbc_buf g = {0};
+    for (const char *q = d; q < line_end; q++) {
+        if ((*q == '{' && q[1] == '{') || (*q == '}' && q[1] == '}')) {
+            cbc_buf_append(&g, q, 1);
+            q++;
+        } else if (*q == '{') {
+            const char *ce = memchr(q, '}', (size_t)(line_end - q));
+            cbc_buf_puts(&g, "**");
+            q = ce ? ce : line_end - 1;
+        } else {
+            cbc_buf_append(&g, q, 1);
+        }
+    }
+    if (g.oom || !g.p || !lint_strset_add(&u->changed, g.p))
+        u->changed_unknown = true;
+    cbc_buf_release(&g);
+}
+
 /* Each directive in the format string of println!/print! whose '(' is at
  * `open`: env declarations are declared now; rerun-if-changed paths are
  * collected. */
@@ -889,16 +1011,8 @@ static void directives(struct unit *u, struct frame *fr, const struct rfile *f, 
         const char *line_end = strchr(p, '\n');
         if (!line_end)
             line_end = p + strlen(p);
-        const char *d = NULL;
         bool env = false;
-        static const char *const forms[] = {"cargo:rerun-if-env-changed=",
-                                            "cargo::rerun-if-env-changed=",
-                                            "cargo:rerun-if-changed=", "cargo::rerun-if-changed="};
-        for (size_t k = 0; k < 4 && !d; k++)
-            if (!strncmp(p, forms[k], strlen(forms[k]))) {
-                d = p + strlen(forms[k]);
-                env = k < 2;
-            }
+        const char *d = directive_value_at(p, &env);
         /* positional {} before this directive on the line still count */
         for (const char *q = p; q < (d ? d : line_end); q++)
             if (*q == '{' && q[1] == '{')
@@ -908,108 +1022,17 @@ static void directives(struct unit *u, struct frame *fr, const struct rfile *f, 
         if (d) {
             u->has_rerun = true;
             struct val v = {0};
-            bool ok;
-            /* the text after '=': literal parts and placeholders, each
-             * placeholder standing for the names it resolves to (at most
-             * 256 combinations) */
-            ok = true;
-            lint_strset_add(&v.names, "");
-            for (const char *q = d; ok && q < line_end;) {
-                if ((*q == '{' && q[1] == '{') || (*q == '}' && q[1] == '}')) {
-                    for (size_t k = 0; k < v.names.n; k++) {
-                        char *w = cbc_asprintf("%s%c", v.names.v[k], *q);
-                        if (!w) {
-                            u->oom = true;
-                            break;
-                        }
-                        free(v.names.v[k]);
-                        v.names.v[k] = w;
-                    }
-                    q += 2;
-                    continue;
-                }
-                if (*q != '{') {
-                    const char *r = q;
-                    while (r < line_end && *r != '{' && !(*r == '}' && r[1] == '}'))
-                        r++;
-                    for (size_t k = 0; k < v.names.n; k++) {
-                        char *w = cbc_asprintf("%s%.*s", v.names.v[k], (int)(r - q), q);
-                        if (!w) {
-                            u->oom = true;
-                            break;
-                        }
-                        free(v.names.v[k]);
-                        v.names.v[k] = w;
-                    }
-                    q = r;
-                    continue;
-                }
-                const char *ce = memchr(q, '}', (size_t)(line_end - q));
-                struct val ph = {0};
-                if (!ce || !placeholder(u, fr, f, &a, 1, q + 1, (size_t)(ce - q - 1), &next_pos, &ph) ||
-                    ph.names.n == 0 || v.names.n * ph.names.n > 256) {
-                    val_free(&ph);
-                    ok = false;
-                    break;
-                }
-                struct lint_strset out = {0};
-                for (size_t k = 0; k < v.names.n; k++)
-                    for (size_t m2 = 0; m2 < ph.names.n; m2++) {
-                        char *w = cbc_asprintf("%s%s", v.names.v[k], ph.names.v[m2]);
-                        if (!w || !lint_strset_add(&out, w))
-                            u->oom = true;
-                        free(w);
-                    }
-                lint_strset_free(&v.names);
-                v.names = out;
-                val_free(&ph);
-                q = ce + 1;
-            }
+            bool ok = directive_names(u, fr, f, &a, d, line_end, &next_pos, &v);
             if (!ok)
                 lint_strset_free(&v.names);
             for (size_t k = 0; ok && k < v.names.n; k++) {
-                if (env) {
+                if (env)
                     declare_name(u, fr, v.names.v[k]);
-                } else {
-                    const char *path = v.names.v[k];
-                    while (!strncmp(path, "./", 2))
-                        path += 2;
-                    if (has_glob(path))
-                        lint_note(u->r, "%s prints cargo:rerun-if-changed=%s: cargo takes the "
-                                        "path literally, finds no such file and reruns the "
-                                        "script at every build; name the directory instead",
-                                  f->src.path, path);
-                    u->steps += u->changed.n + u->printed.n; /* both are scanned */
-                    if (!lint_strset_add(&u->changed, path))
-                        u->oom = true;
-                    bool every = u->n_cpath == 0 && !u->root_exited && u->closure == 0;
-                    for (const struct frame *q = fr; every && q; q = q->parent)
-                        every = q->exit_h == SIZE_MAX && q->floor == 0;
-                    if (every && !lint_strset_add(&u->printed, path))
-                        u->oom = true;
-                }
+                else
+                    declare_changed(u, fr, f, v.names.v[k]);
             }
-            if (!ok && !env) {
-                /* a path the lint cannot resolve: what it may be, each
-                 * unknown part any text (`src/k/{name}.metal` covers
-                 * src/k/ **.metal, `{}` everything) */
-                struct cbc_buf g = {0};
-                for (const char *q = d; q < line_end; q++) {
-                    if ((*q == '{' && q[1] == '{') || (*q == '}' && q[1] == '}')) {
-                        cbc_buf_append(&g, q, 1);
-                        q++;
-                    } else if (*q == '{') {
-                        const char *ce = memchr(q, '}', (size_t)(line_end - q));
-                        cbc_buf_puts(&g, "**");
-                        q = ce ? ce : line_end - 1;
-                    } else {
-                        cbc_buf_append(&g, q, 1);
-                    }
-                }
-                if (g.oom || !g.p || !lint_strset_add(&u->changed, g.p))
-                    u->changed_unknown = true;
-                cbc_buf_release(&g);
-            }
+            if (!ok && !env)
+                changed_pattern(u, d, line_end);
             val_free(&v);
         }
         p = *line_end ? line_end + 1 : line_end;
