@@ -1671,6 +1671,125 @@ static void iter_adaptor(struct unit *u, struct frame *fr, const struct rfile *f
     val_free(&pv);
 }
 
+/* The head of a method chain at token i: an array literal or vec![...]
+ * (its names), a call of a modelled helper (its value) or a variable
+ * (a copy of its value). *k gets the token after the head and *tracked
+ * whether the value is known; false when i starts no chain the run
+ * follows. */
+static bool chain_head(struct unit *u, struct frame *fr, const struct rfile *f, size_t i,
+                       size_t end, size_t stmt, struct val *v, size_t *k, bool *tracked)
+{
+    if (rust_is(f, i, "[") || (rust_is(f, i, "vec") && rust_is(f, i + 1, "!") && rust_is(f, i + 2, "["))) {
+        size_t open = rust_is(f, i, "[") ? i : i + 2;
+        size_t c = rust_close_of(f, open);
+        if (c >= end || !rust_is(f, c + 1, "."))
+            return false;
+        *tracked = resolve(u, fr, f, i, c + 1, v);
+        *k = c + 1;
+        return true;
+    }
+    if (!rust_is_ident(f, i))
+        return false;
+    size_t p = i;
+    while (rust_is_ident(f, p) && rust_is(f, p + 1, "::") && rust_is_ident(f, p + 2))
+        p += 2;
+    size_t call_end = p + 1; /* after the last segment */
+    if (rust_is(f, call_end, "::") && rust_is(f, call_end + 1, "<"))
+        call_end = angle_close(f, call_end + 1, end) + 1;
+    if (rust_is(f, call_end, "(")) {
+        const struct helper_fx *fx = call_model(u, f, i, p + 1);
+        if (!fx)
+            return false;
+        apply_fx(u, fr, f, fx, v, i, call_end, stmt);
+        *tracked = true;
+        *k = rust_close_of(f, call_end) + 1;
+        return true;
+    }
+    if (p != i || !rust_is(f, i + 1, "."))
+        return false;
+    const struct val *x = lookup(u, fr, f->src.text + f->t[i].off, f->t[i].len);
+    if (!x || (!x->type && x->names.n == 0))
+        return false;
+    if (!val_copy(v, x))
+        u->oom = true;
+    *tracked = true;
+    *k = i + 1;
+    return true;
+}
+
+/* `.m(args)` in a chain whose head is token i, m the method's token and
+ * open its '(': a modelled method applied to a builder's value;
+ * `names.push("x")` (extend, insert) adds to the variable's names; an
+ * adaptor (map, for_each, ...) runs on the names, which the chain no
+ * longer stands for, unless it passes them through (iter, chain, rev...). */
+static void chain_method(struct unit *u, struct frame *fr, const struct rfile *f, size_t i,
+                         size_t k, size_t m, size_t open, size_t stmt, struct val *v)
+{
+    if (v->type) {
+        const struct helper_fx *fx =
+            lint_helpers_method(u->h, v->type, f->src.text + f->t[m].off, f->t[m].len);
+        if (fx)
+            apply_fx(u, fr, f, fx, v, m, open, stmt);
+    } else if (v->names.n > 0 && k == i + 1 && rust_is_ident(f, i) &&
+               (rust_is(f, m, "push") || rust_is(f, m, "extend") || rust_is(f, m, "insert"))) {
+        /* names.push("x"): the binding may hold it from here on */
+        struct args a;
+        split_args(f, open, &a);
+        struct val more;
+        size_t ai = rust_is(f, m, "insert") ? 1 : 0;
+        struct val *x = lookup_mut(fr, f->src.text + f->t[i].off, f->t[i].len);
+        if (a.n > ai && x && resolve(u, fr, f, a.b[ai], a.e[ai], &more)) {
+            if (!set_copy(&x->names, &more.names))
+                u->oom = true;
+            val_free(&more);
+        }
+        lint_strset_free(&v->names);
+    } else if (v->names.n > 0) {
+        static const char *const pass[] = {"iter", "into_iter", "copied", "cloned",
+                                           "chain", "rev", "take", "skip"};
+        bool through = false;
+        for (size_t q = 0; q < CBC_ARRAY_LEN(pass); q++)
+            through |= rust_is(f, m, pass[q]);
+        if (!through) {
+            struct args a;
+            split_args(f, open, &a);
+            if (a.n > 0)
+                iter_adaptor(u, fr, f, m, a.b[0], a.e[0], stmt, v);
+            lint_strset_free(&v->names);
+        }
+    }
+}
+
+/* `let [mut] x [: T] = <chain>;` or `x = <chain>;`, the chain's head at
+ * token i and the token before its value at i - 2: x holds the builder. */
+static void bind_chain(struct unit *u, struct frame *fr, const struct rfile *f, size_t i,
+                       size_t stmt, const struct val *v)
+{
+    size_t q = i - 2;
+    if (!rust_is(f, q, ">") && !rust_is_ident(f, q) && !rust_is(f, q, ")"))
+        return;
+    size_t s = q;
+    while (s > stmt && !rust_is(f, s, "let"))
+        s--;
+    if (rust_is(f, s, "let")) {
+        size_t nm = rust_is(f, s + 1, "mut") ? s + 2 : s + 1;
+        if (rust_is_ident(f, nm)) {
+            struct val b2;
+            if (!val_copy(&b2, v) || !bind(&fr->b, &fr->nb, &fr->cap, rust_ident_dup(f, nm), &b2))
+                u->oom = true;
+        }
+    } else if (q == stmt && rust_is_ident(f, q)) {
+        struct val *x = lookup_mut(fr, f->src.text + f->t[q].off, f->t[q].len);
+        if (x) {
+            struct val b2;
+            if (!val_copy(&b2, v))
+                u->oom = true;
+            val_free(x);
+            *x = b2;
+        }
+    }
+}
+
 /* Evaluates the chain that starts at token i: a base (a call of a modelled
  * helper, a binding, a const, an array literal) and then .method(args), ?,
  * .await. Applies the helpers' effects and the iterator adaptors; binds the
@@ -1682,49 +1801,8 @@ static void eval_chain(struct unit *u, struct frame *fr, const struct rfile *f, 
     struct val v = {0};
     size_t k = i;
     bool tracked = false;
-    if (rust_is(f, k, "[") || (rust_is(f, k, "vec") && rust_is(f, k + 1, "!") && rust_is(f, k + 2, "["))) {
-        size_t open = rust_is(f, k, "[") ? k : k + 2;
-        size_t c = rust_close_of(f, open);
-        if (c >= end || !rust_is(f, c + 1, "."))
-            return;
-        tracked = resolve(u, fr, f, k, c + 1, &v);
-        k = c + 1;
-    } else if (rust_is_ident(f, k)) {
-        size_t p = k;
-        while (rust_is_ident(f, p) && rust_is(f, p + 1, "::") && rust_is_ident(f, p + 2))
-            p += 2;
-        size_t call_end = p + 1; /* after the last segment */
-        if (rust_is(f, call_end, "::") && rust_is(f, call_end + 1, "<")) {
-            size_t q = call_end + 1;
-            for (int d = 0; q < end; q++) {
-                if (rust_is(f, q, "<"))
-                    d++;
-                else if (rust_is(f, q, ">") && --d == 0)
-                    break;
-            }
-            call_end = q + 1;
-        }
-        if (rust_is(f, call_end, "(")) {
-            const struct helper_fx *fx = call_model(u, f, k, p + 1);
-            if (!fx)
-                return;
-            apply_fx(u, fr, f, fx, &v, k, call_end, stmt);
-            tracked = true;
-            k = rust_close_of(f, call_end) + 1;
-        } else if (p == k && rust_is(f, k + 1, ".")) {
-            const struct val *x = lookup(u, fr, f->src.text + f->t[k].off, f->t[k].len);
-            if (!x || (!x->type && x->names.n == 0))
-                return;
-            if (!val_copy(&v, x))
-                u->oom = true;
-            tracked = true;
-            k++;
-        } else {
-            return;
-        }
-    } else {
+    if (!chain_head(u, fr, f, i, end, stmt, &v, &k, &tracked))
         return;
-    }
     /* .method(args) ... */
     while (k < end && !u->oom) {
         if (rust_is(f, k, "?")) {
@@ -1734,16 +1812,8 @@ static void eval_chain(struct unit *u, struct frame *fr, const struct rfile *f, 
         if (!rust_is(f, k, ".") || !rust_is_ident(f, k + 1))
             break;
         size_t m = k + 1, open = m + 1;
-        if (rust_is(f, open, "::") && rust_is(f, open + 1, "<")) {
-            size_t q = open + 1;
-            for (int d = 0; q < end; q++) {
-                if (rust_is(f, q, "<"))
-                    d++;
-                else if (rust_is(f, q, ">") && --d == 0)
-                    break;
-            }
-            open = q + 1;
-        }
+        if (rust_is(f, open, "::") && rust_is(f, open + 1, "<"))
+            open = angle_close(f, open + 1, end) + 1;
         if (!rust_is(f, open, "(")) { /* .await, a field */
             k = open;
             if (!rust_is(f, m, "await"))
@@ -1753,68 +1823,11 @@ static void eval_chain(struct unit *u, struct frame *fr, const struct rfile *f, 
         size_t close = rust_close_of(f, open);
         if (close >= end)
             break;
-        if (v.type) {
-            const struct helper_fx *fx =
-                lint_helpers_method(u->h, v.type, f->src.text + f->t[m].off, f->t[m].len);
-            if (fx)
-                apply_fx(u, fr, f, fx, &v, m, open, stmt);
-        } else if (v.names.n > 0 && k == i + 1 && rust_is_ident(f, i) &&
-                   (rust_is(f, m, "push") || rust_is(f, m, "extend") || rust_is(f, m, "insert"))) {
-            /* names.push("x"): the binding may hold it from here on */
-            struct args a;
-            split_args(f, open, &a);
-            struct val more;
-            size_t ai = rust_is(f, m, "insert") ? 1 : 0;
-            struct val *x = lookup_mut(fr, f->src.text + f->t[i].off, f->t[i].len);
-            if (a.n > ai && x && resolve(u, fr, f, a.b[ai], a.e[ai], &more)) {
-                if (!set_copy(&x->names, &more.names))
-                    u->oom = true;
-                val_free(&more);
-            }
-            lint_strset_free(&v.names);
-        } else if (v.names.n > 0) {
-            static const char *const pass[] = {"iter", "into_iter", "copied", "cloned",
-                                               "chain", "rev", "take", "skip"};
-            bool through = false;
-            for (size_t q = 0; q < CBC_ARRAY_LEN(pass); q++)
-                through |= rust_is(f, m, pass[q]);
-            if (!through) {
-                struct args a;
-                split_args(f, open, &a);
-                if (a.n > 0)
-                    iter_adaptor(u, fr, f, m, a.b[0], a.e[0], stmt, &v);
-                lint_strset_free(&v.names);
-            }
-        }
+        chain_method(u, fr, f, i, k, m, open, stmt, &v);
         k = close + 1;
     }
-    /* `let [mut] x [: T] = <chain>;` or `x = <chain>;` binds a builder */
-    if (tracked && v.type && rust_is(f, k, ";") && i >= 2 && rust_is(f, i - 1, "=")) {
-        size_t q = i - 2;
-        if (rust_is(f, q, ">") || rust_is_ident(f, q) || rust_is(f, q, ")")) {
-            size_t s = q;
-            while (s > stmt && !rust_is(f, s, "let"))
-                s--;
-            size_t nm = SIZE_MAX;
-            if (rust_is(f, s, "let")) {
-                nm = rust_is(f, s + 1, "mut") ? s + 2 : s + 1;
-                if (rust_is_ident(f, nm)) {
-                    struct val b2;
-                    if (!val_copy(&b2, &v) || !bind(&fr->b, &fr->nb, &fr->cap, rust_ident_dup(f, nm), &b2))
-                        u->oom = true;
-                }
-            } else if (q == stmt && rust_is_ident(f, q)) {
-                struct val *x = lookup_mut(fr, f->src.text + f->t[q].off, f->t[q].len);
-                if (x) {
-                    struct val b2;
-                    if (!val_copy(&b2, &v))
-                        u->oom = true;
-                    val_free(x);
-                    *x = b2;
-                }
-            }
-        }
-    }
+    if (tracked && v.type && rust_is(f, k, ";") && i >= 2 && rust_is(f, i - 1, "="))
+        bind_chain(u, fr, f, i, stmt, &v);
     val_free(&v);
 }
 
