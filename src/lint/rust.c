@@ -3059,79 +3059,93 @@ static void header_findings(struct unit *u, const char *root)
     }
 }
 
-static void after_run(struct unit *u, size_t first_finding)
+/* The finding whose insertion the files a script names join: the earliest
+ * edit in the script itself, else the first one; NULL when none inserts. */
+static struct cbc_lint_finding *first_insert(struct cbc_lint_result *r, size_t first_finding,
+                                             const char *script)
+{
+    struct cbc_lint_finding *first = NULL;
+    for (size_t i = first_finding; i < r->n; i++) {
+        struct cbc_lint_finding *g = &r->f[i];
+        if (!g->insert)
+            continue;
+        bool in_script = !strcmp(g->file, script);
+        if (!first || (in_script && (strcmp(first->file, script) != 0 ||
+                                     g->insert_at < first->insert_at)))
+            first = g;
+    }
+    return first;
+}
+
+/* The files of the package under root that the script's strings name (a
+ * glob: each file it matches) and no rerun-if-changed= covers yet. */
+static void named_files(struct unit *u, const char *root, struct lint_strset *paths)
+{
+    for (int fi = 0; root && fi < u->n_files; fi++)
+        for (size_t i = 0; i < u->files[fi].n; i++) {
+            const char *s = rust_str_of(&u->files[fi], i);
+            if (!s || strlen(s) > 512 || strchr(s, '\n'))
+                continue;
+            struct lint_strset one = {0};
+            if (has_glob(s) && !strpbrk(s, "{:= \t"))
+                declarable(u, root, s, &one);
+            else if (!lint_strset_add(&one, s))
+                u->oom = true;
+            for (size_t k = 0; k < one.n; k++)
+                if (package_path(root, one.v[k]) && !covered(&u->changed, one.v[k]) &&
+                    !lint_strset_add(paths, one.v[k]))
+                    u->oom = true;
+            lint_strset_free(&one);
+        }
+}
+
+/* cargo rescans the whole package while a script emits no rerun-if
+ * directive; the fix's first one ends that, so it declares the files the
+ * script names as well (or a note says it cannot tell which). */
+static void declare_named_files(struct unit *u, size_t first_finding, const char *root)
 {
     struct cbc_lint_result *r = u->r;
     const char *script = u->files[0].src.path;
-    char *root = package_root(script);
-    if (!root) /* a script given without its crate: paths are taken from its directory */
-        root = cbc_path_dir(script);
-    /* cargo rescans the whole package while a script emits no rerun-if
-     * directive; the fix's first one ends that, so it declares the files
-     * the script names as well */
-    if (!u->has_rerun && u->env_findings > 0) {
-        /* the earliest edit in the script itself, else the first one */
-        struct cbc_lint_finding *first = NULL;
-        for (size_t i = first_finding; i < r->n; i++) {
-            struct cbc_lint_finding *g = &r->f[i];
-            if (!g->insert)
-                continue;
-            bool in_script = !strcmp(g->file, script);
-            if (!first || (in_script && (strcmp(first->file, script) != 0 ||
-                                         g->insert_at < first->insert_at)))
-                first = g;
-        }
-        struct lint_strset paths = {0};
-        for (int fi = 0; root && fi < u->n_files; fi++)
-            for (size_t i = 0; i < u->files[fi].n; i++) {
-                const char *s = rust_str_of(&u->files[fi], i);
-                if (!s || strlen(s) > 512 || strchr(s, '\n'))
-                    continue;
-                struct lint_strset one = {0};
-                if (has_glob(s) && !strpbrk(s, "{:= \t"))
-                    declarable(u, root, s, &one);
-                else if (!lint_strset_add(&one, s))
-                    u->oom = true;
-                for (size_t k = 0; k < one.n; k++)
-                    if (package_path(root, one.v[k]) && !covered(&u->changed, one.v[k]) &&
-                        !lint_strset_add(&paths, one.v[k]))
-                        u->oom = true;
-                lint_strset_free(&one);
-            }
-        if (first && paths.n > 0) {
-            struct cbc_buf b = {0};
-            cbc_buf_puts(&b, first->insert);
-            const char *txt = first->insert;
-            size_t indent = strspn(txt, " \t");
-            bool line = txt[strlen(txt) - 1] == '\n';
-            for (size_t k = 0; k < paths.n; k++) {
-                if (line)
-                    cbc_buf_printf(&b, "%.*sprintln!(\"cargo%srerun-if-changed=%s\");\n",
-                                   (int)indent, txt, u->cargo2 ? "::" : ":", paths.v[k]);
-                else
-                    cbc_buf_printf(&b, "println!(\"cargo%srerun-if-changed=%s\"); ",
-                                   u->cargo2 ? "::" : ":", paths.v[k]);
-                if (!lint_strset_add(&u->changed, paths.v[k]))
-                    u->oom = true;
-            }
-            if (b.oom) {
+    struct cbc_lint_finding *first = first_insert(r, first_finding, script);
+    struct lint_strset paths = {0};
+    named_files(u, root, &paths);
+    if (first && paths.n > 0) {
+        struct cbc_buf b = {0};
+        cbc_buf_puts(&b, first->insert);
+        const char *txt = first->insert;
+        size_t indent = strspn(txt, " \t");
+        bool line = txt[strlen(txt) - 1] == '\n';
+        for (size_t k = 0; k < paths.n; k++) {
+            if (line)
+                cbc_buf_printf(&b, "%.*sprintln!(\"cargo%srerun-if-changed=%s\");\n",
+                               (int)indent, txt, u->cargo2 ? "::" : ":", paths.v[k]);
+            else
+                cbc_buf_printf(&b, "println!(\"cargo%srerun-if-changed=%s\"); ",
+                               u->cargo2 ? "::" : ":", paths.v[k]);
+            if (!lint_strset_add(&u->changed, paths.v[k]))
                 u->oom = true;
-                cbc_buf_release(&b);
-            } else {
-                free(first->insert);
-                first->insert = cbc_buf_detach(&b);
-            }
-        } else if (first) {
-            lint_note(r, "%s emits no rerun-if directive, so cargo reruns it after any change "
-                         "in its package; once it declares a variable cargo watches only what "
-                         "it declares: add cargo:rerun-if-changed= for each file it reads",
-                      script);
         }
-        lint_strset_free(&paths);
+        if (b.oom) {
+            u->oom = true;
+            cbc_buf_release(&b);
+        } else {
+            free(first->insert);
+            first->insert = cbc_buf_detach(&b);
+        }
+    } else if (first) {
+        lint_note(r, "%s emits no rerun-if directive, so cargo reruns it after any change "
+                     "in its package; once it declares a variable cargo watches only what "
+                     "it declares: add cargo:rerun-if-changed= for each file it reads",
+                  script);
     }
-    bool declares = u->has_rerun || u->env_findings > 0;
-    /* kernels a modelled helper compiles without declaring them */
-    for (size_t i = 0; declares && !u->cubincache_emits && i < u->n_nvruns; i++) {
+    lint_strset_free(&paths);
+}
+
+/* The kernels modelled helpers compile without declaring them: each
+ * source (each file a glob matches now) that no rerun-if-changed= covers. */
+static void helper_kernel_findings(struct unit *u, const char *root)
+{
+    for (size_t i = 0; i < u->n_nvruns; i++) {
         const struct nvrun *nr = &u->nvruns[i];
         for (size_t k = 0; !nr->declares && k < nr->srcs.n; k++) {
             const char *src = nr->srcs.v[k];
@@ -3155,46 +3169,69 @@ static void after_run(struct unit *u, size_t first_finding)
             lint_strset_free(&left);
         }
         if (!nr->declares && nr->unknown && nr->srcs.n == 0 && u->changed.n == 0)
-            lint_note(r, "%s: cannot tell which kernels %s compiles; once the script declares "
-                         "anything cargo watches only what it declares: print "
-                         "cargo:rerun-if-changed= for their directory",
-                      script, nr->call);
+            lint_note(u->r, "%s: cannot tell which kernels %s compiles; once the script declares "
+                            "anything cargo watches only what it declares: print "
+                            "cargo:rerun-if-changed= for their directory",
+                      u->files[0].src.path, nr->call);
     }
+}
+
+/* nvcc run by hand: the kernel sources the script's strings name that no
+ * rerun-if-changed= covers, or, when it names none and declares no
+ * path, a finding at the nvcc call. */
+static void nvcc_source_findings(struct unit *u, const char *root)
+{
+    struct lint_strset srcs = {0};
+    for (int fi = 0; fi < u->n_files; fi++)
+        for (size_t i = 0; i < u->files[fi].n; i++) {
+            const char *s = rust_str_of(&u->files[fi], i);
+            if (s && is_cuda_source(s) && !strchr(s, '{') && !strchr(s, '\n') &&
+                (has_glob(s) || package_path(root, s)) && !covered(&u->changed, s) &&
+                !lint_strset_add(&srcs, s))
+                u->oom = true;
+        }
+    const struct site *ns = &u->nvcc_site;
+    for (size_t k = 0; k < srcs.n; k++) {
+        const char *p = srcs.v[k];
+        while (!strncmp(p, "./", 2))
+            p += 2;
+        if (!covered(&u->changed, p))
+            source_finding(u, root, ns, p, NULL, NULL, false);
+    }
+    if (srcs.n == 0 && u->changed.n == 0) {
+        const struct rfile *nf = &u->files[ns->file];
+        if (!lint_add(u->r, CBC_LINT_NVCC_SOURCES, &nf->src, ns->off, NULL,
+                      "the build script runs nvcc and declares rerun-if directives but no "
+                      "rerun-if-changed: cargo will not rebuild the kernels when their "
+                      "sources change",
+                      "println!(\"cargo:rerun-if-changed=DIR\"); for the directory of the "
+                      "kernel sources",
+                      NULL, 0))
+            u->oom = true;
+    }
+    lint_strset_free(&srcs);
+}
+
+/* What the run leaves to check once it is over: the files a script that
+ * declared nothing names, the kernels and headers nvcc compiles that no
+ * rerun-if-changed= covers. */
+static void after_run(struct unit *u, size_t first_finding)
+{
+    const char *script = u->files[0].src.path;
+    char *root = package_root(script);
+    if (!root) /* a script given without its crate: paths are taken from its directory */
+        root = cbc_path_dir(script);
+    if (!u->has_rerun && u->env_findings > 0)
+        declare_named_files(u, first_finding, root);
+    bool declares = u->has_rerun || u->env_findings > 0;
+    /* kernels a modelled helper compiles without declaring them */
+    if (declares && !u->cubincache_emits)
+        helper_kernel_findings(u, root);
     /* the headers the kernels include: inputs of nvcc as much as the kernels */
     if (declares && !u->cubincache_emits && root && !u->changed_unknown)
         header_findings(u, root);
-    /* nvcc run by hand: the kernel sources its strings name */
-    if (u->nvcc && !u->cubincache_emits && declares && !u->changed_unknown) {
-        struct lint_strset srcs = {0};
-        for (int fi = 0; fi < u->n_files; fi++)
-            for (size_t i = 0; i < u->files[fi].n; i++) {
-                const char *s = rust_str_of(&u->files[fi], i);
-                if (s && is_cuda_source(s) && !strchr(s, '{') && !strchr(s, '\n') &&
-                    (has_glob(s) || package_path(root, s)) &&
-                    !covered(&u->changed, s) && !lint_strset_add(&srcs, s))
-                    u->oom = true;
-            }
-        const struct site *ns = &u->nvcc_site;
-        for (size_t k = 0; k < srcs.n; k++) {
-            const char *p = srcs.v[k];
-            while (!strncmp(p, "./", 2))
-                p += 2;
-            if (!covered(&u->changed, p))
-                source_finding(u, root, ns, p, NULL, NULL, false);
-        }
-        if (srcs.n == 0 && u->changed.n == 0) {
-            const struct rfile *nf = &u->files[ns->file];
-            if (!lint_add(r, CBC_LINT_NVCC_SOURCES, &nf->src, ns->off, NULL,
-                          "the build script runs nvcc and declares rerun-if directives but no "
-                          "rerun-if-changed: cargo will not rebuild the kernels when their "
-                          "sources change",
-                          "println!(\"cargo:rerun-if-changed=DIR\"); for the directory of the "
-                          "kernel sources",
-                          NULL, 0))
-                u->oom = true;
-        }
-        lint_strset_free(&srcs);
-    }
+    if (u->nvcc && !u->cubincache_emits && declares && !u->changed_unknown)
+        nvcc_source_findings(u, root);
     free(root);
 }
 
