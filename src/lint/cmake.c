@@ -343,146 +343,228 @@ static void ctl_env(struct cm *m, struct lint_strset *out)
                 m->oom = true;
 }
 
+/* if() and elseif(): the env vars the condition tests guard what the
+ * commands up to endif() set (32 levels are followed). */
+static void cond_enter(struct cm *m, const struct cmd *c)
+{
+    if (name_is(c, "if"))
+        m->depth++;
+    if (m->depth == 0 || m->depth > 32)
+        return;
+    struct lint_strset *top = &m->ctl[m->depth - 1];
+    if (name_is(c, "if"))
+        lint_strset_free(top);
+    for (size_t i = 0; i < c->n; i++)
+        arg_env(m, &c->a[i], true, top);
+}
+
+static void cond_leave(struct cm *m)
+{
+    if (m->depth > 0 && m->depth <= 32)
+        lint_strset_free(&m->ctl[m->depth - 1]);
+    if (m->depth > 0)
+        m->depth--;
+}
+
+/* A command that sets a variable: the variable, its first value argument,
+ * a list it reads by its name, whether it keeps what the variable held,
+ * whether the command itself is a sink. */
+struct assign {
+    const struct carg *out;
+    size_t first;
+    const struct carg *from;
+    bool append, sink_fn;
+};
+
+/* string(SUB ...) and list(SUB ...): which argument SUB sets, from which. */
+static void string_list_assign(const struct cmd *c, struct assign *as)
+{
+    const struct carg *sub = &c->a[0];
+    bool list = name_is(c, "list");
+    if (arg_is(sub, "APPEND") || arg_is(sub, "PREPEND") || arg_is(sub, "INSERT")) {
+        as->out = &c->a[1], as->first = 2, as->append = true;
+    } else if (arg_is(sub, "CONCAT")) {
+        as->out = &c->a[1], as->first = 2;
+    } else if (arg_is(sub, "JOIN") && c->n >= 4 && list) {
+        as->out = &c->a[3], as->first = 2, as->from = &c->a[1];
+    } else if (arg_is(sub, "JOIN") && c->n >= 3) {
+        as->out = &c->a[2], as->first = 3;
+    } else if (arg_is(sub, "REPLACE") && c->n >= 4 && !list) {
+        as->out = &c->a[3], as->first = 1;
+    } else if (arg_is(sub, "REGEX") && c->n >= 5) {
+        as->out = &c->a[4], as->first = 2;
+    } else if ((arg_is(sub, "TOLOWER") || arg_is(sub, "TOUPPER") || arg_is(sub, "STRIP")) &&
+               c->n >= 3) {
+        as->out = &c->a[2], as->first = 1;
+    } else if (list && (arg_is(sub, "GET") || arg_is(sub, "SUBLIST")) && c->n >= 4) {
+        as->out = &c->a[c->n - 1], as->first = c->n, as->from = &c->a[1];
+    } else if (list && (arg_is(sub, "TRANSFORM") || arg_is(sub, "FILTER") ||
+                        arg_is(sub, "REMOVE_DUPLICATES") || arg_is(sub, "REMOVE_ITEM") ||
+                        arg_is(sub, "SORT") || arg_is(sub, "REVERSE"))) {
+        as->out = &c->a[1], as->first = c->n, as->append = true; /* in place: what guards it joins */
+    }
+}
+
+/* Whether c sets a variable (set, string, list, separate_arguments,
+ * cuda_select_nvcc_arch_flags, foreach), and how. */
+static bool assign_of(const struct cmd *c, struct assign *as)
+{
+    if ((name_is(c, "string") || name_is(c, "list")) && c->n >= 2) {
+        string_list_assign(c, as);
+        return as->out != NULL;
+    }
+    if ((name_is(c, "set") && c->n >= 1) || (name_is(c, "separate_arguments") && c->n >= 2) ||
+        (name_is(c, "cuda_select_nvcc_arch_flags") && c->n >= 1) ||
+        (name_is(c, "foreach") && c->n >= 2)) {
+        as->out = &c->a[0];
+        as->first = 1;
+        /* cuda_select_nvcc_arch_flags makes nvcc -gencode flags of what it is given */
+        as->sink_fn = name_is(c, "cuda_select_nvcc_arch_flags");
+        return true;
+    }
+    return false;
+}
+
+/* foreach(V IN LISTS L...): the taint of each list named. (foreach(V IN
+ * ITEMS ...) and foreach(V ${L}) are value arguments.) */
+static void foreach_lists(struct cm *m, const struct cmd *c, struct lint_strset *env,
+                          struct lint_strset *at)
+{
+    bool lists = false;
+    for (size_t i = 1; i < c->n; i++) {
+        if (arg_is(&c->a[i], "IN") || arg_is(&c->a[i], "ITEMS") || arg_is(&c->a[i], "RANGE") ||
+            arg_is(&c->a[i], "ZIP_LISTS"))
+            continue;
+        if (arg_is(&c->a[i], "LISTS")) {
+            lists = true;
+            continue;
+        }
+        if (lists)
+            named_env(m, &c->a[i], env, at);
+    }
+}
+
+/* The variable an assignment sets takes the taint of its values (their
+ * arch taint from the elements naming CUDA architectures or flags); a
+ * sink so tainted is a finding. */
+static void run_assign(struct cm *m, const struct cmd *c, const struct assign *as,
+                       struct lint_strset *env, struct lint_strset *at)
+{
+    for (size_t i = as->first; i < c->n; i++) {
+        if (&c->a[i] == as->out)
+            continue;
+        struct lint_strset one = {0};
+        arg_env_at(m, &c->a[i], false, &one, at);
+        if (cuda_marker(&c->a[i])) {
+            ctl_env(m, &one); /* what the guarding if()s test picks this flag */
+            for (size_t k = 0; k < one.n; k++)
+                if (!lint_strset_add(at, one.v[k]))
+                    m->oom = true;
+        }
+        for (size_t k = 0; k < one.n; k++)
+            if (!lint_strset_add(env, one.v[k]))
+                m->oom = true;
+        lint_strset_free(&one);
+    }
+    const struct carg *out = as->out;
+    if (!out->n || out->n >= 256)
+        return;
+    set_taint(m, out, env, at, as->append);
+    if ((sink_var(out) || as->sink_fn) && env->n) {
+        char what[300];
+        cbc_fmt(what, sizeof what, "%.*s", (int)out->n, out->p);
+        finding(m, c, env, as->sink_fn ? "nvcc -gencode flags (cuda_select_nvcc_arch_flags)" : what);
+    }
+}
+
+/* ExternalProject_Add, FetchContent_Declare: the arguments after
+ * CMAKE_ARGS / CMAKE_CACHE_ARGS, up to the next keyword, are a sink for
+ * their arch taint only. */
+static void external_project(struct cm *m, const struct cmd *c)
+{
+    bool in = false;
+    struct lint_strset src = {0};
+    for (size_t i = 1; i < c->n; i++) {
+        const struct carg *a = &c->a[i];
+        bool kw = a->n > 1 && a->p[0] != '-' && a->p[0] != '$';
+        for (size_t k = 0; kw && k < a->n; k++)
+            kw = (a->p[k] >= 'A' && a->p[k] <= 'Z') || a->p[k] == '_';
+        if (kw) {
+            in = arg_is(a, "CMAKE_ARGS") || arg_is(a, "CMAKE_CACHE_ARGS") ||
+                 arg_is(a, "CMAKE_CACHE_DEFAULT_ARGS");
+            continue;
+        }
+        if (!in)
+            continue;
+        struct lint_strset one = {0};
+        arg_env_at(m, a, false, &one, &src);
+        if (cuda_marker(a))
+            for (size_t k = 0; k < one.n; k++)
+                if (!lint_strset_add(&src, one.v[k]))
+                    m->oom = true;
+        lint_strset_free(&one);
+    }
+    if (src.n) {
+        char what[300];
+        cbc_fmt(what, sizeof what, "the CUDA architectures or flags %.*s passes to a "
+                                   "project it builds (CMAKE_ARGS)",
+                c->n ? (int)(c->a[0].n > 64 ? 64 : c->a[0].n) : 0, c->n ? c->a[0].p : "");
+        finding(m, c, &src, what);
+    }
+    lint_strset_free(&src);
+}
+
+/* set_target_properties(... PROPERTIES key value ...), set_property(...
+ * PROPERTY key values...): the values of CUDA_ARCHITECTURES,
+ * COMPILE_OPTIONS and COMPILE_FLAGS are a sink. */
+static void target_properties(struct cm *m, const struct cmd *c, struct lint_strset *env)
+{
+    bool props = false, sink = false;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct carg *a = &c->a[i];
+        if (arg_is(a, "PROPERTIES") || arg_is(a, "PROPERTY")) {
+            props = true;
+            continue;
+        }
+        if (!props)
+            continue;
+        if (arg_is(a, "CUDA_ARCHITECTURES") || arg_is(a, "COMPILE_OPTIONS") ||
+            arg_is(a, "COMPILE_FLAGS")) {
+            sink = true;
+            continue;
+        }
+        if (sink)
+            arg_env(m, a, false, env);
+        if (name_is(c, "set_target_properties") && sink)
+            sink = false; /* key value pairs */
+    }
+    if (env->n)
+        finding(m, c, env, "a target's CUDA_ARCHITECTURES or compile options");
+}
+
+/* One command: its effect on the taint and the if() guards, a finding
+ * where a tainted value reaches a sink. */
 static void run_cmd(struct cm *m, const struct cmd *c)
 {
-    struct lint_strset env = {0};
     if (name_is(c, "if") || name_is(c, "elseif")) {
-        if (name_is(c, "if"))
-            m->depth++;
-        if (m->depth > 0 && m->depth <= 32) {
-            struct lint_strset *top = &m->ctl[m->depth - 1];
-            if (name_is(c, "if"))
-                lint_strset_free(top);
-            for (size_t i = 0; i < c->n; i++)
-                arg_env(m, &c->a[i], true, top);
-        }
+        cond_enter(m, c);
         return;
     }
     if (name_is(c, "endif")) {
-        if (m->depth > 0 && m->depth <= 32)
-            lint_strset_free(&m->ctl[m->depth - 1]);
-        if (m->depth > 0)
-            m->depth--;
+        cond_leave(m);
         return;
     }
+    struct lint_strset env = {0}, at = {0};
     ctl_env(m, &env);
-    struct lint_strset at = {0};
-    size_t first = 0; /* the first value argument */
-    const struct carg *out = NULL;
-    const struct carg *from = NULL; /* a list read by its name */
-    bool append = false, sink_fn = false;
-    if (name_is(c, "set") && c->n >= 1) {
-        out = &c->a[0];
-        first = 1;
-    } else if ((name_is(c, "string") || name_is(c, "list")) && c->n >= 2) {
-        const struct carg *sub = &c->a[0];
-        bool list = name_is(c, "list");
-        if (arg_is(sub, "APPEND") || arg_is(sub, "PREPEND") || arg_is(sub, "INSERT")) {
-            out = &c->a[1], first = 2, append = true;
-        } else if (arg_is(sub, "CONCAT")) {
-            out = &c->a[1], first = 2;
-        } else if (arg_is(sub, "JOIN") && c->n >= 4 && list) {
-            out = &c->a[3], first = 2, from = &c->a[1];
-        } else if (arg_is(sub, "JOIN") && c->n >= 3) {
-            out = &c->a[2], first = 3;
-        } else if (arg_is(sub, "REPLACE") && c->n >= 4 && !list) {
-            out = &c->a[3], first = 1;
-        } else if (arg_is(sub, "REGEX") && c->n >= 5) {
-            out = &c->a[4], first = 2;
-        } else if ((arg_is(sub, "TOLOWER") || arg_is(sub, "TOUPPER") || arg_is(sub, "STRIP")) &&
-                   c->n >= 3) {
-            out = &c->a[2], first = 1;
-        } else if (list && (arg_is(sub, "GET") || arg_is(sub, "SUBLIST")) && c->n >= 4) {
-            out = &c->a[c->n - 1], first = c->n, from = &c->a[1];
-        } else if (list && (arg_is(sub, "TRANSFORM") || arg_is(sub, "FILTER") ||
-                            arg_is(sub, "REMOVE_DUPLICATES") || arg_is(sub, "REMOVE_ITEM") ||
-                            arg_is(sub, "SORT") || arg_is(sub, "REVERSE"))) {
-            out = &c->a[1], first = c->n, append = true; /* in place: what guards it joins */
-        }
-    } else if (name_is(c, "separate_arguments") && c->n >= 2) {
-        out = &c->a[0];
-        first = 1;
-    } else if (name_is(c, "cuda_select_nvcc_arch_flags") && c->n >= 1) {
-        out = &c->a[0];
-        first = 1;
-        sink_fn = true; /* it makes nvcc -gencode flags of what it is given */
-    } else if (name_is(c, "foreach") && c->n >= 2) {
-        /* foreach(V IN LISTS L...) / foreach(V IN ITEMS ...) / foreach(V ${L}) */
-        out = &c->a[0];
-        first = 1;
-        bool lists = false;
-        for (size_t i = 1; i < c->n; i++) {
-            if (arg_is(&c->a[i], "IN") || arg_is(&c->a[i], "ITEMS") || arg_is(&c->a[i], "RANGE") ||
-                arg_is(&c->a[i], "ZIP_LISTS"))
-                continue;
-            if (arg_is(&c->a[i], "LISTS")) {
-                lists = true;
-                continue;
-            }
-            if (lists)
-                named_env(m, &c->a[i], &env, &at);
-        }
-    }
-    if (from)
-        named_env(m, from, &env, &at);
-    if (out) {
-        for (size_t i = first; i < c->n; i++) {
-            if (&c->a[i] == out)
-                continue;
-            struct lint_strset one = {0};
-            arg_env_at(m, &c->a[i], false, &one, &at);
-            if (cuda_marker(&c->a[i])) {
-                ctl_env(m, &one); /* what the guarding if()s test picks this flag */
-                for (size_t k = 0; k < one.n; k++)
-                    if (!lint_strset_add(&at, one.v[k]))
-                        m->oom = true;
-            }
-            for (size_t k = 0; k < one.n; k++)
-                if (!lint_strset_add(&env, one.v[k]))
-                    m->oom = true;
-            lint_strset_free(&one);
-        }
-        if (out->n && out->n < 256) {
-            set_taint(m, out, &env, &at, append);
-            if ((sink_var(out) || sink_fn) && env.n) {
-                char what[300];
-                cbc_fmt(what, sizeof what, "%.*s", (int)out->n, out->p);
-                finding(m, c, &env, sink_fn ? "nvcc -gencode flags (cuda_select_nvcc_arch_flags)"
-                                            : what);
-            }
-        }
+    struct assign as = {0};
+    if (assign_of(c, &as)) {
+        if (name_is(c, "foreach"))
+            foreach_lists(m, c, &env, &at);
+        if (as.from)
+            named_env(m, as.from, &env, &at);
+        run_assign(m, c, &as, &env, &at);
     } else if (name_is(c, "ExternalProject_Add") || name_is(c, "FetchContent_Declare")) {
-        /* the arguments after CMAKE_ARGS / CMAKE_CACHE_ARGS, up to the next keyword */
-        bool in = false;
-        struct lint_strset src = {0};
-        for (size_t i = 1; i < c->n; i++) {
-            const struct carg *a = &c->a[i];
-            bool kw = a->n > 1 && a->p[0] != '-' && a->p[0] != '$';
-            for (size_t k = 0; kw && k < a->n; k++)
-                kw = (a->p[k] >= 'A' && a->p[k] <= 'Z') || a->p[k] == '_';
-            if (kw) {
-                in = arg_is(a, "CMAKE_ARGS") || arg_is(a, "CMAKE_CACHE_ARGS") ||
-                     arg_is(a, "CMAKE_CACHE_DEFAULT_ARGS");
-                continue;
-            }
-            if (!in)
-                continue;
-            struct lint_strset one = {0};
-            arg_env_at(m, a, false, &one, &src);
-            if (cuda_marker(a))
-                for (size_t k = 0; k < one.n; k++)
-                    if (!lint_strset_add(&src, one.v[k]))
-                        m->oom = true;
-            lint_strset_free(&one);
-        }
-        if (src.n) {
-            char what[300];
-            cbc_fmt(what, sizeof what, "the CUDA architectures or flags %.*s passes to a "
-                                       "project it builds (CMAKE_ARGS)",
-                    c->n ? (int)(c->a[0].n > 64 ? 64 : c->a[0].n) : 0, c->n ? c->a[0].p : "");
-            finding(m, c, &src, what);
-        }
-        lint_strset_free(&src);
+        external_project(m, c);
     } else if (name_is(c, "target_compile_options") || name_is(c, "add_compile_options")) {
         for (size_t i = 0; i < c->n; i++)
             arg_env(m, &c->a[i], false, &env);
@@ -490,27 +572,7 @@ static void run_cmd(struct cm *m, const struct cmd *c)
             finding(m, c, &env, name_is(c, "add_compile_options") ? "add_compile_options"
                                                                   : "target_compile_options");
     } else if (name_is(c, "set_target_properties") || name_is(c, "set_property")) {
-        bool props = false, sink = false;
-        for (size_t i = 0; i < c->n; i++) {
-            const struct carg *a = &c->a[i];
-            if (arg_is(a, "PROPERTIES") || arg_is(a, "PROPERTY")) {
-                props = true;
-                continue;
-            }
-            if (!props)
-                continue;
-            if (arg_is(a, "CUDA_ARCHITECTURES") || arg_is(a, "COMPILE_OPTIONS") ||
-                arg_is(a, "COMPILE_FLAGS")) {
-                sink = true;
-                continue;
-            }
-            if (sink)
-                arg_env(m, a, false, &env);
-            if (name_is(c, "set_target_properties") && sink)
-                sink = false; /* key value pairs */
-        }
-        if (env.n)
-            finding(m, c, &env, "a target's CUDA_ARCHITECTURES or compile options");
+        target_properties(m, c, &env);
     }
     lint_strset_free(&env);
     lint_strset_free(&at);

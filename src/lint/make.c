@@ -201,6 +201,61 @@ static void guard_sources(struct mk *m, const struct dep *d, struct lint_strset 
 static void process_line(struct mk *m, const char *p, size_t n, size_t off, int eval_depth,
                          bool recipe);
 
+static void scan_text(struct mk *m, const char *p, size_t n, struct dep *d, int nest,
+                      int eval_depth, size_t off);
+
+/* What a reference to v (NULL: an unknown variable) adds to d. */
+static void add_var(struct mk *m, struct dep *d, const struct mvar *v)
+{
+    if (!v)
+        return;
+    add_all(m, &d->t, &v->t);
+    add_all(m, &d->at, &v->at);
+    d->nvcc |= v->nvcc;
+}
+
+/* $(foreach VAR,LIST,BODY), [a, e) the text after `foreach `: VAR takes
+ * the taint of LIST and is a loop variable while BODY is scanned. */
+static void scan_foreach(struct mk *m, const char *a, const char *e, struct dep *d, int nest,
+                         int eval_depth, size_t off)
+{
+    const char *c1 = memchr(a, ',', (size_t)(e - a));
+    const char *c2 = c1 ? memchr(c1 + 1, ',', (size_t)(e - c1 - 1)) : NULL;
+    if (!c1 || !c2)
+        return;
+    while (a < c1 && is_space(*a))
+        a++;
+    size_t vl = (size_t)(c1 - a);
+    while (vl && is_space(a[vl - 1]))
+        vl--;
+    struct dep ld = {0};
+    scan_text(m, c1 + 1, (size_t)(c2 - c1 - 1), &ld, nest + 1, eval_depth, off);
+    struct mvar *lv = vl ? var_get(m, a, vl, true) : NULL;
+    char *lname = vl ? cbc_strndup(a, vl) : NULL;
+    bool pushed = lname && !lint_strset_has(&m->loopvars, lname) &&
+                  lint_strset_add(&m->loopvars, lname);
+    if (lv) {
+        lint_strset_free(&lv->t);
+        add_all(m, &lv->t, &ld.t);
+        lint_strset_free(&lv->at);
+        add_all(m, &lv->at, &ld.at);
+        lv->assigned = true;
+        lv->only_guarded = false;
+    }
+    add_all(m, &d->t, &ld.t);
+    scan_text(m, c2 + 1, (size_t)(e - c2 - 1), d, nest + 1, eval_depth, off);
+    if (pushed) { /* out of scope again */
+        for (size_t k = 0; k < m->loopvars.n; k++)
+            if (!strcmp(m->loopvars.v[k], lname)) {
+                free(m->loopvars.v[k]);
+                m->loopvars.v[k] = m->loopvars.v[--m->loopvars.n];
+                break;
+            }
+    }
+    free(lname);
+    dep_free(&ld);
+}
+
 /* Collects what [p, p+n) depends on: references $(X) ${X} $(X:a=b), the
  * functions inside them ($(shell) asking the GPU, $(foreach) binding its
  * variable, $(eval) run as a line). */
@@ -220,12 +275,7 @@ static void scan_text(struct mk *m, const char *p, size_t n, struct dep *d, int 
         if (open != '(' && open != '{') {
             /* $X: a one-letter reference */
             if (isalnum((unsigned char)open) || open == '_') {
-                struct mvar *v = var_get(m, p + i + 1, 1, false);
-                if (v) {
-                    add_all(m, &d->t, &v->t);
-                    add_all(m, &d->at, &v->at);
-                    d->nvcc |= v->nvcc;
-                }
+                add_var(m, d, var_get(m, p + i + 1, 1, false));
             }
             i++;
             continue;
@@ -257,43 +307,7 @@ static void scan_text(struct mk *m, const char *p, size_t n, struct dep *d, int 
                 d->nvcc = true;
             scan_text(m, p + w, e - w, d, nest + 1, eval_depth, off);
         } else if (fn && nl == 7 && !memcmp(name, "foreach", 7)) {
-            /* $(foreach VAR,LIST,BODY): VAR takes the taint of LIST */
-            const char *a = p + w + 1;
-            const char *c1 = memchr(a, ',', (size_t)(p + e - a));
-            const char *c2 = c1 ? memchr(c1 + 1, ',', (size_t)(p + e - c1 - 1)) : NULL;
-            if (c1 && c2) {
-                while (a < c1 && is_space(*a))
-                    a++;
-                size_t vl = (size_t)(c1 - a);
-                while (vl && is_space(a[vl - 1]))
-                    vl--;
-                struct dep ld = {0};
-                scan_text(m, c1 + 1, (size_t)(c2 - c1 - 1), &ld, nest + 1, eval_depth, off);
-                struct mvar *lv = vl ? var_get(m, a, vl, true) : NULL;
-                char *lname = vl ? cbc_strndup(a, vl) : NULL;
-                bool pushed = lname && !lint_strset_has(&m->loopvars, lname) &&
-                              lint_strset_add(&m->loopvars, lname);
-                if (lv) {
-                    lint_strset_free(&lv->t);
-                    add_all(m, &lv->t, &ld.t);
-                    lint_strset_free(&lv->at);
-                    add_all(m, &lv->at, &ld.at);
-                    lv->assigned = true;
-                    lv->only_guarded = false;
-                }
-                add_all(m, &d->t, &ld.t);
-                scan_text(m, c2 + 1, (size_t)(p + e - c2 - 1), d, nest + 1, eval_depth, off);
-                if (pushed) { /* out of scope again */
-                    for (size_t k = 0; k < m->loopvars.n; k++)
-                        if (!strcmp(m->loopvars.v[k], lname)) {
-                            free(m->loopvars.v[k]);
-                            m->loopvars.v[k] = m->loopvars.v[--m->loopvars.n];
-                            break;
-                        }
-                }
-                free(lname);
-                dep_free(&ld);
-            }
+            scan_foreach(m, p + w + 1, p + e, d, nest, eval_depth, off);
         } else if (fn && nl == 4 && !memcmp(name, "eval", 4)) {
             if (eval_depth < MK_EVAL)
                 process_line(m, p + w + 1, e - w - 1, off, eval_depth + 1, false);
@@ -302,11 +316,7 @@ static void scan_text(struct mk *m, const char *p, size_t n, struct dep *d, int 
             scan_text(m, p + w, e - w, d, nest + 1, eval_depth, off);
         } else if (nl > 0) {
             struct mvar *v = var_get(m, name, nl, false);
-            if (v) {
-                add_all(m, &d->t, &v->t);
-                add_all(m, &d->at, &v->at);
-                d->nvcc |= v->nvcc;
-            }
+            add_var(m, d, v);
             if (from_env(m, name, nl)) {
                 char *nm = cbc_strndup(name, nl);
                 if (!nm || !lint_strset_add(&d->t, nm) || !lint_strset_add(&d->envrefs, nm))

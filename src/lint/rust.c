@@ -287,6 +287,18 @@ static bool bind(struct binding **b, size_t *nb, size_t *cap, char *name, struct
     return true;
 }
 
+/* The ',' ending the element of a list that starts at token i (brackets
+ * skipped), or close when it is the last. */
+static size_t elem_end(const struct rfile *f, size_t i, size_t close)
+{
+    while (i < close && !rust_is(f, i, ",")) {
+        if (rust_is(f, i, "(") || rust_is(f, i, "[") || rust_is(f, i, "{"))
+            i = rust_close_of(f, i);
+        i++;
+    }
+    return i > close ? close : i;
+}
+
 /* The arguments of a call (...) after its '(' at `open`: ranges. */
 struct args {
     size_t b[32], e[32];
@@ -298,14 +310,7 @@ static void split_args(const struct rfile *f, size_t open, struct args *a)
     size_t close = rust_close_of(f, open);
     size_t i = open + 1;
     while (i < close && a->n < 32) {
-        size_t j = i;
-        while (j < close && !rust_is(f, j, ",")) {
-            if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
-                j = rust_close_of(f, j);
-            j++;
-        }
-        if (j > close)
-            j = close;
+        size_t j = elem_end(f, i, close);
         if (j > i) {
             a->b[a->n] = i;
             a->e[a->n] = j;
@@ -453,6 +458,125 @@ static const struct lint_strset *fn_returns(struct unit *u, struct rfn *fn)
     return &fn->ret_names;
 }
 
+/* [b, e) ends in a call whose '(' is `open`, its name the token before it:
+ * .chain(x), .map(identity), once(x), String::from(x), Some(x), a function
+ * of the script that returns names. */
+static bool resolve_call(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                         size_t open, struct val *v)
+{
+    size_t m = open - 1;
+    struct args a;
+    split_args(f, open, &a);
+    bool dot = m > b && rust_is(f, m - 1, ".");
+    if (dot && rust_is(f, m, "chain") && a.n == 1) {
+        struct val x, y;
+        bool ok = resolve(u, fr, f, b, m - 1, &x);
+        bool ok2 = ok && resolve(u, fr, f, a.b[0], a.e[0], &y);
+        if (ok2 && (!set_copy(&v->names, &x.names) || !set_copy(&v->names, &y.names)))
+            u->oom = true;
+        if (ok)
+            val_free(&x);
+        if (ok2)
+            val_free(&y);
+        return ok2;
+    }
+    if (dot && rust_is(f, m, "map") && a.n == 1 && map_identity(f, a.b[0], a.e[0]))
+        return resolve(u, fr, f, b, m - 1, v);
+    if (!dot && a.n == 1 && (rust_is(f, m, "once") || rust_is(f, m, "from") || rust_is(f, m, "Some")))
+        return resolve(u, fr, f, a.b[0], a.e[0], v);
+    struct rfn *fn = find_any_fn(u, f->src.text + f->t[m].off, f->t[m].len);
+    const struct lint_strset *rn = fn ? fn_returns(u, fn) : NULL;
+    if (rn && rn->n) {
+        if (!set_copy(&v->names, rn))
+            u->oom = true;
+        return true;
+    }
+    return false;
+}
+
+/* x.field at token b, x a struct literal: the field's names. */
+static bool resolve_field(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                          struct val *v)
+{
+    const struct val *x = lookup(u, fr, f->src.text + f->t[b].off, f->t[b].len);
+    for (size_t i = 0; x && i < x->n_fields; i++)
+        if (strlen(x->fields[i].name) == f->t[b + 2].len &&
+            !memcmp(x->fields[i].name, f->src.text + f->t[b + 2].off, f->t[b + 2].len)) {
+            if (!set_copy(&v->names, &x->fields[i].names))
+                u->oom = true;
+            return v->names.n > 0;
+        }
+    return false;
+}
+
+/* Name { field: expr, ... } (or a path to the name) in [b, e): the names
+ * of each field. */
+static bool resolve_struct(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                           size_t e, struct val *v)
+{
+    size_t open = b;
+    while (open < e && !rust_is(f, open, "{")) {
+        if (!rust_is_ident(f, open) && !rust_is(f, open, "::"))
+            return false;
+        open++;
+    }
+    if (open >= e || rust_close_of(f, open) != e - 1)
+        return false;
+    for (size_t i = open + 1; i < e - 1;) {
+        size_t j = elem_end(f, i, e - 1);
+        if (j > i + 2 && rust_is_ident(f, i) && rust_is(f, i + 1, ":")) {
+            struct val one;
+            if (resolve(u, fr, f, i + 2, j, &one)) {
+                if (!field_add(v, f->src.text + f->t[i].off, f->t[i].len, &one.names))
+                    u->oom = true;
+                val_free(&one);
+            }
+        }
+        i = j + 1;
+    }
+    return v->n_fields > 0;
+}
+
+/* The variable (binding, const, static) at token b: its names, fields and
+ * origin. */
+static bool resolve_var(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                        struct val *v)
+{
+    const struct val *x = lookup(u, fr, f->src.text + f->t[b].off, f->t[b].len);
+    if (!x || val_empty(x))
+        return false;
+    if (!set_copy(&v->names, &x->names) || !fields_copy(v, x))
+        u->oom = true;
+    if (x->has_origin) {
+        v->has_origin = true;
+        v->origin = x->origin;
+    }
+    return true;
+}
+
+/* The array literal [b, e): the names (and fields) of every element;
+ * false when one of them does not resolve. */
+static bool resolve_array(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
+                          size_t e, struct val *v)
+{
+    for (size_t i = b + 1; i < e - 1;) {
+        size_t j = elem_end(f, i, e - 1);
+        struct val one;
+        if (!resolve(u, fr, f, i, j, &one)) {
+            val_free(v);
+            return false;
+        }
+        for (size_t k = 0; k < one.names.n; k++)
+            if (!lint_strset_add(&v->names, one.names.v[k]))
+                u->oom = true;
+        if (!fields_copy(v, &one))
+            u->oom = true;
+        val_free(&one);
+        i = j + 1;
+    }
+    return !val_empty(v);
+}
+
 static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfile *f, size_t b,
                        size_t e, struct val *v)
 {
@@ -462,131 +586,26 @@ static bool resolve_at(struct unit *u, const struct frame *fr, const struct rfil
         ;
     if (b >= e)
         return false;
-    /* a call at the end: .chain(x), .map(identity), once(x), String::from(x),
-     * a function of the script that returns names */
-    if (e >= b + 3 && rust_is(f, e - 1, ")")) {
+    if (e >= b + 3 && rust_is(f, e - 1, ")")) { /* a call at the end */
         size_t open = open_of(f, b, e - 1);
-        if (open != SIZE_MAX && open > b && rust_is_ident(f, open - 1)) {
-            size_t m = open - 1;
-            struct args a;
-            split_args(f, open, &a);
-            bool dot = m > b && rust_is(f, m - 1, ".");
-            if (dot && rust_is(f, m, "chain") && a.n == 1) {
-                struct val x, y;
-                bool ok = resolve(u, fr, f, b, m - 1, &x);
-                bool ok2 = ok && resolve(u, fr, f, a.b[0], a.e[0], &y);
-                if (ok2 && (!set_copy(&v->names, &x.names) || !set_copy(&v->names, &y.names)))
-                    u->oom = true;
-                if (ok)
-                    val_free(&x);
-                if (ok2)
-                    val_free(&y);
-                return ok2;
-            }
-            if (dot && rust_is(f, m, "map") && a.n == 1 && map_identity(f, a.b[0], a.e[0]))
-                return resolve(u, fr, f, b, m - 1, v);
-            if (!dot && a.n == 1 && (rust_is(f, m, "once") || rust_is(f, m, "from") ||
-                                     rust_is(f, m, "Some")))
-                return resolve(u, fr, f, a.b[0], a.e[0], v);
-            struct rfn *fn = find_any_fn(u, f->src.text + f->t[m].off, f->t[m].len);
-            const struct lint_strset *rn = fn ? fn_returns(u, fn) : NULL;
-            if (rn && rn->n) {
-                if (!set_copy(&v->names, rn))
-                    u->oom = true;
-                return true;
-            }
-            return false;
-        }
+        if (open != SIZE_MAX && open > b && rust_is_ident(f, open - 1))
+            return resolve_call(u, fr, f, b, open, v);
     }
     if (e == b + 1 && f->t[b].k == T_STR) {
         if (!lint_strset_add(&v->names, rust_str_of(f, b)))
             u->oom = true;
         return true;
     }
-    if (e == b + 3 && rust_is_ident(f, b) && rust_is(f, b + 1, ".") && rust_is_ident(f, b + 2)) {
-        /* x.field of a struct literal */
-        const struct val *x = lookup(u, fr, f->src.text + f->t[b].off, f->t[b].len);
-        for (size_t i = 0; x && i < x->n_fields; i++)
-            if (strlen(x->fields[i].name) == f->t[b + 2].len &&
-                !memcmp(x->fields[i].name, f->src.text + f->t[b + 2].off, f->t[b + 2].len)) {
-                if (!set_copy(&v->names, &x->fields[i].names))
-                    u->oom = true;
-                return v->names.n > 0;
-            }
-        return false;
-    }
-    if (rust_is_ident(f, b) && e > b + 2 && rust_is(f, e - 1, "}")) {
-        /* Name { field: expr, ... } (or a path to the name) */
-        size_t open = b;
-        while (open < e && !rust_is(f, open, "{")) {
-            if (!rust_is_ident(f, open) && !rust_is(f, open, "::"))
-                return false;
-            open++;
-        }
-        if (open >= e || rust_close_of(f, open) != e - 1)
-            return false;
-        size_t i = open + 1;
-        while (i < e - 1) {
-            size_t j = i;
-            while (j < e - 1 && !rust_is(f, j, ",")) {
-                if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
-                    j = rust_close_of(f, j);
-                j++;
-            }
-            if (j > e - 1)
-                j = e - 1;
-            if (j > i + 2 && rust_is_ident(f, i) && rust_is(f, i + 1, ":")) {
-                struct val one;
-                if (resolve(u, fr, f, i + 2, j, &one)) {
-                    if (!field_add(v, f->src.text + f->t[i].off, f->t[i].len, &one.names))
-                        u->oom = true;
-                    val_free(&one);
-                }
-            }
-            i = j + 1;
-        }
-        return v->n_fields > 0;
-    }
-    if (e == b + 1 && rust_is_ident(f, b)) {
-        const struct val *x = lookup(u, fr, f->src.text + f->t[b].off, f->t[b].len);
-        if (!x || val_empty(x))
-            return false;
-        if (!set_copy(&v->names, &x->names) || !fields_copy(v, x))
-            u->oom = true;
-        if (x->has_origin) {
-            v->has_origin = true;
-            v->origin = x->origin;
-        }
-        return true;
-    }
+    if (e == b + 3 && rust_is_ident(f, b) && rust_is(f, b + 1, ".") && rust_is_ident(f, b + 2))
+        return resolve_field(u, fr, f, b, v);
+    if (rust_is_ident(f, b) && e > b + 2 && rust_is(f, e - 1, "}"))
+        return resolve_struct(u, fr, f, b, e, v);
+    if (e == b + 1 && rust_is_ident(f, b))
+        return resolve_var(u, fr, f, b, v);
     if (rust_is(f, b, "vec") && rust_is(f, b + 1, "!") && rust_is(f, b + 2, "["))
         b += 2;
-    if (rust_is(f, b, "[") && rust_close_of(f, b) == e - 1) {
-        size_t i = b + 1;
-        while (i < e - 1) {
-            size_t j = i;
-            while (j < e - 1 && !rust_is(f, j, ",")) {
-                if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
-                    j = rust_close_of(f, j);
-                j++;
-            }
-            if (j > e - 1)
-                j = e - 1;
-            struct val one;
-            if (!resolve(u, fr, f, i, j, &one)) {
-                val_free(v);
-                return false;
-            }
-            for (size_t k = 0; k < one.names.n; k++)
-                if (!lint_strset_add(&v->names, one.names.v[k]))
-                    u->oom = true;
-            if (!fields_copy(v, &one))
-                u->oom = true;
-            val_free(&one);
-            i = j + 1;
-        }
-        return !val_empty(v);
-    }
+    if (rust_is(f, b, "[") && rust_close_of(f, b) == e - 1)
+        return resolve_array(u, fr, f, b, e, v);
     return false;
 }
 
@@ -855,6 +874,128 @@ static bool has_glob(const char *s)
     return strpbrk(s, "*?[") != NULL;
 }
 
+/* The rerun-if directive the line at p starts with: where its value
+ * starts (NULL when the line is no such directive), and whether it is
+ * rerun-if-env-changed. */
+static const char *directive_value_at(const char *p, bool *env)
+{
+    static const char *const forms[] = {"cargo:rerun-if-env-changed=",
+                                        "cargo::rerun-if-env-changed=",
+                                        "cargo:rerun-if-changed=", "cargo::rerun-if-changed="};
+    for (size_t k = 0; k < 4; k++)
+        if (!strncmp(p, forms[k], strlen(forms[k]))) {
+            *env = k < 2;
+            return p + strlen(forms[k]);
+        }
+    return NULL;
+}
+
+/* Appends the n bytes at s to each of the names. */
+static void names_append(struct unit *u, struct lint_strset *names, const char *s, size_t n)
+{
+    for (size_t k = 0; k < names->n; k++) {
+        char *w = cbc_asprintf("%s%.*s", names->v[k], (int)n, s);
+        if (!w) {
+            u->oom = true;
+            break;
+        }
+        free(names->v[k]);
+        names->v[k] = w;
+    }
+}
+
+/* The names a directive's value [d, line_end) stands for: its literal
+ * parts and placeholders, each placeholder standing for the names it
+ * resolves to (at most 256 combinations). False when a placeholder does
+ * not resolve. */
+static bool directive_names(struct unit *u, const struct frame *fr, const struct rfile *f,
+                            const struct args *a, const char *d, const char *line_end,
+                            size_t *next_pos, struct val *v)
+{
+    lint_strset_add(&v->names, "");
+    for (const char *q = d; q < line_end;) {
+        if ((*q == '{' && q[1] == '{') || (*q == '}' && q[1] == '}')) {
+            names_append(u, &v->names, q, 1);
+            q += 2;
+            continue;
+        }
+        if (*q != '{') {
+            const char *r = q;
+            while (r < line_end && *r != '{' && !(*r == '}' && r[1] == '}'))
+                r++;
+            names_append(u, &v->names, q, (size_t)(r - q));
+            q = r;
+            continue;
+        }
+        const char *ce = memchr(q, '}', (size_t)(line_end - q));
+        struct val ph = {0};
+        if (!ce || !placeholder(u, fr, f, a, 1, q + 1, (size_t)(ce - q - 1), next_pos, &ph) ||
+            ph.names.n == 0 || v->names.n * ph.names.n > 256) {
+            val_free(&ph);
+            return false;
+        }
+        struct lint_strset out = {0};
+        for (size_t k = 0; k < v->names.n; k++)
+            for (size_t m2 = 0; m2 < ph.names.n; m2++) {
+                char *w = cbc_asprintf("%s%s", v->names.v[k], ph.names.v[m2]);
+                if (!w || !lint_strset_add(&out, w))
+                    u->oom = true;
+                free(w);
+            }
+        lint_strset_free(&v->names);
+        v->names = out;
+        val_free(&ph);
+        q = ce + 1;
+    }
+    return true;
+}
+
+/* A path the script prints rerun-if-changed= for: watched from here on,
+ * and printed on every finishing path when no condition, early return or
+ * closure lies between it and main. */
+static void declare_changed(struct unit *u, const struct frame *fr, const struct rfile *f,
+                            const char *path)
+{
+    while (!strncmp(path, "./", 2))
+        path += 2;
+    if (has_glob(path))
+        lint_note(u->r, "%s prints cargo:rerun-if-changed=%s: cargo takes the "
+                        "path literally, finds no such file and reruns the "
+                        "script at every build; name the directory instead",
+                  f->src.path, path);
+    u->steps += u->changed.n + u->printed.n; /* both are scanned */
+    if (!lint_strset_add(&u->changed, path))
+        u->oom = true;
+    bool every = u->n_cpath == 0 && !u->root_exited && u->closure == 0;
+    for (const struct frame *q = fr; every && q; q = q->parent)
+        every = q->exit_h == SIZE_MAX && q->floor == 0;
+    if (every && !lint_strset_add(&u->printed, path))
+        u->oom = true;
+}
+
+/* A rerun-if-changed= value [d, line_end) the lint cannot resolve: what it
+ * may be, each unknown part any text (`src/k/{name}.metal` covers
+ * src/k/ **.metal, `{}` everything). */
+static void changed_pattern(struct unit *u, const char *d, const char *line_end)
+{
+    struct cbc_buf g = {0};
+    for (const char *q = d; q < line_end; q++) {
+        if ((*q == '{' && q[1] == '{') || (*q == '}' && q[1] == '}')) {
+            cbc_buf_append(&g, q, 1);
+            q++;
+        } else if (*q == '{') {
+            const char *ce = memchr(q, '}', (size_t)(line_end - q));
+            cbc_buf_puts(&g, "**");
+            q = ce ? ce : line_end - 1;
+        } else {
+            cbc_buf_append(&g, q, 1);
+        }
+    }
+    if (g.oom || !g.p || !lint_strset_add(&u->changed, g.p))
+        u->changed_unknown = true;
+    cbc_buf_release(&g);
+}
+
 /* Each directive in the format string of println!/print! whose '(' is at
  * `open`: env declarations are declared now; rerun-if-changed paths are
  * collected. */
@@ -870,16 +1011,8 @@ static void directives(struct unit *u, struct frame *fr, const struct rfile *f, 
         const char *line_end = strchr(p, '\n');
         if (!line_end)
             line_end = p + strlen(p);
-        const char *d = NULL;
         bool env = false;
-        static const char *const forms[] = {"cargo:rerun-if-env-changed=",
-                                            "cargo::rerun-if-env-changed=",
-                                            "cargo:rerun-if-changed=", "cargo::rerun-if-changed="};
-        for (size_t k = 0; k < 4 && !d; k++)
-            if (!strncmp(p, forms[k], strlen(forms[k]))) {
-                d = p + strlen(forms[k]);
-                env = k < 2;
-            }
+        const char *d = directive_value_at(p, &env);
         /* positional {} before this directive on the line still count */
         for (const char *q = p; q < (d ? d : line_end); q++)
             if (*q == '{' && q[1] == '{')
@@ -889,108 +1022,17 @@ static void directives(struct unit *u, struct frame *fr, const struct rfile *f, 
         if (d) {
             u->has_rerun = true;
             struct val v = {0};
-            bool ok;
-            /* the text after '=': literal parts and placeholders, each
-             * placeholder standing for the names it resolves to (at most
-             * 256 combinations) */
-            ok = true;
-            lint_strset_add(&v.names, "");
-            for (const char *q = d; ok && q < line_end;) {
-                if ((*q == '{' && q[1] == '{') || (*q == '}' && q[1] == '}')) {
-                    for (size_t k = 0; k < v.names.n; k++) {
-                        char *w = cbc_asprintf("%s%c", v.names.v[k], *q);
-                        if (!w) {
-                            u->oom = true;
-                            break;
-                        }
-                        free(v.names.v[k]);
-                        v.names.v[k] = w;
-                    }
-                    q += 2;
-                    continue;
-                }
-                if (*q != '{') {
-                    const char *r = q;
-                    while (r < line_end && *r != '{' && !(*r == '}' && r[1] == '}'))
-                        r++;
-                    for (size_t k = 0; k < v.names.n; k++) {
-                        char *w = cbc_asprintf("%s%.*s", v.names.v[k], (int)(r - q), q);
-                        if (!w) {
-                            u->oom = true;
-                            break;
-                        }
-                        free(v.names.v[k]);
-                        v.names.v[k] = w;
-                    }
-                    q = r;
-                    continue;
-                }
-                const char *ce = memchr(q, '}', (size_t)(line_end - q));
-                struct val ph = {0};
-                if (!ce || !placeholder(u, fr, f, &a, 1, q + 1, (size_t)(ce - q - 1), &next_pos, &ph) ||
-                    ph.names.n == 0 || v.names.n * ph.names.n > 256) {
-                    val_free(&ph);
-                    ok = false;
-                    break;
-                }
-                struct lint_strset out = {0};
-                for (size_t k = 0; k < v.names.n; k++)
-                    for (size_t m2 = 0; m2 < ph.names.n; m2++) {
-                        char *w = cbc_asprintf("%s%s", v.names.v[k], ph.names.v[m2]);
-                        if (!w || !lint_strset_add(&out, w))
-                            u->oom = true;
-                        free(w);
-                    }
-                lint_strset_free(&v.names);
-                v.names = out;
-                val_free(&ph);
-                q = ce + 1;
-            }
+            bool ok = directive_names(u, fr, f, &a, d, line_end, &next_pos, &v);
             if (!ok)
                 lint_strset_free(&v.names);
             for (size_t k = 0; ok && k < v.names.n; k++) {
-                if (env) {
+                if (env)
                     declare_name(u, fr, v.names.v[k]);
-                } else {
-                    const char *path = v.names.v[k];
-                    while (!strncmp(path, "./", 2))
-                        path += 2;
-                    if (has_glob(path))
-                        lint_note(u->r, "%s prints cargo:rerun-if-changed=%s: cargo takes the "
-                                        "path literally, finds no such file and reruns the "
-                                        "script at every build; name the directory instead",
-                                  f->src.path, path);
-                    u->steps += u->changed.n + u->printed.n; /* both are scanned */
-                    if (!lint_strset_add(&u->changed, path))
-                        u->oom = true;
-                    bool every = u->n_cpath == 0 && !u->root_exited && u->closure == 0;
-                    for (const struct frame *q = fr; every && q; q = q->parent)
-                        every = q->exit_h == SIZE_MAX && q->floor == 0;
-                    if (every && !lint_strset_add(&u->printed, path))
-                        u->oom = true;
-                }
+                else
+                    declare_changed(u, fr, f, v.names.v[k]);
             }
-            if (!ok && !env) {
-                /* a path the lint cannot resolve: what it may be, each
-                 * unknown part any text (`src/k/{name}.metal` covers
-                 * src/k/ **.metal, `{}` everything) */
-                struct cbc_buf g = {0};
-                for (const char *q = d; q < line_end; q++) {
-                    if ((*q == '{' && q[1] == '{') || (*q == '}' && q[1] == '}')) {
-                        cbc_buf_append(&g, q, 1);
-                        q++;
-                    } else if (*q == '{') {
-                        const char *ce = memchr(q, '}', (size_t)(line_end - q));
-                        cbc_buf_puts(&g, "**");
-                        q = ce ? ce : line_end - 1;
-                    } else {
-                        cbc_buf_append(&g, q, 1);
-                    }
-                }
-                if (g.oom || !g.p || !lint_strset_add(&u->changed, g.p))
-                    u->changed_unknown = true;
-                cbc_buf_release(&g);
-            }
+            if (!ok && !env)
+                changed_pattern(u, d, line_end);
             val_free(&v);
         }
         p = *line_end ? line_end + 1 : line_end;
@@ -1085,17 +1127,61 @@ static void run_fn(struct unit *u, struct rfn *fn, struct frame *caller, struct 
     free(fr.b);
 }
 
-/* `fn` at i: the index past the item (its body's '}' + 1, or past ';'). */
-static size_t skip_item(const struct rfile *f, size_t i, size_t end)
+/* The '>' matching the '<' at token i, or end when it is not before it. */
+static size_t angle_close(const struct rfile *f, size_t i, size_t end)
+{
+    for (int d = 0; i < end; i++) {
+        if (rust_is(f, i, "<"))
+            d++;
+        else if (rust_is(f, i, ">") && --d == 0)
+            break;
+    }
+    return i;
+}
+
+/* The '{' or ';' ending the head of an item from token i (( and [
+ * skipped), or end when there is none before it. */
+static size_t item_head_end(const struct rfile *f, size_t i, size_t end)
 {
     while (i < end && !rust_is(f, i, "{") && !rust_is(f, i, ";")) {
         if (rust_is(f, i, "(") || rust_is(f, i, "["))
             i = rust_close_of(f, i);
         i++;
     }
+    return i;
+}
+
+/* `fn` at i: the index past the item (its body's '}' + 1, or past ';'). */
+static size_t skip_item(const struct rfile *f, size_t i, size_t end)
+{
+    i = item_head_end(f, i, end);
     if (i < end && rust_is(f, i, "{"))
         i = rust_close_of(f, i);
     return i + 1;
+}
+
+/* The ';' ending the statement or expression from token i (brackets
+ * skipped), or end when there is none before it. */
+static size_t stmt_end(const struct rfile *f, size_t i, size_t end)
+{
+    while (i < end && !rust_is(f, i, ";")) {
+        if (rust_is(f, i, "(") || rust_is(f, i, "[") || rust_is(f, i, "{"))
+            i = rust_close_of(f, i);
+        i++;
+    }
+    return i;
+}
+
+/* The '{' opening the block of an if or for whose head goes on from token
+ * i (( and [ skipped), or end when there is none before it. */
+static size_t body_open(const struct rfile *f, size_t i, size_t end)
+{
+    while (i < end && !rust_is(f, i, "{")) {
+        if (rust_is(f, i, "(") || rust_is(f, i, "["))
+            i = rust_close_of(f, i);
+        i++;
+    }
+    return i;
 }
 
 enum exit_kind { EX_NONE, EX_RETURN, EX_ERROR, EX_FAIL, EX_SCRIPT };
@@ -1585,6 +1671,125 @@ static void iter_adaptor(struct unit *u, struct frame *fr, const struct rfile *f
     val_free(&pv);
 }
 
+/* The head of a method chain at token i: an array literal or vec![...]
+ * (its names), a call of a modelled helper (its value) or a variable
+ * (a copy of its value). *k gets the token after the head and *tracked
+ * whether the value is known; false when i starts no chain the run
+ * follows. */
+static bool chain_head(struct unit *u, struct frame *fr, const struct rfile *f, size_t i,
+                       size_t end, size_t stmt, struct val *v, size_t *k, bool *tracked)
+{
+    if (rust_is(f, i, "[") || (rust_is(f, i, "vec") && rust_is(f, i + 1, "!") && rust_is(f, i + 2, "["))) {
+        size_t open = rust_is(f, i, "[") ? i : i + 2;
+        size_t c = rust_close_of(f, open);
+        if (c >= end || !rust_is(f, c + 1, "."))
+            return false;
+        *tracked = resolve(u, fr, f, i, c + 1, v);
+        *k = c + 1;
+        return true;
+    }
+    if (!rust_is_ident(f, i))
+        return false;
+    size_t p = i;
+    while (rust_is_ident(f, p) && rust_is(f, p + 1, "::") && rust_is_ident(f, p + 2))
+        p += 2;
+    size_t call_end = p + 1; /* after the last segment */
+    if (rust_is(f, call_end, "::") && rust_is(f, call_end + 1, "<"))
+        call_end = angle_close(f, call_end + 1, end) + 1;
+    if (rust_is(f, call_end, "(")) {
+        const struct helper_fx *fx = call_model(u, f, i, p + 1);
+        if (!fx)
+            return false;
+        apply_fx(u, fr, f, fx, v, i, call_end, stmt);
+        *tracked = true;
+        *k = rust_close_of(f, call_end) + 1;
+        return true;
+    }
+    if (p != i || !rust_is(f, i + 1, "."))
+        return false;
+    const struct val *x = lookup(u, fr, f->src.text + f->t[i].off, f->t[i].len);
+    if (!x || (!x->type && x->names.n == 0))
+        return false;
+    if (!val_copy(v, x))
+        u->oom = true;
+    *tracked = true;
+    *k = i + 1;
+    return true;
+}
+
+/* `.m(args)` in a chain whose head is token i, m the method's token and
+ * open its '(': a modelled method applied to a builder's value;
+ * `names.push("x")` (extend, insert) adds to the variable's names; an
+ * adaptor (map, for_each, ...) runs on the names, which the chain no
+ * longer stands for, unless it passes them through (iter, chain, rev...). */
+static void chain_method(struct unit *u, struct frame *fr, const struct rfile *f, size_t i,
+                         size_t k, size_t m, size_t open, size_t stmt, struct val *v)
+{
+    if (v->type) {
+        const struct helper_fx *fx =
+            lint_helpers_method(u->h, v->type, f->src.text + f->t[m].off, f->t[m].len);
+        if (fx)
+            apply_fx(u, fr, f, fx, v, m, open, stmt);
+    } else if (v->names.n > 0 && k == i + 1 && rust_is_ident(f, i) &&
+               (rust_is(f, m, "push") || rust_is(f, m, "extend") || rust_is(f, m, "insert"))) {
+        /* names.push("x"): the binding may hold it from here on */
+        struct args a;
+        split_args(f, open, &a);
+        struct val more;
+        size_t ai = rust_is(f, m, "insert") ? 1 : 0;
+        struct val *x = lookup_mut(fr, f->src.text + f->t[i].off, f->t[i].len);
+        if (a.n > ai && x && resolve(u, fr, f, a.b[ai], a.e[ai], &more)) {
+            if (!set_copy(&x->names, &more.names))
+                u->oom = true;
+            val_free(&more);
+        }
+        lint_strset_free(&v->names);
+    } else if (v->names.n > 0) {
+        static const char *const pass[] = {"iter", "into_iter", "copied", "cloned",
+                                           "chain", "rev", "take", "skip"};
+        bool through = false;
+        for (size_t q = 0; q < CBC_ARRAY_LEN(pass); q++)
+            through |= rust_is(f, m, pass[q]);
+        if (!through) {
+            struct args a;
+            split_args(f, open, &a);
+            if (a.n > 0)
+                iter_adaptor(u, fr, f, m, a.b[0], a.e[0], stmt, v);
+            lint_strset_free(&v->names);
+        }
+    }
+}
+
+/* `let [mut] x [: T] = <chain>;` or `x = <chain>;`, the chain's head at
+ * token i and the token before its value at i - 2: x holds the builder. */
+static void bind_chain(struct unit *u, struct frame *fr, const struct rfile *f, size_t i,
+                       size_t stmt, const struct val *v)
+{
+    size_t q = i - 2;
+    if (!rust_is(f, q, ">") && !rust_is_ident(f, q) && !rust_is(f, q, ")"))
+        return;
+    size_t s = q;
+    while (s > stmt && !rust_is(f, s, "let"))
+        s--;
+    if (rust_is(f, s, "let")) {
+        size_t nm = rust_is(f, s + 1, "mut") ? s + 2 : s + 1;
+        if (rust_is_ident(f, nm)) {
+            struct val b2;
+            if (!val_copy(&b2, v) || !bind(&fr->b, &fr->nb, &fr->cap, rust_ident_dup(f, nm), &b2))
+                u->oom = true;
+        }
+    } else if (q == stmt && rust_is_ident(f, q)) {
+        struct val *x = lookup_mut(fr, f->src.text + f->t[q].off, f->t[q].len);
+        if (x) {
+            struct val b2;
+            if (!val_copy(&b2, v))
+                u->oom = true;
+            val_free(x);
+            *x = b2;
+        }
+    }
+}
+
 /* Evaluates the chain that starts at token i: a base (a call of a modelled
  * helper, a binding, a const, an array literal) and then .method(args), ?,
  * .await. Applies the helpers' effects and the iterator adaptors; binds the
@@ -1596,49 +1801,8 @@ static void eval_chain(struct unit *u, struct frame *fr, const struct rfile *f, 
     struct val v = {0};
     size_t k = i;
     bool tracked = false;
-    if (rust_is(f, k, "[") || (rust_is(f, k, "vec") && rust_is(f, k + 1, "!") && rust_is(f, k + 2, "["))) {
-        size_t open = rust_is(f, k, "[") ? k : k + 2;
-        size_t c = rust_close_of(f, open);
-        if (c >= end || !rust_is(f, c + 1, "."))
-            return;
-        tracked = resolve(u, fr, f, k, c + 1, &v);
-        k = c + 1;
-    } else if (rust_is_ident(f, k)) {
-        size_t p = k;
-        while (rust_is_ident(f, p) && rust_is(f, p + 1, "::") && rust_is_ident(f, p + 2))
-            p += 2;
-        size_t call_end = p + 1; /* after the last segment */
-        if (rust_is(f, call_end, "::") && rust_is(f, call_end + 1, "<")) {
-            size_t q = call_end + 1;
-            for (int d = 0; q < end; q++) {
-                if (rust_is(f, q, "<"))
-                    d++;
-                else if (rust_is(f, q, ">") && --d == 0)
-                    break;
-            }
-            call_end = q + 1;
-        }
-        if (rust_is(f, call_end, "(")) {
-            const struct helper_fx *fx = call_model(u, f, k, p + 1);
-            if (!fx)
-                return;
-            apply_fx(u, fr, f, fx, &v, k, call_end, stmt);
-            tracked = true;
-            k = rust_close_of(f, call_end) + 1;
-        } else if (p == k && rust_is(f, k + 1, ".")) {
-            const struct val *x = lookup(u, fr, f->src.text + f->t[k].off, f->t[k].len);
-            if (!x || (!x->type && x->names.n == 0))
-                return;
-            if (!val_copy(&v, x))
-                u->oom = true;
-            tracked = true;
-            k++;
-        } else {
-            return;
-        }
-    } else {
+    if (!chain_head(u, fr, f, i, end, stmt, &v, &k, &tracked))
         return;
-    }
     /* .method(args) ... */
     while (k < end && !u->oom) {
         if (rust_is(f, k, "?")) {
@@ -1648,16 +1812,8 @@ static void eval_chain(struct unit *u, struct frame *fr, const struct rfile *f, 
         if (!rust_is(f, k, ".") || !rust_is_ident(f, k + 1))
             break;
         size_t m = k + 1, open = m + 1;
-        if (rust_is(f, open, "::") && rust_is(f, open + 1, "<")) {
-            size_t q = open + 1;
-            for (int d = 0; q < end; q++) {
-                if (rust_is(f, q, "<"))
-                    d++;
-                else if (rust_is(f, q, ">") && --d == 0)
-                    break;
-            }
-            open = q + 1;
-        }
+        if (rust_is(f, open, "::") && rust_is(f, open + 1, "<"))
+            open = angle_close(f, open + 1, end) + 1;
         if (!rust_is(f, open, "(")) { /* .await, a field */
             k = open;
             if (!rust_is(f, m, "await"))
@@ -1667,68 +1823,11 @@ static void eval_chain(struct unit *u, struct frame *fr, const struct rfile *f, 
         size_t close = rust_close_of(f, open);
         if (close >= end)
             break;
-        if (v.type) {
-            const struct helper_fx *fx =
-                lint_helpers_method(u->h, v.type, f->src.text + f->t[m].off, f->t[m].len);
-            if (fx)
-                apply_fx(u, fr, f, fx, &v, m, open, stmt);
-        } else if (v.names.n > 0 && k == i + 1 && rust_is_ident(f, i) &&
-                   (rust_is(f, m, "push") || rust_is(f, m, "extend") || rust_is(f, m, "insert"))) {
-            /* names.push("x"): the binding may hold it from here on */
-            struct args a;
-            split_args(f, open, &a);
-            struct val more;
-            size_t ai = rust_is(f, m, "insert") ? 1 : 0;
-            struct val *x = lookup_mut(fr, f->src.text + f->t[i].off, f->t[i].len);
-            if (a.n > ai && x && resolve(u, fr, f, a.b[ai], a.e[ai], &more)) {
-                if (!set_copy(&x->names, &more.names))
-                    u->oom = true;
-                val_free(&more);
-            }
-            lint_strset_free(&v.names);
-        } else if (v.names.n > 0) {
-            static const char *const pass[] = {"iter", "into_iter", "copied", "cloned",
-                                               "chain", "rev", "take", "skip"};
-            bool through = false;
-            for (size_t q = 0; q < CBC_ARRAY_LEN(pass); q++)
-                through |= rust_is(f, m, pass[q]);
-            if (!through) {
-                struct args a;
-                split_args(f, open, &a);
-                if (a.n > 0)
-                    iter_adaptor(u, fr, f, m, a.b[0], a.e[0], stmt, &v);
-                lint_strset_free(&v.names);
-            }
-        }
+        chain_method(u, fr, f, i, k, m, open, stmt, &v);
         k = close + 1;
     }
-    /* `let [mut] x [: T] = <chain>;` or `x = <chain>;` binds a builder */
-    if (tracked && v.type && rust_is(f, k, ";") && i >= 2 && rust_is(f, i - 1, "=")) {
-        size_t q = i - 2;
-        if (rust_is(f, q, ">") || rust_is_ident(f, q) || rust_is(f, q, ")")) {
-            size_t s = q;
-            while (s > stmt && !rust_is(f, s, "let"))
-                s--;
-            size_t nm = SIZE_MAX;
-            if (rust_is(f, s, "let")) {
-                nm = rust_is(f, s + 1, "mut") ? s + 2 : s + 1;
-                if (rust_is_ident(f, nm)) {
-                    struct val b2;
-                    if (!val_copy(&b2, &v) || !bind(&fr->b, &fr->nb, &fr->cap, rust_ident_dup(f, nm), &b2))
-                        u->oom = true;
-                }
-            } else if (q == stmt && rust_is_ident(f, q)) {
-                struct val *x = lookup_mut(fr, f->src.text + f->t[q].off, f->t[q].len);
-                if (x) {
-                    struct val b2;
-                    if (!val_copy(&b2, &v))
-                        u->oom = true;
-                    val_free(x);
-                    *x = b2;
-                }
-            }
-        }
-    }
+    if (tracked && v.type && rust_is(f, k, ";") && i >= 2 && rust_is(f, i - 1, "="))
+        bind_chain(u, fr, f, i, stmt, &v);
     val_free(&v);
 }
 
@@ -1785,12 +1884,7 @@ static void run_range(struct unit *u, struct frame *fr, size_t b, size_t e, enum
  * [*b, *e) gets the byte range of its condition. */
 static bool warning_only_if(const struct rfile *f, size_t i, size_t close, size_t *b, size_t *e)
 {
-    size_t k = i + 1;
-    while (k < close && !rust_is(f, k, "{")) {
-        if (rust_is(f, k, "(") || rust_is(f, k, "["))
-            k = rust_close_of(f, k);
-        k++;
-    }
+    size_t k = body_open(f, i + 1, close);
     if (k >= close)
         return false;
     size_t c = rust_close_of(f, k);
@@ -1815,6 +1909,243 @@ static bool warning_only_if(const struct rfile *f, size_t i, size_t close, size_
     return true;
 }
 
+/* What a keyword at depth 0 says of the next '{' there: an if/else
+ * branch, a loop's body, a match's arms, a for loop's body, a block that
+ * always runs (unsafe, async). */
+enum pend { P_NONE, P_IF, P_COND, P_MATCH, P_FOR, P_UNCOND };
+
+/* run_range_at's state between the tokens of its block. */
+struct block_run {
+    size_t b, close; /* the block's tokens */
+    enum scope kind;
+    size_t stmt; /* the first token of the statement being run */
+    enum pend pending;
+    char *loop_var; /* a for loop's variable, what it runs over, whether known */
+    struct val loop_val;
+    bool loop_known;
+    uint32_t chain_group; /* the group of the if/else chain being run */
+    int depth;            /* ( and [ open */
+};
+
+/* Whether token i, after an attribute, starts an item or a binding (the
+ * attribute stays with it) rather than a statement it may leave out. */
+static bool attr_keeps(const struct rfile *f, size_t i)
+{
+    return rust_is(f, i, "#") || rust_is(f, i, "fn") || rust_is(f, i, "use") ||
+           rust_is(f, i, "mod") || rust_is(f, i, "struct") || rust_is(f, i, "enum") ||
+           rust_is(f, i, "impl") || rust_is(f, i, "const") || rust_is(f, i, "static") ||
+           rust_is(f, i, "let") || rust_is(f, i, "pub");
+}
+
+/* The statement after a #[cfg(...)] closing at token a: it may not be
+ * compiled, so what it declares counts only on the path that has it (what
+ * it reads is read on that path too). Runs it; returns its last token. */
+static size_t run_cfg_stmt(struct unit *u, struct frame *fr, const struct rfile *f, size_t a,
+                           size_t close, size_t anchor)
+{
+    size_t j = a + 1;
+    if (rust_is(f, j, "{")) {
+        j = rust_close_of(f, j);
+        if (j < close && rust_is(f, j + 1, ";"))
+            j++;
+    } else {
+        j = stmt_end(f, j, close);
+    }
+    if (j >= close)
+        j = close - 1;
+    bool block = rust_is(f, a + 1, "{");
+    run_range(u, fr, block ? a + 2 : a + 1, block ? rust_close_of(f, a + 1) : j + 1, S_COND,
+              anchor, 0, NULL, NULL);
+    return j;
+}
+
+/* The attribute at token i (#[...], #![...]): returns the token closing
+ * it, or the last token of the statement a #[cfg(...)] guards, run. */
+static size_t attribute(struct unit *u, struct frame *fr, const struct rfile *f,
+                        struct block_run *st, size_t i, size_t anchor)
+{
+    size_t ob = rust_is(f, i + 1, "[") ? i + 1 : i + 2;
+    bool cfg = rust_is(f, i + 1, "[") && rust_is(f, ob + 1, "cfg") && rust_is(f, ob + 2, "(");
+    i = rust_close_of(f, ob);
+    if (i >= st->close)
+        return i;
+    if (cfg && st->depth == 0 && i + 1 < st->close && !attr_keeps(f, i + 1)) {
+        i = run_cfg_stmt(u, fr, f, i, st->close, anchor);
+        st->stmt = i + 1;
+    }
+    return i;
+}
+
+/* Whether token i starts an item, which the run steps over. */
+static bool item_keyword(const struct rfile *f, size_t i)
+{
+    return rust_is(f, i, "fn") || rust_is(f, i, "impl") || rust_is(f, i, "mod") ||
+           rust_is(f, i, "struct") || rust_is(f, i, "enum") || rust_is(f, i, "trait") ||
+           rust_is(f, i, "use") || (rust_is(f, i, "macro_rules") && rust_is(f, i + 1, "!"));
+}
+
+/* `for NAME in EXPR {` at token i: the body's variable and what it runs
+ * over. */
+static void for_head(struct unit *u, struct frame *fr, const struct rfile *f,
+                     struct block_run *st, size_t i)
+{
+    st->pending = P_FOR;
+    free(st->loop_var);
+    val_free(&st->loop_val);
+    st->loop_var = rust_ident_dup(f, i + 1);
+    size_t e = body_open(f, i + 3, st->close);
+    st->loop_known = resolve(u, fr, f, i + 3, e, &st->loop_val);
+}
+
+/* `let NAME = EXPR;` (const, static) at token i: NAME bound to what EXPR
+ * stands for. */
+static void let_binding(struct unit *u, struct frame *fr, const struct rfile *f, size_t i,
+                        size_t close)
+{
+    size_t n = i + 1;
+    if (rust_is(f, n, "mut"))
+        n++;
+    if (!rust_is_ident(f, n))
+        return;
+    size_t eq = n + 1;
+    while (eq < close && !rust_is(f, eq, "=") && !rust_is(f, eq, ";")) {
+        if (rust_is(f, eq, "(") || rust_is(f, eq, "[") || rust_is(f, eq, "{"))
+            eq = rust_close_of(f, eq);
+        eq++;
+    }
+    if (!rust_is(f, eq, "="))
+        return;
+    size_t e = stmt_end(f, eq + 1, close);
+    struct val v;
+    if (resolve(u, fr, f, eq + 1, e, &v) && !bind(&fr->b, &fr->nb, &fr->cap, rust_ident_dup(f, n), &v))
+        u->oom = true;
+}
+
+/* A keyword at depth 0, token i: what the next '{' opens, an if/else
+ * chain's group (and a condition that only leads to warnings), a for
+ * loop's variable, a let's binding. */
+static void keyword(struct unit *u, struct frame *fr, const struct rfile *f, struct block_run *st,
+                    size_t i)
+{
+    if (rust_is(f, i, "if") || rust_is(f, i, "else")) {
+        bool chain_head = rust_is(f, i, "if") && !(i > st->b && rust_is(f, i - 1, "else"));
+        if (chain_head)
+            st->chain_group = ++u->next_group;
+        size_t qb, qe;
+        if (chain_head && warning_only_if(f, i, st->close, &qb, &qe)) {
+            u->quiet_file = fr->file;
+            u->quiet_b = qb;
+            u->quiet_e = qe;
+        }
+        st->pending = P_IF;
+    } else if (rust_is(f, i, "while") || rust_is(f, i, "loop")) {
+        st->pending = P_COND;
+    } else if (rust_is(f, i, "match")) {
+        st->pending = P_MATCH;
+    } else if (rust_is(f, i, "unsafe") || rust_is(f, i, "async")) {
+        st->pending = st->pending == P_NONE ? P_UNCOND : st->pending;
+    } else if (rust_is(f, i, "for") && rust_is_ident(f, i + 1) && rust_is(f, i + 2, "in")) {
+        for_head(u, fr, f, st, i);
+    } else if ((rust_is(f, i, "let") || rust_is(f, i, "const") || rust_is(f, i, "static")) &&
+               i == st->stmt) {
+        let_binding(u, fr, f, i, st->close);
+    }
+}
+
+/* How the block a '{' opens runs. */
+struct block_kind {
+    enum scope kind;
+    uint32_t group;
+    bool same_scope; /* a struct literal: its fields are expressions of this block */
+    bool closure;    /* a closure's body */
+    const char *var; /* a for loop's variable and its value */
+    const struct val *val;
+};
+
+static struct block_kind block_kind(const struct rfile *f, const struct block_run *st, size_t i)
+{
+    struct block_kind k = {.kind = S_COND};
+    bool top = st->depth == 0;
+    if (i > 0 && rust_is(f, i - 1, "else")) {
+        k.group = st->chain_group;
+    } else if (i > 0 && rust_is(f, i - 1, "loop")) {
+        k.kind = S_COND;
+    } else if (i > 0 && (rust_is(f, i - 1, "unsafe") || rust_is(f, i - 1, "async") ||
+                         rust_is(f, i - 1, "move") || rust_is(f, i - 1, "const"))) {
+        k.kind = S_UNCOND;
+    } else if (top && st->pending == P_MATCH) {
+        k.kind = S_MATCH;
+    } else if (top && st->pending == P_FOR) {
+        k.kind = st->loop_known && !val_empty(&st->loop_val) ? S_UNCOND : S_COND;
+        k.var = st->loop_var;
+        k.val = &st->loop_val;
+    } else if (top && st->pending == P_IF) {
+        k.group = st->chain_group;
+    } else if (top && st->pending == P_COND) {
+        k.kind = S_COND;
+    } else if (top && st->pending == P_UNCOND) {
+        k.kind = S_UNCOND;
+    } else if (i > 0 && (rust_is(f, i - 1, "|") || rust_is(f, i - 1, "=>"))) {
+        k.closure = rust_is(f, i - 1, "|"); /* a closure's body, a match arm's block */
+    } else if (i > 0 && (rust_is_ident(f, i - 1) || rust_is(f, i - 1, ">")) &&
+               !rust_is(f, i - 1, "return") && !rust_is(f, i - 1, "in")) {
+        k.same_scope = true; /* a struct literal: its fields are expressions here */
+    } else {
+        k.kind = S_UNCOND; /* a block expression */
+    }
+    return k;
+}
+
+/* The block '{' at token i opens, run unless it is a struct literal's;
+ * returns the token to go on from. */
+static size_t inner_block(struct unit *u, struct frame *fr, const struct rfile *f,
+                          struct block_run *st, size_t i, size_t anchor)
+{
+    size_t j = rust_close_of(f, i);
+    struct block_kind k = block_kind(f, st, i);
+    if (st->depth == 0)
+        st->pending = P_NONE;
+    if (k.same_scope)
+        return i; /* run its tokens in this block */
+    u->closure += k.closure;
+    size_t jc = j < st->close ? j : st->close;
+    run_range(u, fr, i + 1, jc, k.kind, anchor, k.group, k.var, k.val);
+    u->closure -= k.closure;
+    i = jc;
+    if (st->depth == 0 && !rust_is(f, i + 1, "else") && !rust_is(f, i + 1, ".") &&
+        !rust_is(f, i + 1, "?") && !rust_is(f, i + 1, ",") && !rust_is(f, i + 1, ")") &&
+        !rust_is(f, i + 1, ";") && st->kind != S_MATCH)
+        st->stmt = i + 1;
+    return i;
+}
+
+/* An identifier at token i that no keyword took: a read of the
+ * environment, directives printed, a build tool's site, a method chain, a
+ * call of one of the script's functions. */
+static void run_ident(struct unit *u, struct frame *fr, const struct rfile *f, size_t i,
+                      size_t close, size_t anchor)
+{
+    size_t open;
+    bool all;
+    if (env_read(u, f, i, &open, &all)) {
+        read_env(u, fr, f, i, open, all, anchor);
+        return;
+    }
+    if ((rust_is(f, i, "println") || rust_is(f, i, "print")) && rust_is(f, i + 1, "!") &&
+        rust_is(f, i + 2, "(")) {
+        directives(u, fr, f, i + 2);
+        return;
+    }
+    tool_site(u, fr, f, i, anchor);
+    if (chain_start(u, f, i))
+        eval_chain(u, fr, f, i, close, anchor);
+    if (rust_is(f, i + 1, "(") && !(i > 0 && (rust_is(f, i - 1, ".") || rust_is(f, i - 1, "fn")))) {
+        struct rfn *fn = call_target(u, fr, f, i);
+        if (fn)
+            call_fn(u, fr, f, fn, i + 1, anchor);
+    }
+}
+
 static void run_range_at(struct unit *u, struct frame *fr, size_t b, size_t close,
                          enum scope kind, size_t parent_stmt, const char *bvar,
                          const struct val *bval)
@@ -1827,21 +2158,15 @@ static void run_range_at(struct unit *u, struct frame *fr, size_t b, size_t clos
         if (!val_copy(&v, bval) || !bind(&fr->b, &fr->nb, &fr->cap, cbc_strdup(bvar), &v))
             u->oom = true;
     }
-    size_t stmt = b;
-    enum { P_NONE, P_IF, P_COND, P_MATCH, P_FOR, P_UNCOND } pending = P_NONE;
-    char *loop_var = NULL;
-    struct val loop_val = {0};
-    bool loop_known = false;
-    uint32_t chain_group = 0;
-    int depth = 0;
+    struct block_run st = {.b = b, .close = close, .kind = kind, .stmt = b, .pending = P_NONE};
     for (size_t i = b; i < close; i++) {
         if (++u->steps > STEP_BUDGET) {
             u->budget = true;
             break;
         }
-        size_t anchor = kind == S_MATCH ? parent_stmt : stmt;
+        size_t anchor = kind == S_MATCH ? parent_stmt : st.stmt;
         const struct tok *t = &f->t[i];
-        if (kind == S_MATCH && depth == 0 && rust_is(f, i, ",")) {
+        if (kind == S_MATCH && st.depth == 0 && rust_is(f, i, ",")) {
             truncate_to(u, fr, h0); /* each arm starts from the match's state */
             if (u->n_cpath > 0)
                 u->cpath[u->n_cpath - 1].id = ++u->next_id; /* the next arm */
@@ -1850,200 +2175,46 @@ static void run_range_at(struct unit *u, struct frame *fr, size_t b, size_t clos
         if (rust_is(f, i, "[") && chain_start(u, f, i))
             eval_chain(u, fr, f, i, close, anchor);
         if (rust_is(f, i, "(") || rust_is(f, i, "[")) {
-            depth++;
+            st.depth++;
             continue;
         }
         if (rust_is(f, i, ")") || rust_is(f, i, "]")) {
-            depth--;
+            st.depth--;
             continue;
         }
-        if (rust_is(f, i, ";") && depth <= 0) {
-            stmt = i + 1;
-            pending = P_NONE;
-            depth = 0;
+        if (rust_is(f, i, ";") && st.depth <= 0) {
+            st.stmt = i + 1;
+            st.pending = P_NONE;
+            st.depth = 0;
             continue;
         }
         if (rust_is(f, i, "#") && (rust_is(f, i + 1, "[") || (rust_is(f, i + 1, "!") && rust_is(f, i + 2, "[")))) {
-            size_t ob = rust_is(f, i + 1, "[") ? i + 1 : i + 2;
-            bool cfg = rust_is(f, i + 1, "[") && rust_is(f, ob + 1, "cfg") && rust_is(f, ob + 2, "(");
-            i = rust_close_of(f, ob); /* an attribute */
+            i = attribute(u, fr, f, &st, i, anchor);
             if (i >= close)
                 break;
-            /* #[cfg(...)] on a statement: it may not be compiled, so what it
-             * declares counts only on the path that has it (what it reads is
-             * read on that path too) */
-            if (cfg && depth == 0 && i + 1 < close && !rust_is(f, i + 1, "#") &&
-                !rust_is(f, i + 1, "fn") && !rust_is(f, i + 1, "use") && !rust_is(f, i + 1, "mod") &&
-                !rust_is(f, i + 1, "struct") && !rust_is(f, i + 1, "enum") && !rust_is(f, i + 1, "impl") &&
-                !rust_is(f, i + 1, "const") && !rust_is(f, i + 1, "static") &&
-                !rust_is(f, i + 1, "let") && !rust_is(f, i + 1, "pub")) {
-                size_t j = i + 1;
-                if (rust_is(f, j, "{")) {
-                    j = rust_close_of(f, j);
-                    if (j < close && rust_is(f, j + 1, ";"))
-                        j++;
-                } else {
-                    while (j < close && !rust_is(f, j, ";")) {
-                        if (rust_is(f, j, "(") || rust_is(f, j, "[") || rust_is(f, j, "{"))
-                            j = rust_close_of(f, j);
-                        j++;
-                    }
-                }
-                if (j >= close)
-                    j = close - 1;
-                bool block = rust_is(f, i + 1, "{");
-                run_range(u, fr, block ? i + 2 : i + 1, block ? rust_close_of(f, i + 1) : j + 1,
-                          S_COND, anchor, 0, NULL, NULL);
-                i = j;
-                stmt = i + 1;
-                continue;
-            }
             continue; /* a fix goes before the attribute, which stays with its item */
         }
-        if (depth == 0 && (rust_is(f, i, "fn") || rust_is(f, i, "impl") || rust_is(f, i, "mod") ||
-                           rust_is(f, i, "struct") || rust_is(f, i, "enum") || rust_is(f, i, "trait") ||
-                           rust_is(f, i, "use") || (rust_is(f, i, "macro_rules") && rust_is(f, i + 1, "!")))) {
+        if (st.depth == 0 && item_keyword(f, i)) {
             if (rust_is(f, i, "fn") && !rust_is_ident(f, i + 1)) /* fn(x) types */
                 continue;
             i = skip_item(f, i, close) - 1;
-            stmt = i + 1;
+            st.stmt = i + 1;
             continue;
         }
-        if (t->k == T_IDENT && depth == 0) {
-            if (rust_is(f, i, "if") || rust_is(f, i, "else")) {
-                if (rust_is(f, i, "if") && !(i > b && rust_is(f, i - 1, "else")))
-                    chain_group = ++u->next_group;
-                size_t qb, qe;
-                if (rust_is(f, i, "if") && !(i > b && rust_is(f, i - 1, "else")) &&
-                    warning_only_if(f, i, close, &qb, &qe)) {
-                    u->quiet_file = fr->file;
-                    u->quiet_b = qb;
-                    u->quiet_e = qe;
-                }
-                pending = P_IF;
-            } else if (rust_is(f, i, "while") || rust_is(f, i, "loop")) {
-                pending = P_COND;
-            } else if (rust_is(f, i, "match")) {
-                pending = P_MATCH;
-            } else if (rust_is(f, i, "unsafe") || rust_is(f, i, "async")) {
-                pending = pending == P_NONE ? P_UNCOND : pending;
-            } else if (rust_is(f, i, "for") && rust_is_ident(f, i + 1) && rust_is(f, i + 2, "in")) {
-                pending = P_FOR;
-                free(loop_var);
-                val_free(&loop_val);
-                loop_var = rust_ident_dup(f, i + 1);
-                size_t e = i + 3;
-                while (e < close && !rust_is(f, e, "{")) {
-                    if (rust_is(f, e, "(") || rust_is(f, e, "["))
-                        e = rust_close_of(f, e);
-                    e++;
-                }
-                loop_known = resolve(u, fr, f, i + 3, e, &loop_val);
-            } else if ((rust_is(f, i, "let") || rust_is(f, i, "const") || rust_is(f, i, "static")) &&
-                       i == stmt) {
-                size_t n = i + 1;
-                if (rust_is(f, n, "mut"))
-                    n++;
-                size_t eq = n + 1;
-                if (rust_is_ident(f, n)) {
-                    while (eq < close && !rust_is(f, eq, "=") && !rust_is(f, eq, ";")) {
-                        if (rust_is(f, eq, "(") || rust_is(f, eq, "[") || rust_is(f, eq, "{"))
-                            eq = rust_close_of(f, eq);
-                        eq++;
-                    }
-                }
-                if (rust_is_ident(f, n) && rust_is(f, eq, "=")) {
-                    size_t e = eq + 1;
-                    while (e < close && !rust_is(f, e, ";")) {
-                        if (rust_is(f, e, "(") || rust_is(f, e, "[") || rust_is(f, e, "{"))
-                            e = rust_close_of(f, e);
-                        e++;
-                    }
-                    struct val v;
-                    if (resolve(u, fr, f, eq + 1, e, &v) &&
-                        !bind(&fr->b, &fr->nb, &fr->cap, rust_ident_dup(f, n), &v))
-                        u->oom = true;
-                }
-            }
-        }
+        if (t->k == T_IDENT && st.depth == 0)
+            keyword(u, fr, f, &st, i);
         run_exit(u, fr, exit_at(f, i));
         if (rust_is(f, i, "{")) {
-            size_t j = rust_close_of(f, i);
-            enum scope sk = S_COND;
-            uint32_t grp = 0;
-            bool same_scope = false, closure = false;
-            const char *fv = NULL;
-            const struct val *fval = NULL;
-            if (i > 0 && rust_is(f, i - 1, "else")) {
-                sk = S_COND;
-                grp = chain_group;
-            } else if (i > 0 && rust_is(f, i - 1, "loop")) {
-                sk = S_COND;
-            } else if (i > 0 && (rust_is(f, i - 1, "unsafe") || rust_is(f, i - 1, "async") ||
-                                 rust_is(f, i - 1, "move") || rust_is(f, i - 1, "const"))) {
-                sk = S_UNCOND;
-            } else if (depth == 0 && pending == P_MATCH) {
-                sk = S_MATCH;
-            } else if (depth == 0 && pending == P_FOR) {
-                sk = loop_known && !val_empty(&loop_val) ? S_UNCOND : S_COND;
-                fv = loop_var;
-                fval = &loop_val;
-            } else if (depth == 0 && pending == P_IF) {
-                sk = S_COND;
-                grp = chain_group;
-            } else if (depth == 0 && pending == P_COND) {
-                sk = S_COND;
-            } else if (depth == 0 && pending == P_UNCOND) {
-                sk = S_UNCOND;
-            } else if (i > 0 && (rust_is(f, i - 1, "|") || rust_is(f, i - 1, "=>"))) {
-                sk = S_COND; /* a closure's body, a match arm's block */
-                closure = rust_is(f, i - 1, "|");
-            } else if (i > 0 && (rust_is_ident(f, i - 1) || rust_is(f, i - 1, ">")) &&
-                       !rust_is(f, i - 1, "return") && !rust_is(f, i - 1, "in")) {
-                same_scope = true; /* a struct literal: its fields are expressions here */
-            } else {
-                sk = S_UNCOND; /* a block expression */
-            }
-            if (depth == 0)
-                pending = P_NONE;
-            if (same_scope)
-                continue; /* run its tokens in this block */
-            u->closure += closure;
-            size_t jc = j < close ? j : close;
-            run_range(u, fr, i + 1, jc, sk, anchor, grp, fv, fval);
-            u->closure -= closure;
-            i = jc;
-            if (depth == 0 && !rust_is(f, i + 1, "else") && !rust_is(f, i + 1, ".") &&
-                !rust_is(f, i + 1, "?") && !rust_is(f, i + 1, ",") && !rust_is(f, i + 1, ")") &&
-                !rust_is(f, i + 1, ";") && kind != S_MATCH)
-                stmt = i + 1;
+            i = inner_block(u, fr, f, &st, i, anchor);
             continue;
         }
-        if (t->k != T_IDENT)
-            continue;
-        size_t open2;
-        bool all;
-        if (env_read(u, f, i, &open2, &all)) {
-            read_env(u, fr, f, i, open2, all, anchor);
-            continue;
-        }
-        if ((rust_is(f, i, "println") || rust_is(f, i, "print")) && rust_is(f, i + 1, "!") && rust_is(f, i + 2, "(")) {
-            directives(u, fr, f, i + 2);
-            continue;
-        }
-        tool_site(u, fr, f, i, anchor);
-        if (chain_start(u, f, i))
-            eval_chain(u, fr, f, i, close, anchor);
-        if (rust_is(f, i + 1, "(") && !(i > 0 && (rust_is(f, i - 1, ".") || rust_is(f, i - 1, "fn")))) {
-            struct rfn *fn = call_target(u, fr, f, i);
-            if (fn)
-                call_fn(u, fr, f, fn, i + 1, anchor);
-        }
+        if (t->k == T_IDENT)
+            run_ident(u, fr, f, i, close, anchor);
     }
     if (kind != S_UNCOND)
         truncate_to(u, fr, h0);
-    free(loop_var);
-    val_free(&loop_val);
+    free(st.loop_var);
+    val_free(&st.loop_val);
     while (fr->nb > nb0) {
         fr->nb--;
         free(fr->b[fr->nb].name);
@@ -2216,6 +2387,141 @@ static bool scan_spans(struct unit *u, int fi)
     return true;
 }
 
+/* The parameters of a function listed in (po, pc): the name of each
+ * `name: T` at the top level, a placeholder for a pattern or self, and
+ * whether it takes self. False on out of memory. */
+static bool scan_params(const struct rfile *f, struct rfn *fn, size_t po, size_t pc)
+{
+    size_t k = po + 1;
+    size_t sp = k;
+    while (sp < pc && (rust_is(f, sp, "&") || rust_is(f, sp, "mut") || f->t[sp].k == T_LIFE))
+        sp++;
+    fn->method = rust_is(f, sp, "self");
+    while (k < pc && fn->n_params < MAX_PARAMS) {
+        size_t s = k;
+        if (rust_is(f, s, "mut"))
+            s++;
+        if (rust_is_ident(f, s) && rust_is(f, s + 1, ":"))
+            fn->params[fn->n_params++] = rust_ident_dup(f, s);
+        else if (fn->n_params < MAX_PARAMS)
+            fn->params[fn->n_params++] = cbc_strdup("\x01"); /* a pattern or self */
+        while (k < pc && !rust_is(f, k, ",")) {
+            if (rust_is(f, k, "<")) /* generics: skip to the matching '>' */
+                k = angle_close(f, k, pc);
+            else if (rust_is(f, k, "(") || rust_is(f, k, "[") || rust_is(f, k, "{"))
+                k = rust_close_of(f, k);
+            k++;
+        }
+        k++;
+    }
+    for (size_t q = 0; q < fn->n_params; q++)
+        if (!fn->params[q])
+            return false;
+    return true;
+}
+
+/* `fn NAME(...)` at token i, its parameters opening at po: a function with
+ * a body is recorded with the innermost impl around it. */
+static enum cbc_status scan_fn(struct unit *u, int fi, size_t i, size_t po, struct cbc_err *err)
+{
+    const struct rfile *f = &u->files[fi];
+    size_t pc = rust_close_of(f, po);
+    size_t b = item_head_end(f, pc + 1, f->n);
+    if (b >= f->n || !rust_is(f, b, "{"))
+        return CBC_OK;
+    if (!cbc_grow(&u->fns, u->n_fns, &u->cap_fns, sizeof *u->fns, 16))
+        return cbc_err_oom(err);
+    struct rfn *fn = &u->fns[u->n_fns];
+    memset(fn, 0, sizeof *fn);
+    fn->name = rust_ident_dup(f, i + 1);
+    fn->file = fi;
+    fn->body = b;
+    if (!fn->name)
+        return cbc_err_oom(err);
+    for (size_t q = 0; q < u->n_spans; q++) /* the innermost impl around it */
+        if (!u->spans[q].module && u->spans[q].file == fi && u->spans[q].b < i && u->spans[q].e > i)
+            fn->impl = u->spans[q].name;
+    u->n_fns++;
+    return scan_params(f, fn, po, pc) ? CBC_OK : cbc_err_oom(err);
+}
+
+/* `const NAME: T = EXPR;` (static) at token i: a file-level binding. */
+static enum cbc_status scan_const(struct unit *u, const struct rfile *f, size_t i,
+                                  struct cbc_err *err)
+{
+    size_t n = i + 1;
+    if (rust_is(f, n, "mut"))
+        n++;
+    size_t eq = n + 1;
+    while (eq < f->n && !rust_is(f, eq, "=") && !rust_is(f, eq, ";") && !rust_is(f, eq, "{")) {
+        if (rust_is(f, eq, "(") || rust_is(f, eq, "["))
+            eq = rust_close_of(f, eq); /* [&str; 2] */
+        eq++;
+    }
+    if (!rust_is_ident(f, n) || !rust_is(f, eq, "="))
+        return CBC_OK;
+    size_t e = stmt_end(f, eq + 1, f->n);
+    struct val v;
+    if (resolve(u, NULL, f, eq + 1, e, &v) &&
+        !bind(&u->consts, &u->n_consts, &u->cap_consts, rust_ident_dup(f, n), &v))
+        return cbc_err_oom(err);
+    return CBC_OK;
+}
+
+/* `mod NAME;` (after #[path = "x.rs"] too) at token i: the module's file
+ * is linted with the script, or a note says it is not there. */
+static enum cbc_status scan_mod(struct unit *u, int fi, size_t i, struct cbc_err *err)
+{
+    const struct rfile *f = &u->files[fi];
+    char *dir = cbc_path_dir(f->src.path);
+    char *name = rust_ident_dup(f, i + 1);
+    const char *path_attr = NULL;
+    if (i >= 6 && rust_is(f, i - 1, "]") && rust_is(f, i - 3, "=") && rust_is(f, i - 4, "path"))
+        path_attr = rust_str_of(f, i - 2);
+    const char *base = cbc_path_base(f->src.path);
+    bool root = fi == 0 || !strcmp(base, "mod.rs");
+    char *stem = cbc_path_stem(f->src.path);
+    char *sub = root ? cbc_strdup(dir) : cbc_asprintf("%s/%s", dir, stem ? stem : "");
+    char *c1 = path_attr ? cbc_asprintf("%s/%s", dir, path_attr)
+                         : cbc_asprintf("%s/%s.rs", sub ? sub : ".", name ? name : "");
+    char *c2 = cbc_asprintf("%s/%s/mod.rs", sub ? sub : ".", name ? name : "");
+    char *via = cbc_asprintf("%s `mod %s;` in %s", path_attr ? "the #[path] of" : "",
+                             name ? name : "", f->src.path);
+    if (!dir || !name || !stem || !sub || !c1 || !c2 || !via) {
+        free(dir), free(name), free(stem), free(sub), free(c1), free(c2), free(via);
+        return cbc_err_oom(err);
+    }
+    enum cbc_status st = CBC_OK;
+    const char *v2 = via[0] == ' ' ? via + 1 : via;
+    if (cbc_is_file(c1))
+        st = add_file(u, c1, v2, err);
+    else if (!path_attr && cbc_is_file(c2))
+        st = add_file(u, c2, v2, err);
+    else
+        lint_note(u->r, "%s: module '%s' not found next to it; its reads are not linted",
+                  f->src.path, name);
+    free(dir), free(name), free(stem), free(sub), free(c1), free(c2), free(via);
+    return st;
+}
+
+/* `include!("x.rs")` at token i: the file is linted with the script. */
+static enum cbc_status scan_include(struct unit *u, int fi, size_t i, struct cbc_err *err)
+{
+    const struct rfile *f = &u->files[fi];
+    char *dir = cbc_path_dir(f->src.path);
+    char *p = dir ? cbc_asprintf("%s/%s", dir, rust_str_of(f, i + 3)) : NULL;
+    char *via = cbc_asprintf("include!(\"%s\") in %s", rust_str_of(f, i + 3), f->src.path);
+    enum cbc_status st = CBC_OK;
+    if (!p || !via)
+        st = cbc_err_oom(err);
+    else if (cbc_is_file(p))
+        st = add_file(u, p, via, err);
+    free(dir);
+    free(p);
+    free(via);
+    return st;
+}
+
 static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
 {
     struct rfile *f = &u->files[fi];
@@ -2234,153 +2540,23 @@ static enum cbc_status scan_items(struct unit *u, int fi, struct cbc_err *err)
         if (rust_is(f, i, "use"))
             scan_use(u, f, i, f->n);
         size_t po = i + 2; /* fn name<T>(...) */
-        if (rust_is(f, i, "fn") && rust_is_ident(f, i + 1) && rust_is(f, po, "<")) {
-            for (int d = 0; po < f->n; po++) {
-                if (rust_is(f, po, "<"))
-                    d++;
-                else if (rust_is(f, po, ">") && --d == 0)
-                    break;
-            }
-            po++;
-        }
+        if (rust_is(f, i, "fn") && rust_is_ident(f, i + 1) && rust_is(f, po, "<"))
+            po = angle_close(f, po, f->n) + 1;
+        enum cbc_status st = CBC_OK;
         if (rust_is(f, i, "fn") && rust_is_ident(f, i + 1) && rust_is(f, po, "(") &&
             !(i > 0 && rust_is(f, i - 1, "("))) {
-            size_t pc = rust_close_of(f, po);
-            size_t b = pc + 1;
-            while (b < f->n && !rust_is(f, b, "{") && !rust_is(f, b, ";")) {
-                if (rust_is(f, b, "(") || rust_is(f, b, "["))
-                    b = rust_close_of(f, b);
-                b++;
-            }
-            if (b >= f->n || !rust_is(f, b, "{"))
-                continue;
-            if (!cbc_grow(&u->fns, u->n_fns, &u->cap_fns, sizeof *u->fns, 16))
-                return cbc_err_oom(err);
-            struct rfn *fn = &u->fns[u->n_fns];
-            memset(fn, 0, sizeof *fn);
-            fn->name = rust_ident_dup(f, i + 1);
-            fn->file = fi;
-            fn->body = b;
-            if (!fn->name)
-                return cbc_err_oom(err);
-            for (size_t q = 0; q < u->n_spans; q++) /* the innermost impl around it */
-                if (!u->spans[q].module && u->spans[q].file == fi && u->spans[q].b < i &&
-                    u->spans[q].e > i)
-                    fn->impl = u->spans[q].name;
-            u->n_fns++;
-            /* parameters: `name: T` at the top level of (...) */
-            size_t k = po + 1;
-            size_t sp = k;
-            while (sp < pc && (rust_is(f, sp, "&") || rust_is(f, sp, "mut") || f->t[sp].k == T_LIFE))
-                sp++;
-            fn->method = rust_is(f, sp, "self");
-            while (k < pc && fn->n_params < MAX_PARAMS) {
-                size_t s = k;
-                if (rust_is(f, s, "mut"))
-                    s++;
-                if (rust_is_ident(f, s) && rust_is(f, s + 1, ":"))
-                    fn->params[fn->n_params++] = rust_ident_dup(f, s);
-                else if (fn->n_params < MAX_PARAMS)
-                    fn->params[fn->n_params++] = cbc_strdup("\x01"); /* a pattern or self */
-                while (k < pc && !rust_is(f, k, ",")) {
-                    if (rust_is(f, k, "(") || rust_is(f, k, "[") || rust_is(f, k, "{") || rust_is(f, k, "<")) {
-                        if (rust_is(f, k, "<")) { /* generics: skip to the matching '>' */
-                            int d = 0;
-                            for (; k < pc; k++) {
-                                if (rust_is(f, k, "<"))
-                                    d++;
-                                else if (rust_is(f, k, ">") && --d == 0)
-                                    break;
-                            }
-                        } else {
-                            k = rust_close_of(f, k);
-                        }
-                    }
-                    k++;
-                }
-                k++;
-            }
-            for (size_t q = 0; q < fn->n_params; q++)
-                if (!fn->params[q])
-                    return cbc_err_oom(err);
-            continue;
+            st = scan_fn(u, fi, i, po, err);
+        } else if ((rust_is(f, i, "const") || rust_is(f, i, "static")) && !rust_is(f, i + 1, "fn")) {
+            st = scan_const(u, f, i, err);
+        } else if (rust_is(f, i, "mod") && rust_is_ident(f, i + 1) && rust_is(f, i + 2, ";")) {
+            st = scan_mod(u, fi, i, err);
+        } else if (rust_is(f, i, "include") && rust_is(f, i + 1, "!") && rust_is(f, i + 2, "(") &&
+                   rust_str_of(f, i + 3) && rust_is(f, i + 4, ")")) {
+            st = scan_include(u, fi, i, err);
         }
-        if ((rust_is(f, i, "const") || rust_is(f, i, "static")) && !rust_is(f, i + 1, "fn")) {
-            size_t n = i + 1;
-            if (rust_is(f, n, "mut"))
-                n++;
-            size_t eq = n + 1;
-            while (eq < f->n && !rust_is(f, eq, "=") && !rust_is(f, eq, ";") && !rust_is(f, eq, "{")) {
-                if (rust_is(f, eq, "(") || rust_is(f, eq, "["))
-                    eq = rust_close_of(f, eq); /* [&str; 2] */
-                eq++;
-            }
-            if (rust_is_ident(f, n) && rust_is(f, eq, "=")) {
-                size_t e = eq + 1;
-                while (e < f->n && !rust_is(f, e, ";")) {
-                    if (rust_is(f, e, "(") || rust_is(f, e, "[") || rust_is(f, e, "{"))
-                        e = rust_close_of(f, e);
-                    e++;
-                }
-                struct val v;
-                if (resolve(u, NULL, f, eq + 1, e, &v) &&
-                    !bind(&u->consts, &u->n_consts, &u->cap_consts, rust_ident_dup(f, n), &v))
-                    return cbc_err_oom(err);
-            }
-            continue;
-        }
-        /* mod NAME; and #[path = "x.rs"] mod NAME; and include!("x.rs") */
-        if (rust_is(f, i, "mod") && rust_is_ident(f, i + 1) && rust_is(f, i + 2, ";")) {
-            char *dir = cbc_path_dir(f->src.path);
-            char *name = rust_ident_dup(f, i + 1);
-            const char *path_attr = NULL;
-            if (i >= 6 && rust_is(f, i - 1, "]") && rust_is(f, i - 3, "=") && rust_is(f, i - 4, "path"))
-                path_attr = rust_str_of(f, i - 2);
-            const char *base = cbc_path_base(f->src.path);
-            bool root = fi == 0 || !strcmp(base, "mod.rs");
-            char *stem = cbc_path_stem(f->src.path);
-            char *sub = root ? cbc_strdup(dir) : cbc_asprintf("%s/%s", dir, stem ? stem : "");
-            char *c1 = path_attr ? cbc_asprintf("%s/%s", dir, path_attr)
-                                 : cbc_asprintf("%s/%s.rs", sub ? sub : ".", name ? name : "");
-            char *c2 = cbc_asprintf("%s/%s/mod.rs", sub ? sub : ".", name ? name : "");
-            char *via = cbc_asprintf("%s `mod %s;` in %s", path_attr ? "the #[path] of" : "",
-                                     name ? name : "", f->src.path);
-            if (!dir || !name || !stem || !sub || !c1 || !c2 || !via) {
-                free(dir), free(name), free(stem), free(sub), free(c1), free(c2), free(via);
-                return cbc_err_oom(err);
-            }
-            enum cbc_status st = CBC_OK;
-            const char *v2 = via[0] == ' ' ? via + 1 : via;
-            if (cbc_is_file(c1))
-                st = add_file(u, c1, v2, err);
-            else if (!path_attr && cbc_is_file(c2))
-                st = add_file(u, c2, v2, err);
-            else
-                lint_note(u->r, "%s: module '%s' not found next to it; its reads are not linted",
-                          f->src.path, name);
-            free(dir), free(name), free(stem), free(sub), free(c1), free(c2), free(via);
-            if (st != CBC_OK)
-                return st;
-            f = &u->files[fi];
-            continue;
-        }
-        if (rust_is(f, i, "include") && rust_is(f, i + 1, "!") && rust_is(f, i + 2, "(") && rust_str_of(f, i + 3) &&
-            rust_is(f, i + 4, ")")) {
-            char *dir = cbc_path_dir(f->src.path);
-            char *p = dir ? cbc_asprintf("%s/%s", dir, rust_str_of(f, i + 3)) : NULL;
-            char *via = cbc_asprintf("include!(\"%s\") in %s", rust_str_of(f, i + 3), f->src.path);
-            enum cbc_status st = CBC_OK;
-            if (!p || !via)
-                st = cbc_err_oom(err);
-            else if (cbc_is_file(p))
-                st = add_file(u, p, via, err);
-            free(dir);
-            free(p);
-            free(via);
-            if (st != CBC_OK)
-                return st;
-            f = &u->files[fi];
-        }
+        if (st != CBC_OK)
+            return st;
+        f = &u->files[fi];
     }
     return CBC_OK;
 }
@@ -2883,79 +3059,93 @@ static void header_findings(struct unit *u, const char *root)
     }
 }
 
-static void after_run(struct unit *u, size_t first_finding)
+/* The finding whose insertion the files a script names join: the earliest
+ * edit in the script itself, else the first one; NULL when none inserts. */
+static struct cbc_lint_finding *first_insert(struct cbc_lint_result *r, size_t first_finding,
+                                             const char *script)
+{
+    struct cbc_lint_finding *first = NULL;
+    for (size_t i = first_finding; i < r->n; i++) {
+        struct cbc_lint_finding *g = &r->f[i];
+        if (!g->insert)
+            continue;
+        bool in_script = !strcmp(g->file, script);
+        if (!first || (in_script && (strcmp(first->file, script) != 0 ||
+                                     g->insert_at < first->insert_at)))
+            first = g;
+    }
+    return first;
+}
+
+/* The files of the package under root that the script's strings name (a
+ * glob: each file it matches) and no rerun-if-changed= covers yet. */
+static void named_files(struct unit *u, const char *root, struct lint_strset *paths)
+{
+    for (int fi = 0; root && fi < u->n_files; fi++)
+        for (size_t i = 0; i < u->files[fi].n; i++) {
+            const char *s = rust_str_of(&u->files[fi], i);
+            if (!s || strlen(s) > 512 || strchr(s, '\n'))
+                continue;
+            struct lint_strset one = {0};
+            if (has_glob(s) && !strpbrk(s, "{:= \t"))
+                declarable(u, root, s, &one);
+            else if (!lint_strset_add(&one, s))
+                u->oom = true;
+            for (size_t k = 0; k < one.n; k++)
+                if (package_path(root, one.v[k]) && !covered(&u->changed, one.v[k]) &&
+                    !lint_strset_add(paths, one.v[k]))
+                    u->oom = true;
+            lint_strset_free(&one);
+        }
+}
+
+/* cargo rescans the whole package while a script emits no rerun-if
+ * directive; the fix's first one ends that, so it declares the files the
+ * script names as well (or a note says it cannot tell which). */
+static void declare_named_files(struct unit *u, size_t first_finding, const char *root)
 {
     struct cbc_lint_result *r = u->r;
     const char *script = u->files[0].src.path;
-    char *root = package_root(script);
-    if (!root) /* a script given without its crate: paths are taken from its directory */
-        root = cbc_path_dir(script);
-    /* cargo rescans the whole package while a script emits no rerun-if
-     * directive; the fix's first one ends that, so it declares the files
-     * the script names as well */
-    if (!u->has_rerun && u->env_findings > 0) {
-        /* the earliest edit in the script itself, else the first one */
-        struct cbc_lint_finding *first = NULL;
-        for (size_t i = first_finding; i < r->n; i++) {
-            struct cbc_lint_finding *g = &r->f[i];
-            if (!g->insert)
-                continue;
-            bool in_script = !strcmp(g->file, script);
-            if (!first || (in_script && (strcmp(first->file, script) != 0 ||
-                                         g->insert_at < first->insert_at)))
-                first = g;
-        }
-        struct lint_strset paths = {0};
-        for (int fi = 0; root && fi < u->n_files; fi++)
-            for (size_t i = 0; i < u->files[fi].n; i++) {
-                const char *s = rust_str_of(&u->files[fi], i);
-                if (!s || strlen(s) > 512 || strchr(s, '\n'))
-                    continue;
-                struct lint_strset one = {0};
-                if (has_glob(s) && !strpbrk(s, "{:= \t"))
-                    declarable(u, root, s, &one);
-                else if (!lint_strset_add(&one, s))
-                    u->oom = true;
-                for (size_t k = 0; k < one.n; k++)
-                    if (package_path(root, one.v[k]) && !covered(&u->changed, one.v[k]) &&
-                        !lint_strset_add(&paths, one.v[k]))
-                        u->oom = true;
-                lint_strset_free(&one);
-            }
-        if (first && paths.n > 0) {
-            struct cbc_buf b = {0};
-            cbc_buf_puts(&b, first->insert);
-            const char *txt = first->insert;
-            size_t indent = strspn(txt, " \t");
-            bool line = txt[strlen(txt) - 1] == '\n';
-            for (size_t k = 0; k < paths.n; k++) {
-                if (line)
-                    cbc_buf_printf(&b, "%.*sprintln!(\"cargo%srerun-if-changed=%s\");\n",
-                                   (int)indent, txt, u->cargo2 ? "::" : ":", paths.v[k]);
-                else
-                    cbc_buf_printf(&b, "println!(\"cargo%srerun-if-changed=%s\"); ",
-                                   u->cargo2 ? "::" : ":", paths.v[k]);
-                if (!lint_strset_add(&u->changed, paths.v[k]))
-                    u->oom = true;
-            }
-            if (b.oom) {
+    struct cbc_lint_finding *first = first_insert(r, first_finding, script);
+    struct lint_strset paths = {0};
+    named_files(u, root, &paths);
+    if (first && paths.n > 0) {
+        struct cbc_buf b = {0};
+        cbc_buf_puts(&b, first->insert);
+        const char *txt = first->insert;
+        size_t indent = strspn(txt, " \t");
+        bool line = txt[strlen(txt) - 1] == '\n';
+        for (size_t k = 0; k < paths.n; k++) {
+            if (line)
+                cbc_buf_printf(&b, "%.*sprintln!(\"cargo%srerun-if-changed=%s\");\n",
+                               (int)indent, txt, u->cargo2 ? "::" : ":", paths.v[k]);
+            else
+                cbc_buf_printf(&b, "println!(\"cargo%srerun-if-changed=%s\"); ",
+                               u->cargo2 ? "::" : ":", paths.v[k]);
+            if (!lint_strset_add(&u->changed, paths.v[k]))
                 u->oom = true;
-                cbc_buf_release(&b);
-            } else {
-                free(first->insert);
-                first->insert = cbc_buf_detach(&b);
-            }
-        } else if (first) {
-            lint_note(r, "%s emits no rerun-if directive, so cargo reruns it after any change "
-                         "in its package; once it declares a variable cargo watches only what "
-                         "it declares: add cargo:rerun-if-changed= for each file it reads",
-                      script);
         }
-        lint_strset_free(&paths);
+        if (b.oom) {
+            u->oom = true;
+            cbc_buf_release(&b);
+        } else {
+            free(first->insert);
+            first->insert = cbc_buf_detach(&b);
+        }
+    } else if (first) {
+        lint_note(r, "%s emits no rerun-if directive, so cargo reruns it after any change "
+                     "in its package; once it declares a variable cargo watches only what "
+                     "it declares: add cargo:rerun-if-changed= for each file it reads",
+                  script);
     }
-    bool declares = u->has_rerun || u->env_findings > 0;
-    /* kernels a modelled helper compiles without declaring them */
-    for (size_t i = 0; declares && !u->cubincache_emits && i < u->n_nvruns; i++) {
+    lint_strset_free(&paths);
+}
+
+/* The kernels modelled helpers compile without declaring them: each
+ * source (each file a glob matches now) that no rerun-if-changed= covers. */
+static void helper_kernel_findings(struct unit *u, const char *root)
+{
+    for (size_t i = 0; i < u->n_nvruns; i++) {
         const struct nvrun *nr = &u->nvruns[i];
         for (size_t k = 0; !nr->declares && k < nr->srcs.n; k++) {
             const char *src = nr->srcs.v[k];
@@ -2979,46 +3169,69 @@ static void after_run(struct unit *u, size_t first_finding)
             lint_strset_free(&left);
         }
         if (!nr->declares && nr->unknown && nr->srcs.n == 0 && u->changed.n == 0)
-            lint_note(r, "%s: cannot tell which kernels %s compiles; once the script declares "
-                         "anything cargo watches only what it declares: print "
-                         "cargo:rerun-if-changed= for their directory",
-                      script, nr->call);
+            lint_note(u->r, "%s: cannot tell which kernels %s compiles; once the script declares "
+                            "anything cargo watches only what it declares: print "
+                            "cargo:rerun-if-changed= for their directory",
+                      u->files[0].src.path, nr->call);
     }
+}
+
+/* nvcc run by hand: the kernel sources the script's strings name that no
+ * rerun-if-changed= covers, or, when it names none and declares no
+ * path, a finding at the nvcc call. */
+static void nvcc_source_findings(struct unit *u, const char *root)
+{
+    struct lint_strset srcs = {0};
+    for (int fi = 0; fi < u->n_files; fi++)
+        for (size_t i = 0; i < u->files[fi].n; i++) {
+            const char *s = rust_str_of(&u->files[fi], i);
+            if (s && is_cuda_source(s) && !strchr(s, '{') && !strchr(s, '\n') &&
+                (has_glob(s) || package_path(root, s)) && !covered(&u->changed, s) &&
+                !lint_strset_add(&srcs, s))
+                u->oom = true;
+        }
+    const struct site *ns = &u->nvcc_site;
+    for (size_t k = 0; k < srcs.n; k++) {
+        const char *p = srcs.v[k];
+        while (!strncmp(p, "./", 2))
+            p += 2;
+        if (!covered(&u->changed, p))
+            source_finding(u, root, ns, p, NULL, NULL, false);
+    }
+    if (srcs.n == 0 && u->changed.n == 0) {
+        const struct rfile *nf = &u->files[ns->file];
+        if (!lint_add(u->r, CBC_LINT_NVCC_SOURCES, &nf->src, ns->off, NULL,
+                      "the build script runs nvcc and declares rerun-if directives but no "
+                      "rerun-if-changed: cargo will not rebuild the kernels when their "
+                      "sources change",
+                      "println!(\"cargo:rerun-if-changed=DIR\"); for the directory of the "
+                      "kernel sources",
+                      NULL, 0))
+            u->oom = true;
+    }
+    lint_strset_free(&srcs);
+}
+
+/* What the run leaves to check once it is over: the files a script that
+ * declared nothing names, the kernels and headers nvcc compiles that no
+ * rerun-if-changed= covers. */
+static void after_run(struct unit *u, size_t first_finding)
+{
+    const char *script = u->files[0].src.path;
+    char *root = package_root(script);
+    if (!root) /* a script given without its crate: paths are taken from its directory */
+        root = cbc_path_dir(script);
+    if (!u->has_rerun && u->env_findings > 0)
+        declare_named_files(u, first_finding, root);
+    bool declares = u->has_rerun || u->env_findings > 0;
+    /* kernels a modelled helper compiles without declaring them */
+    if (declares && !u->cubincache_emits)
+        helper_kernel_findings(u, root);
     /* the headers the kernels include: inputs of nvcc as much as the kernels */
     if (declares && !u->cubincache_emits && root && !u->changed_unknown)
         header_findings(u, root);
-    /* nvcc run by hand: the kernel sources its strings name */
-    if (u->nvcc && !u->cubincache_emits && declares && !u->changed_unknown) {
-        struct lint_strset srcs = {0};
-        for (int fi = 0; fi < u->n_files; fi++)
-            for (size_t i = 0; i < u->files[fi].n; i++) {
-                const char *s = rust_str_of(&u->files[fi], i);
-                if (s && is_cuda_source(s) && !strchr(s, '{') && !strchr(s, '\n') &&
-                    (has_glob(s) || package_path(root, s)) &&
-                    !covered(&u->changed, s) && !lint_strset_add(&srcs, s))
-                    u->oom = true;
-            }
-        const struct site *ns = &u->nvcc_site;
-        for (size_t k = 0; k < srcs.n; k++) {
-            const char *p = srcs.v[k];
-            while (!strncmp(p, "./", 2))
-                p += 2;
-            if (!covered(&u->changed, p))
-                source_finding(u, root, ns, p, NULL, NULL, false);
-        }
-        if (srcs.n == 0 && u->changed.n == 0) {
-            const struct rfile *nf = &u->files[ns->file];
-            if (!lint_add(r, CBC_LINT_NVCC_SOURCES, &nf->src, ns->off, NULL,
-                          "the build script runs nvcc and declares rerun-if directives but no "
-                          "rerun-if-changed: cargo will not rebuild the kernels when their "
-                          "sources change",
-                          "println!(\"cargo:rerun-if-changed=DIR\"); for the directory of the "
-                          "kernel sources",
-                          NULL, 0))
-                u->oom = true;
-        }
-        lint_strset_free(&srcs);
-    }
+    if (u->nvcc && !u->cubincache_emits && declares && !u->changed_unknown)
+        nvcc_source_findings(u, root);
     free(root);
 }
 

@@ -70,164 +70,175 @@ static bool add_str(struct rfile *f, const char *b, const char *e, bool raw, uin
     return true;
 }
 
-/* Lexes the whole file; false only on out of memory (malformed text lexes
- * to something, and an unterminated string or comment ends at the end). */
-bool rust_lex(struct rfile *f)
+/* A comment at p (a line comment, or a block comment with nested ones):
+ * the text after it, p itself when p starts none. An unterminated block
+ * comment ends at the end. */
+static const char *skip_comment(const char *p, const char *end)
 {
-    const char *s = f->src.text, *end = s + f->src.len;
-    const char *p = s;
-    if (f->src.len >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
-        p += 3; /* a byte order mark is no identifier */
-    while (p < end) {
-        unsigned char c = (unsigned char)*p;
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+    if (*p != '/' || p + 1 >= end)
+        return p;
+    if (p[1] == '/') {
+        while (p < end && *p != '\n')
             p++;
-            continue;
-        }
-        if (c == '/' && p + 1 < end && p[1] == '/') {
-            while (p < end && *p != '\n')
-                p++;
-            continue;
-        }
-        if (c == '/' && p + 1 < end && p[1] == '*') {
-            int depth = 1;
-            p += 2;
-            while (p < end && depth > 0) {
-                if (*p == '/' && p + 1 < end && p[1] == '*') {
-                    depth++;
-                    p += 2;
-                } else if (*p == '*' && p + 1 < end && p[1] == '/') {
-                    depth--;
-                    p += 2;
-                } else {
-                    p++;
-                }
-            }
-            continue;
-        }
-        /* strings: "..", b"..", c"..", r#".."#, br".., cr".. */
-        const char *q = p;
-        bool raw = false;
-        if ((*q == 'b' || *q == 'c') && q + 1 < end && (q[1] == '"' || q[1] == 'r'))
-            q++;
-        if (*q == 'r' && q + 1 < end && (q[1] == '"' || q[1] == '#')) {
-            const char *h = q + 1;
-            size_t hashes = 0;
-            while (h < end && *h == '#')
-                hashes++, h++;
-            if (h < end && *h == '"') {
-                raw = true;
-                q = h;
-                const char *body = q + 1, *e = body;
-                for (;; e++) {
-                    if (e >= end)
-                        break;
-                    if (*e == '"') {
-                        size_t k = 0;
-                        while (k < hashes && e + 1 + k < end && e[1 + k] == '#')
-                            k++;
-                        if (k == hashes)
-                            break;
-                    }
-                }
-                uint32_t idx;
-                if (!add_str(f, body, e, true, &idx))
-                    return false;
-                const char *after = e < end ? e + 1 + hashes : end;
-                if (after > end)
-                    after = end;
-                if (!push_tok(f, T_STR, (size_t)(p - s), (size_t)(after - p), idx))
-                    return false;
-                p = after;
-                continue;
-            }
-        }
-        if (!raw && *q == '"') {
-            const char *e = q + 1;
-            while (e < end && *e != '"') {
-                if (*e == '\\' && e + 1 < end)
-                    e++;
-                e++;
-            }
-            uint32_t idx;
-            if (!add_str(f, q + 1, e, false, &idx))
-                return false;
-            const char *after = e < end ? e + 1 : end;
-            if (!push_tok(f, T_STR, (size_t)(p - s), (size_t)(after - p), idx))
-                return false;
-            p = after;
-            continue;
-        }
-        if (c == 'b' && p + 1 < end && p[1] == '\'') /* b'x': a byte */
-            p++, c = '\'';
-        if (c == '\'') {
-            /* a char literal ('a', '\n', 'é') or a lifetime ('a, 'static) */
-            const char *e = p + 1;
-            if (e < end && *e == '\\') {
-                e += 2;
-                while (e < end && *e != '\'' && *e != '\n')
-                    e++;
-                e = e < end ? e + 1 : end;
-                if (!push_tok(f, T_CHAR, (size_t)(p - s), (size_t)(e - p), 0))
-                    return false;
-                p = e;
-                continue;
-            }
-            size_t cl = 1;
-            if (e < end) {
-                unsigned char u = (unsigned char)*e;
-                cl = u >= 0xf0 ? 4 : u >= 0xe0 ? 3 : u >= 0xc0 ? 2 : 1;
-            }
-            if (e + cl < end && e[cl] == '\'') {
-                if (!push_tok(f, T_CHAR, (size_t)(p - s), cl + 2, 0))
-                    return false;
-                p = e + cl + 1;
-                continue;
-            }
-            while (e < end && is_id((unsigned char)*e))
-                e++;
-            if (!push_tok(f, T_LIFE, (size_t)(p - s), (size_t)(e - p), 0))
-                return false;
-            p = e;
-            continue;
-        }
-        if (c == 'r' && p + 2 < end && p[1] == '#' && is_id0((unsigned char)p[2])) {
-            const char *e = p + 2; /* r#ident: the ident without r# */
-            while (e < end && is_id((unsigned char)*e))
-                e++;
-            if (!push_tok(f, T_IDENT, (size_t)(p + 2 - s), (size_t)(e - p - 2), 0))
-                return false;
-            p = e;
-            continue;
-        }
-        if (is_id0(c)) {
-            const char *e = p;
-            while (e < end && is_id((unsigned char)*e))
-                e++;
-            if (!push_tok(f, T_IDENT, (size_t)(p - s), (size_t)(e - p), 0))
-                return false;
-            p = e;
-            continue;
-        }
-        if (c >= '0' && c <= '9') {
-            const char *e = p;
-            while (e < end && (is_id((unsigned char)*e) ||
-                               (*e == '.' && e + 1 < end && e[1] >= '0' && e[1] <= '9')))
-                e++;
-            if (!push_tok(f, T_NUM, (size_t)(p - s), (size_t)(e - p), 0))
-                return false;
-            p = e;
-            continue;
-        }
-        size_t len = 1;
-        if (p + 1 < end && ((c == ':' && p[1] == ':') || (c == '=' && p[1] == '>') ||
-                            (c == '-' && p[1] == '>')))
-            len = 2;
-        if (!push_tok(f, T_PUNCT, (size_t)(p - s), len, 0))
-            return false;
-        p += len;
+        return p;
     }
-    /* match the brackets */
+    if (p[1] != '*')
+        return p;
+    int depth = 1;
+    p += 2;
+    while (p < end && depth > 0) {
+        if (*p == '/' && p + 1 < end && p[1] == '*') {
+            depth++;
+            p += 2;
+        } else if (*p == '*' && p + 1 < end && p[1] == '/') {
+            depth--;
+            p += 2;
+        } else {
+            p++;
+        }
+    }
+    return p;
+}
+
+/* The opening quote of the string literal at p ("..", b"..", c"..",
+ * r#".."#, br"..", cr".."), whether it is raw and with how many hashes;
+ * NULL when p starts no string. */
+static const char *string_quote(const char *p, const char *end, bool *raw, size_t *hashes)
+{
+    const char *q = p;
+    if ((*q == 'b' || *q == 'c') && q + 1 < end && (q[1] == '"' || q[1] == 'r'))
+        q++;
+    *raw = false;
+    *hashes = 0;
+    if (*q == 'r' && q + 1 < end && (q[1] == '"' || q[1] == '#')) {
+        const char *h = q + 1;
+        size_t n = 0;
+        while (h < end && *h == '#')
+            n++, h++;
+        if (h < end && *h == '"') {
+            *raw = true;
+            *hashes = n;
+            return h;
+        }
+    }
+    return *q == '"' ? q : NULL;
+}
+
+/* The raw string whose token starts at p and whose quote q follows
+ * `hashes` hashes: its body kept as it is. Returns the text after it
+ * (the end when it is unterminated), NULL on out of memory. */
+static const char *lex_raw_string(struct rfile *f, const char *p, const char *q, size_t hashes,
+                                  const char *end)
+{
+    const char *body = q + 1, *e = body;
+    for (;; e++) {
+        if (e >= end)
+            break;
+        if (*e == '"') {
+            size_t k = 0;
+            while (k < hashes && e + 1 + k < end && e[1 + k] == '#')
+                k++;
+            if (k == hashes)
+                break;
+        }
+    }
+    uint32_t idx;
+    if (!add_str(f, body, e, true, &idx))
+        return NULL;
+    const char *after = e < end ? e + 1 + hashes : end;
+    if (after > end)
+        after = end;
+    if (!push_tok(f, T_STR, (size_t)(p - f->src.text), (size_t)(after - p), idx))
+        return NULL;
+    return after;
+}
+
+/* The string whose token starts at p and whose quote is q: its body kept
+ * decoded. Returns the text after it, NULL on out of memory. */
+static const char *lex_string(struct rfile *f, const char *p, const char *q, const char *end)
+{
+    const char *e = q + 1;
+    while (e < end && *e != '"') {
+        if (*e == '\\' && e + 1 < end)
+            e++;
+        e++;
+    }
+    uint32_t idx;
+    if (!add_str(f, q + 1, e, false, &idx))
+        return NULL;
+    const char *after = e < end ? e + 1 : end;
+    if (!push_tok(f, T_STR, (size_t)(p - f->src.text), (size_t)(after - p), idx))
+        return NULL;
+    return after;
+}
+
+/* The quote at p: a char literal ('a', '\n', 'é') or a lifetime ('a,
+ * 'static). Returns the text after it, NULL on out of memory. */
+static const char *lex_quote(struct rfile *f, const char *p, const char *end)
+{
+    size_t off = (size_t)(p - f->src.text);
+    const char *e = p + 1;
+    if (e < end && *e == '\\') {
+        e += 2;
+        while (e < end && *e != '\'' && *e != '\n')
+            e++;
+        e = e < end ? e + 1 : end;
+        return push_tok(f, T_CHAR, off, (size_t)(e - p), 0) ? e : NULL;
+    }
+    size_t cl = 1;
+    if (e < end) {
+        unsigned char u = (unsigned char)*e;
+        cl = u >= 0xf0 ? 4 : u >= 0xe0 ? 3 : u >= 0xc0 ? 2 : 1;
+    }
+    if (e + cl < end && e[cl] == '\'')
+        return push_tok(f, T_CHAR, off, cl + 2, 0) ? e + cl + 1 : NULL;
+    while (e < end && is_id((unsigned char)*e))
+        e++;
+    return push_tok(f, T_LIFE, off, (size_t)(e - p), 0) ? e : NULL;
+}
+
+/* The identifier at p. Returns the text after it, NULL on out of memory. */
+static const char *lex_ident(struct rfile *f, const char *p, const char *end)
+{
+    const char *e = p;
+    while (e < end && is_id((unsigned char)*e))
+        e++;
+    if (!push_tok(f, T_IDENT, (size_t)(p - f->src.text), (size_t)(e - p), 0))
+        return NULL;
+    return e;
+}
+
+/* The number at p, with its suffix and its fraction. Returns the text
+ * after it, NULL on out of memory. */
+static const char *lex_number(struct rfile *f, const char *p, const char *end)
+{
+    const char *e = p;
+    while (e < end &&
+           (is_id((unsigned char)*e) || (*e == '.' && e + 1 < end && e[1] >= '0' && e[1] <= '9')))
+        e++;
+    if (!push_tok(f, T_NUM, (size_t)(p - f->src.text), (size_t)(e - p), 0))
+        return NULL;
+    return e;
+}
+
+/* The punctuation at p: one byte, or ::, => and ->. Returns the text
+ * after it, NULL on out of memory. */
+static const char *lex_punct(struct rfile *f, const char *p, const char *end)
+{
+    char c = *p;
+    size_t len = 1;
+    if (p + 1 < end &&
+        ((c == ':' && p[1] == ':') || (c == '=' && p[1] == '>') || (c == '-' && p[1] == '>')))
+        len = 2;
+    if (!push_tok(f, T_PUNCT, (size_t)(p - f->src.text), len, 0))
+        return NULL;
+    return p + len;
+}
+
+/* Each bracket token's match: the index of the token closing it, n when
+ * it is unbalanced. False on out of memory. */
+static bool match_brackets(struct rfile *f)
+{
     size_t *stack = malloc((f->n + 1) * sizeof *stack);
     if (!stack)
         return false;
@@ -245,6 +256,51 @@ bool rust_lex(struct rfile *f)
     }
     free(stack);
     return true;
+}
+
+/* Lexes the whole file; false only on out of memory (malformed text lexes
+ * to something, and an unterminated string or comment ends at the end). */
+bool rust_lex(struct rfile *f)
+{
+    const char *s = f->src.text, *end = s + f->src.len;
+    const char *p = s;
+    if (f->src.len >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
+        p += 3; /* a byte order mark is no identifier */
+    while (p < end) {
+        unsigned char c = (unsigned char)*p;
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            p++;
+            continue;
+        }
+        const char *next = skip_comment(p, end);
+        if (next != p) {
+            p = next;
+            continue;
+        }
+        bool raw;
+        size_t hashes;
+        const char *q = string_quote(p, end, &raw, &hashes);
+        if (q && raw)
+            next = lex_raw_string(f, p, q, hashes, end);
+        else if (q)
+            next = lex_string(f, p, q, end);
+        else if (c == 'b' && p + 1 < end && p[1] == '\'') /* b'x': a byte */
+            next = lex_quote(f, p + 1, end);
+        else if (c == '\'')
+            next = lex_quote(f, p, end);
+        else if (c == 'r' && p + 2 < end && p[1] == '#' && is_id0((unsigned char)p[2]))
+            next = lex_ident(f, p + 2, end); /* r#ident: the ident without r# */
+        else if (is_id0(c))
+            next = lex_ident(f, p, end);
+        else if (c >= '0' && c <= '9')
+            next = lex_number(f, p, end);
+        else
+            next = lex_punct(f, p, end);
+        if (!next)
+            return false;
+        p = next;
+    }
+    return match_brackets(f);
 }
 
 /* ---- token helpers ------------------------------------------------------- */
