@@ -198,38 +198,37 @@ __device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
                     for (int j = 0; j < TN; j++)
                         acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
             }
-            __syncthreads();
-            continue;
-        }
-        // double: the tile's BK products of each result summed in float, then
-        // that sum added to the result's accumulator, so a sum rounds in
-        // double once per tile instead of once per product
-        float part[TM][TN];
-#pragma unroll
-        for (int i = 0; i < TM; i++)
-#pragma unroll
-            for (int j = 0; j < TN; j++)
-                part[i][j] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < BK; kk++) {
-            float a[TM], b[TN];
-#pragma unroll
-            for (int i = 0; i < TM; i++)
-                a[i] = As[kk][tm + i * RM];
-#pragma unroll
-            for (int j = 0; j < TN; j++)
-                b[j] = Bs[kk][tn * TN + j];
+        } else {
+            // double: the tile's BK products of each result summed in float,
+            // then that sum added to the result's accumulator, so a sum rounds
+            // in double once per tile instead of once per product
+            float part[TM][TN];
 #pragma unroll
             for (int i = 0; i < TM; i++)
 #pragma unroll
                 for (int j = 0; j < TN; j++)
-                    part[i][j] = fmaf(a[i], b[j], part[i][j]);
+                    part[i][j] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < BK; kk++) {
+                float a[TM], b[TN];
+#pragma unroll
+                for (int i = 0; i < TM; i++)
+                    a[i] = As[kk][tm + i * RM];
+#pragma unroll
+                for (int j = 0; j < TN; j++)
+                    b[j] = Bs[kk][tn * TN + j];
+#pragma unroll
+                for (int i = 0; i < TM; i++)
+#pragma unroll
+                    for (int j = 0; j < TN; j++)
+                        part[i][j] = fmaf(a[i], b[j], part[i][j]);
+            }
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++)
+                    acc[i][j] += (ACC)part[i][j];
         }
-#pragma unroll
-        for (int i = 0; i < TM; i++)
-#pragma unroll
-            for (int j = 0; j < TN; j++)
-                acc[i][j] += (ACC)part[i][j];
         __syncthreads();
     }
     // store: y[r][ch][pixel], ch = g N + n
