@@ -30,8 +30,8 @@ struct rfile {
 };
 
 /* Tokenizes f->src (comments, nested block comments, raw/byte/C strings,
- * char literals against lifetimes, macro_rules! bodies dropped). False on
- * out of memory. */
+ * char literals against lifetimes). A macro_rules! body stays tokens: the
+ * scan of items and the run skip it (rust.c). False on out of memory. */
 bool rust_lex(struct rfile *f);
 /* Whether token i is the punctuation or identifier `text`. */
 bool rust_is(const struct rfile *f, size_t i, const char *text);

@@ -1,7 +1,8 @@
 /* rust_lex.c: the Rust lexer of the lint (rust_int.h): enough of Rust to
- * never take text inside a comment, a string or a macro_rules! body for
- * code: nested block comments, raw strings r#"..."#, byte and C strings,
- * char literals told from lifetimes, numbers with suffixes.
+ * never take text inside a comment or a string for code: nested block
+ * comments, raw strings r#"..."#, byte and C strings, char literals told
+ * from lifetimes, numbers with suffixes. (A macro_rules! body is lexed like
+ * any code; rust.c skips it as an item.)
  */
 #include "rust_int.h"
 
