@@ -86,6 +86,8 @@ struct cbc_cache {
  * is path-dependent (cbc_cache_unit): another checkout compiles its own. */
 bool cbc_cache_names_tree(const struct cbc_cache *c, const char *source, const uint8_t *d,
                           size_t n);
+/* Whether `path` names cicc's device-only translation unit (NAME.cudafe1.gpu). */
+bool cbc_cache_is_device_tu(const char *path);
 /* Whether cicc's device-only translation unit (its .cudafe1.gpu file)
  * names this tree outside its line directives: device code that may use
  * the path (__FILE__ in a kernel) in a form no byte search finds. */

@@ -198,6 +198,12 @@ bool cbc_cache_device_code_names_tree(const struct cbc_cache *c, const uint8_t *
     return false;
 }
 
+bool cbc_cache_is_device_tu(const char *path)
+{
+    size_t l = strlen(path);
+    return l > 12 && strcmp(path + l - 12, ".cudafe1.gpu") == 0;
+}
+
 bool cbc_cache_keep_dir_names_tree(const struct cbc_cache *c, const char *keep)
 {
     DIR *d = opendir(keep);
@@ -205,8 +211,7 @@ bool cbc_cache_keep_dir_names_tree(const struct cbc_cache *c, const char *keep)
         return true;
     bool names = true, found = false;
     for (struct dirent *e; !found && (e = readdir(d));) {
-        size_t l = strlen(e->d_name);
-        if (l <= 12 || strcmp(e->d_name + l - 12, ".cudafe1.gpu") != 0)
+        if (!cbc_cache_is_device_tu(e->d_name))
             continue;
         found = true;
         char *p = cbc_path_join(keep, e->d_name);

@@ -849,8 +849,7 @@ static uint8_t *group_entry(struct run *r, struct group *g, const struct cbc_res
         size_t n = 0;
         char *role = role_of(r, paths[i]);
         ok = role && cbc_file_read(paths[i], &d, &n, NULL) == CBC_OK;
-        size_t pl = strlen(paths[i]);
-        if (ok && pl > 12 && !strcmp(paths[i] + pl - 12, ".cudafe1.gpu")) {
+        if (ok && cbc_cache_is_device_tu(paths[i])) {
             saw_gpu = true;
             g->names_tree |= cbc_cache_device_code_names_tree(c, d, n);
         }
