@@ -479,13 +479,8 @@ static enum cbc_status start_compile(struct ctx *c, struct tstate *t)
     t->tmp_dep = cbc_asprintf("%s/%s.d", c->stage.path, t->file);
     t->tmp_log = cbc_asprintf("%s/%s.log", c->stage.path, t->file);
     t->tmp_trace = cbc_asprintf("%s/%s.trace", c->nvtmp, t->file);
-    if (!t->keep && !cbc_flags_keep(c->flags, c->n_flags)) {
-        t->keep = cbc_asprintf("%s/keep.%s", c->nvtmp, t->file);
-        if (t->keep && (!cbc_path_plain(t->keep) || (mkdir(t->keep, 0700) != 0 && errno != EEXIST))) {
-            free(t->keep);
-            t->keep = NULL;
-        }
-    }
+    if (!t->keep && !cbc_flags_keep(c->flags, c->n_flags))
+        t->keep = cbc_cache_keep_dir(cbc_asprintf("%s/keep.%s", c->nvtmp, t->file));
     char gencode[96], *xdep = NULL;
     char **argv = t->tmp_out && t->tmp_dep && t->tmp_log && t->tmp_trace
                       ? unit_argv(c, t, t->tmp_dep, t->tmp_out, false, gencode, &xdep)

@@ -92,6 +92,11 @@ bool cbc_cache_is_device_tu(const char *path);
  * names this tree outside its line directives: device code that may use
  * the path (__FILE__ in a kernel) in a form no byte search finds. */
 bool cbc_cache_device_code_names_tree(const struct cbc_cache *c, const uint8_t *gpu, size_t n);
+/* `path` (malloc'd, may be NULL) made the -keep-dir of one compile, in a
+ * temporary directory of ours: returned when it can go into nvcc's shell
+ * lines as it is (cbc_path_plain) and is a directory now (made 0700, or
+ * made before for the same compile); else freed, and NULL. */
+char *cbc_cache_keep_dir(char *path);
 /* The same of the .cudafe1.gpu file in `keep` (nvcc's -keep-dir of one
  * compile); true when there is none. */
 bool cbc_cache_keep_dir_names_tree(const struct cbc_cache *c, const char *keep);

@@ -31,9 +31,11 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* "_<length>_<name>_" of a file name as nvcc spells it in module ids:
  * every byte but letters and digits an underscore. */
@@ -202,6 +204,16 @@ bool cbc_cache_is_device_tu(const char *path)
 {
     size_t l = strlen(path);
     return l > 12 && strcmp(path + l - 12, ".cudafe1.gpu") == 0;
+}
+
+char *cbc_cache_keep_dir(char *path)
+{
+    struct stat sb;
+    if (path && cbc_path_plain(path) &&
+        (mkdir(path, 0700) == 0 || (errno == EEXIST && lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))))
+        return path;
+    free(path);
+    return NULL;
 }
 
 bool cbc_cache_keep_dir_names_tree(const struct cbc_cache *c, const char *keep)

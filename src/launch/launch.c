@@ -694,12 +694,9 @@ static enum cbc_status run_nvcc(struct ctx *c, struct nv_run *nr)
         argv[n++] = nr->own_dep;
     }
     /* -cubin, -ptx: cicc's files kept (the same output) for names_tree */
-    char *keep = (c->a.mode == CBC_NV_CUBIN || c->a.mode == CBC_NV_PTX) && !cbc_flags_keep(c->a.argv, c->a.argc)
-                     ? cbc_asprintf("%s/keep", c->tmp) : NULL;
-    if (keep && (!cbc_path_plain(keep) || mkdir(keep, 0700) != 0)) {
-        free(keep);
-        keep = NULL;
-    }
+    bool own_keep = (c->a.mode == CBC_NV_CUBIN || c->a.mode == CBC_NV_PTX) &&
+                    !cbc_flags_keep(c->a.argv, c->a.argc);
+    char *keep = own_keep ? cbc_cache_keep_dir(cbc_asprintf("%s/keep", c->tmp)) : NULL;
     if (keep) {
         argv[n++] = "-keep";
         argv[n++] = "-keep-dir";
