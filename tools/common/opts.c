@@ -113,7 +113,7 @@ static void spelled(const struct tool_opt *o, char *out, size_t len)
         snprintf(out, len, "-%c", o->letter);
 }
 
-static bool parse_ll(const char *s, long long lo, long long hi, long long *out)
+bool tool_parse_int(const char *s, long long lo, long long hi, long long *out)
 {
     if (!((s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && s[1] >= '0' && s[1] <= '9')))
         return false;
@@ -177,7 +177,7 @@ static int take(struct tool *t, const struct tool_opt *o, const char *val)
     }
     case TOOL_OPT_INT: {
         long long v;
-        if (!parse_ll(val, o->lo, o->hi, &v)) {
+        if (!tool_parse_int(val, o->lo, o->hi, &v)) {
             if (o->expect)
                 snprintf(why, sizeof why, "%s", o->expect);
             else if (o->hi == LLONG_MAX)

@@ -103,6 +103,10 @@ int tool_usage(const struct tool *t, const char *fmt, ...) CBC_PRINTF(2, 3);
 #define OPT_VERBOSE(h) {.letter = 'v', .name = "verbose", .help = (h), .kind = TOOL_OPT_VERBOSE}
 #define OPT_END {0}
 
+/* A decimal integer in [lo, hi], all of s (digits, a '-' only before
+ * one; no space, no '+', no overflow): TOOL_OPT_INT's check, for values a
+ * command parses itself (a list of indices). */
+bool tool_parse_int(const char *s, long long lo, long long hi, long long *out);
 /* A value parser for TOOL_OPT_FN: double *, finite and >= 0. */
 bool tool_parse_double_opt(const char *value, void *dest);
 

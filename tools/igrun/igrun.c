@@ -18,7 +18,6 @@
 #include <cubincache/ig.h>
 #include <cjson/cJSON.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -261,21 +260,6 @@ static enum cbc_status write_csv(const char *path, const struct cbc_ig_output *o
     return st;
 }
 
-/* A decimal integer in [lo, hi], all of s, no overflow, no sign tricks. */
-static bool parse_int(const char *s, long long lo, long long hi, long long *out)
-{
-    if (!*s || !(isdigit((unsigned char)*s) || (*s == '-' && isdigit((unsigned char)s[1]))))
-        return false;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
-
 /* --target: "pred", "K", "K1,K2,..." or a file. */
 struct target_spec {
     const char *arg; /* NULL: none given */
@@ -302,7 +286,7 @@ static bool parse_target(const char *s, struct target_spec *t)
     strcpy(buf, s);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         long long v;
-        if (t->n_list == 64 || !parse_int(tok, 0, INT_MAX, &v))
+        if (t->n_list == 64 || !tool_parse_int(tok, 0, INT_MAX, &v))
             return false;
         t->list[t->n_list++] = (int)v;
     }
@@ -539,7 +523,7 @@ static bool plot_inputs_opt(const char *v, void *d)
         return false;
     strcpy(buf, v);
     for (char *sv = NULL, *tok = strtok_r(buf, ",", &sv); tok; tok = strtok_r(NULL, ",", &sv))
-        if (p.n == 64 || !parse_int(tok, 0, INT_MAX, &p.v[p.n++]))
+        if (p.n == 64 || !tool_parse_int(tok, 0, INT_MAX, &p.v[p.n++]))
             return false;
     *(struct plot_inputs *)d = p;
     return true;
