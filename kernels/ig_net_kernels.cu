@@ -64,6 +64,16 @@ __device__ __forceinline__ float net_act_df(int a, float z, float p)
 
 // ---- convolutions: implicit GEMM ------------------------------------------
 
+// Every element of a register tile to zero.
+template <typename T, int M, int N> __device__ __forceinline__ void zero_tile(T (&a)[M][N])
+{
+#pragma unroll
+    for (int i = 0; i < M; i++)
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            a[i][j] = 0;
+}
+
 template <typename ACC> __device__ __forceinline__ ACC mul_acc(float a, float b, ACC acc);
 template <> __device__ __forceinline__ float mul_acc<float>(float a, float b, float acc)
 {
@@ -86,7 +96,8 @@ __device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
     __shared__ float Bs[BK][BN];
     const int t = threadIdx.x, g = blockIdx.z;
     // the pixels of this block: forward, output pixels; backward, input pixels
-    const int PH = BWD ? p.IH : p.OH, PW = BWD ? p.IW : p.OW, P = PH * PW;
+    // backward: the pixels of one phase (struct cbc_k_conv), PHh x PWw
+    const int PH = BWD ? p.PHh : p.OH, PW = BWD ? p.PWw : p.OW, P = PH * PW;
     const long M = (long)p.R * P;
     const int N = BWD ? p.ICg : p.OCg, K = p.K;
     const long m0 = (long)blockIdx.x * BM;
@@ -150,11 +161,7 @@ __device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
     // B: consecutive threads along k (the weight's contiguous axis)
     constexpr int BL = (BK * BN + NT - 1) / NT; // B elements per thread
     ACC acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; i++)
-#pragma unroll
-        for (int j = 0; j < TN; j++)
-            acc[i][j] = 0;
+    zero_tile(acc);
     const int tm = t % RM, tn = t / RM;
     // the next tile's elements are loaded into registers while this one
     // is computed: the gathers' latency overlaps the multiply-adds
@@ -203,11 +210,7 @@ __device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
             // then that sum added to the result's accumulator, so a sum rounds
             // in double once per tile instead of once per product
             float part[TM][TN];
-#pragma unroll
-            for (int i = 0; i < TM; i++)
-#pragma unroll
-                for (int j = 0; j < TN; j++)
-                    part[i][j] = 0.0f;
+            zero_tile(part);
 #pragma unroll
             for (int kk = 0; kk < BK; kk++) {
                 float a[TM], b[TN];
@@ -238,15 +241,19 @@ __device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
         if (m >= M)
             continue;
         const long r = m / P;
-        const int q = (int)(m - r * P);
-        const int CH = BWD ? p.IC : p.OC;
+        int q = (int)(m - r * P);
+        const int CH = BWD ? p.IC : p.OC, PL = BWD ? p.IH * p.IW : P;
+        if (BWD) { // the phase's pixel q in the whole plane
+            const int qy = q / PW, qx = q - qy * PW;
+            q = (p.phy + p.psy * qy) * p.IW + p.phx + p.psx * qx;
+        }
 #pragma unroll
         for (int j = 0; j < TN; j++) {
             const int n = n0 + tn * TN + j;
             if (n >= N)
                 continue;
             const int ch = g * N + n;
-            float *dst = p.y + ((size_t)r * CH + ch) * P + q;
+            float *dst = p.y + ((size_t)r * CH + ch) * PL + q;
             if (BWD) {
                 float v = (float)acc[i][j];
                 *dst = p.accumulate ? *dst + v : v;
@@ -277,6 +284,204 @@ __device__ __forceinline__ void conv_tile(const cbc_k_conv &p)
 CONV_KERNELS(256, 16, t16)
 CONV_KERNELS(128, 32, t32)
 CONV_KERNELS(64, 64, t64)
+
+// ---- convolutions of stride 1: direct, from shared memory -----------------
+
+// PX consecutive floats of a staged row (16-byte aligned) into v[0..N).
+template <int N> __device__ __forceinline__ void lds_row(const float *src, float *v)
+{
+#pragma unroll
+    for (int i = 0; i + 4 <= N; i += 4) {
+        const float4 q = *reinterpret_cast<const float4 *>(src + i);
+        v[i] = q.x, v[i + 1] = q.y, v[i + 2] = q.z, v[i + 3] = q.w;
+    }
+    if constexpr (N % 4 >= 2) {
+        const float2 q = *reinterpret_cast<const float2 *>(src + N / 4 * 4);
+        v[N / 4 * 4] = q.x, v[N / 4 * 4 + 1] = q.y;
+    }
+    if constexpr (N % 2)
+        v[N - 1] = src[N - 1];
+}
+
+// One float of global memory into shared memory, zero when !valid: on
+// sm_80 and later asynchronously (cp.async, completed by stage_wait), so a
+// block's next chunk arrives while it computes the current one.
+__device__ __forceinline__ void stage_f32(float *dst, const float *src, bool valid)
+{
+#if __CUDA_ARCH__ >= 800
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(sa), "l"(src),
+                 "r"(valid ? 4 : 0));
+#else
+    *dst = valid ? __ldg(src) : 0.0f;
+#endif
+}
+
+// Closes a chunk's copies; then waits for all but the newest `keep` (0, 1).
+__device__ __forceinline__ void stage_wait(int keep)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    if (keep)
+        asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    else
+        asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#else
+    (void)keep;
+#endif
+}
+
+// struct cbc_k_dconv (ig_net_kernels.h). Shared memory: two buffers (the
+// chunk being computed, the next one arriving), each the input tile
+// [CC][IPB][RH][SW] (RH = TH + KH - 1 rows of each image's tile), then the
+// weights [CC][KH][KW][BN]. Double accumulation sums one channel's KH KW
+// products of a result in float, then adds that sum in double (two
+// channels' sums in float: LeNet's default 1.3e-4 from Captum float64,
+// twice Captum float32's distance, where one channel's is 3.1e-5).
+template <int KH, int KW, int OCT, typename ACC>
+__device__ __forceinline__ void dconv(const cbc_k_dconv &p)
+{
+    constexpr int PX = 4, NV = PX + KW - 1, KK = KH * KW;
+    extern __shared__ float4 dconv_smem[];
+    const int t = threadIdx.x, nt = blockDim.x;
+    const int BN = p.NG * OCT, RH = p.TH + KH - 1, RW = p.TX * PX + KW - 1;
+    const int xfloats = p.CC * p.IPB * RH * p.SW, buf_floats = xfloats + p.CC * KK * BN;
+    int bx = blockIdx.x;
+    const int ctile = bx % p.tiles_x;
+    bx /= p.tiles_x;
+    const int r0 = bx / p.tiles_y * p.IPB, oy0 = bx % p.tiles_y * p.TH, ox0 = ctile * p.TX * PX;
+    const int n0 = blockIdx.y * BN;
+    // this thread's results: pixels ox0 + tx PX + i of row oy0 + ty of
+    // image r0 + im, channels n0 + ng OCT + j
+    const int tx = t % p.TX, ty = t / p.TX % p.TH, im = t / (p.TX * p.TH) % p.IPB,
+              ng = t / (p.TX * p.TH * p.IPB);
+    const bool active = ng < p.NG;
+    const size_t iplane = (size_t)p.IH * p.IW;
+    // chunk c0's channels into buffer `buf`: element e = t + i nt of the
+    // tile as (row, col), row = (c IPB + im) RH + rr, walked without a
+    // division per element; the weights ws[q][n] = w[n0 + n][c0 + c][a][b],
+    // q = (c KH + a) KW + b
+    auto stage = [&](int c0, int buf) {
+        float *xs = reinterpret_cast<float *>(dconv_smem) + (size_t)buf * buf_floats;
+        float *ws = xs + xfloats;
+        const int cc = min(p.CC, p.C - c0), rows = cc * p.IPB * RH;
+        const int dcol = nt % RW, drow = nt / RW;
+        int col = t % RW, row = t / RW, rr = row % RH, ci = row / RH;
+        int sim = ci % p.IPB, sc = ci / p.IPB;
+        while (row < rows) {
+            const int r = r0 + sim, iy = oy0 + rr - p.pt, ix = ox0 + col - p.pl;
+            const bool ok = r < p.R && iy >= 0 && iy < p.IH && ix >= 0 && ix < p.IW;
+            stage_f32(xs + row * p.SW + col,
+                      ok ? p.x + ((size_t)r * p.C + c0 + sc) * iplane + (size_t)iy * p.IW + ix : p.x,
+                      ok);
+            col += dcol;
+            int step = drow;
+            if (col >= RW)
+                col -= RW, step++;
+            row += step, rr += step;
+            while (rr >= RH) {
+                rr -= RH;
+                if (++sim == p.IPB)
+                    sim = 0, sc++;
+            }
+        }
+        const int wn = cc * KK * BN, dn = nt % BN, dq = nt / BN;
+        int n = t % BN, q = t / BN;
+        for (int e = t; e < wn; e += nt) {
+            const bool ok = n0 + n < p.OC;
+            stage_f32(ws + e, ok ? p.w + ((size_t)(n0 + n) * p.C + c0) * KK + q : p.w, ok);
+            n += dn, q += dq;
+            if (n >= BN)
+                n -= BN, q++;
+        }
+    };
+    ACC acc[PX][OCT];
+    zero_tile(acc);
+    stage(0, 0);
+    for (int c0 = 0, buf = 0; c0 < p.C; c0 += p.CC, buf ^= 1) {
+        const bool next = c0 + p.CC < p.C;
+        if (next)
+            stage(c0 + p.CC, buf ^ 1);
+        stage_wait(next ? 1 : 0);
+        __syncthreads();
+        if (active) {
+            const float *xs = reinterpret_cast<const float *>(dconv_smem) + (size_t)buf * buf_floats;
+            const float *xr = xs + ((size_t)im * RH + ty) * p.SW + tx * PX;
+            const float *wr = xs + xfloats + ng * OCT;
+            const int cc = min(p.CC, p.C - c0);
+            float part[PX][OCT];
+            for (int c = 0; c < cc; c++) {
+                zero_tile(part);
+#pragma unroll
+                for (int a = 0; a < KH; a++) {
+                    float v[NV];
+                    lds_row<NV>(xr + a * p.SW, v);
+#pragma unroll
+                    for (int b = 0; b < KW; b++) {
+                        float w[OCT];
+#pragma unroll
+                        for (int j = 0; j < OCT; j += 4) {
+                            const float4 q =
+                                *reinterpret_cast<const float4 *>(wr + (a * KW + b) * BN + j);
+                            w[j] = q.x, w[j + 1] = q.y, w[j + 2] = q.z, w[j + 3] = q.w;
+                        }
+#pragma unroll
+                        for (int i = 0; i < PX; i++)
+#pragma unroll
+                            for (int j = 0; j < OCT; j++) {
+                                if constexpr (sizeof(ACC) == sizeof(float))
+                                    acc[i][j] = fmaf(v[i + b], w[j], acc[i][j]);
+                                else
+                                    part[i][j] = fmaf(v[i + b], w[j], part[i][j]);
+                            }
+                    }
+                }
+                if (sizeof(ACC) != sizeof(float))
+#pragma unroll
+                    for (int i = 0; i < PX; i++)
+#pragma unroll
+                        for (int j = 0; j < OCT; j++)
+                            acc[i][j] += (ACC)part[i][j];
+                xr += (size_t)p.IPB * RH * p.SW;
+                wr += KK * BN;
+            }
+        }
+        __syncthreads();
+    }
+    const int r = r0 + im, oy = oy0 + ty;
+    if (!active || r >= p.R || oy >= p.OH)
+        return;
+#pragma unroll
+    for (int j = 0; j < OCT; j++) {
+        const int n = n0 + ng * OCT + j;
+        if (n >= p.OC)
+            break;
+        float *dst = p.y + ((size_t)r * p.OC + n) * ((size_t)p.OH * p.OW) + (size_t)oy * p.OW;
+        const ACC b = (ACC)(p.bias ? __ldg(p.bias + n) : 0.0f);
+#pragma unroll
+        for (int i = 0; i < PX; i++) {
+            const int ox = ox0 + tx * PX + i;
+            if (ox < p.OW) {
+                const float v = (float)(acc[i][j] + b);
+                dst[ox] = p.accumulate ? dst[ox] + v : v;
+            }
+        }
+    }
+}
+
+#define DCONV_KERNELS(KS, OCT)                                                                     \
+    extern "C" __global__ void __launch_bounds__(256) dconv_k##KS##_o##OCT##_f(cbc_k_dconv p)      \
+    {                                                                                              \
+        dconv<KS, KS, OCT, float>(p);                                                              \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256, 2) dconv_k##KS##_o##OCT##_d(cbc_k_dconv p)   \
+    {                                                                                              \
+        dconv<KS, KS, OCT, double>(p);                                                             \
+    }
+DCONV_KERNELS(3, 4)
+DCONV_KERNELS(3, 8)
+DCONV_KERNELS(5, 4)
+DCONV_KERNELS(5, 8)
 
 // Depthwise (one input and one output channel per group): an element per
 // thread, forward over the output, backward over the input (gathering).
@@ -419,8 +624,55 @@ extern "C" __global__ void pool_bwd(cbc_k_pool p)
 
 // ---- elementwise ------------------------------------------------------------
 
+__device__ __forceinline__ float4 ld4(const float *p, size_t i)
+{
+    return reinterpret_cast<const float4 *>(p)[i];
+}
+
+// ew_fwd's ACT and ADD, four elements a thread (cbc_k_ew.vec4)
+__device__ __forceinline__ void ew_fwd4(const cbc_k_ew &p)
+{
+    const size_t total = (size_t)p.R * p.E / 4;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        float4 v = ld4(p.x, e);
+        if (p.op == CBC_K_EW_ADD) {
+            const float4 w = ld4(p.x2, e);
+            v.x += w.x, v.y += w.y, v.z += w.z, v.w += w.w;
+        } else {
+            v.x = net_act_f(p.act, v.x, p.act_param), v.y = net_act_f(p.act, v.y, p.act_param);
+            v.z = net_act_f(p.act, v.z, p.act_param), v.w = net_act_f(p.act, v.w, p.act_param);
+        }
+        reinterpret_cast<float4 *>(p.y)[e] = v;
+    }
+}
+
+// ew_bwd's ACT and COPY, four elements a thread (cbc_k_ew.vec4)
+__device__ __forceinline__ void ew_bwd4(const cbc_k_ew &p)
+{
+    const size_t total = (size_t)p.R * p.E / 4;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        float4 g = ld4(p.gy, e);
+        if (p.op == CBC_K_EW_ACT) {
+            const float4 x = ld4(p.x, e);
+            g.x *= net_act_df(p.act, x.x, p.act_param), g.y *= net_act_df(p.act, x.y, p.act_param);
+            g.z *= net_act_df(p.act, x.z, p.act_param), g.w *= net_act_df(p.act, x.w, p.act_param);
+        }
+        if (p.accumulate) {
+            const float4 o = ld4(p.gx, e);
+            g.x = o.x + g.x, g.y = o.y + g.y, g.z = o.z + g.z, g.w = o.w + g.w;
+        }
+        reinterpret_cast<float4 *>(p.gx)[e] = g;
+    }
+}
+
 extern "C" __global__ void ew_fwd(cbc_k_ew p)
 {
+    if (p.vec4) {
+        ew_fwd4(p);
+        return;
+    }
     if (p.op == CBC_K_EW_GAP) { // a warp per (row, channel)
         const size_t w = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
         const int lane = threadIdx.x & 31;
@@ -468,6 +720,10 @@ extern "C" __global__ void ew_fwd(cbc_k_ew p)
 // (and ADD, per input) gy, GAP gy / plane.
 extern "C" __global__ void ew_bwd(cbc_k_ew p)
 {
+    if (p.vec4) {
+        ew_bwd4(p);
+        return;
+    }
     const size_t total = (size_t)p.R * p.E;
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (size_t)gridDim.x * blockDim.x) {

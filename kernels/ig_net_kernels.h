@@ -26,11 +26,41 @@ struct cbc_k_conv {
     int groups, ICg, OCg, K;
     int kh, kw, sh, sw, dh, dw, pt, pl;
     int accumulate; /* backward: add into gx rather than store */
+    /* backward: the input pixels (phy + psy i, phx + psx j), i < PHh, j <
+     * PWw, of one phase of a strided convolution, whose taps (their own
+     * table, K columns) each land on one output pixel: launched as a
+     * unit-stride one (sh = sw = 1, pt = pl = 0, the table's kh dh and kw dw
+     * the offsets -(phy + pt - a dh) / sh and -(phx + pl - b dw) / sw);
+     * the whole plane is phase 0 of step 1 */
+    int phy, phx, psy, psx, PHh, PWw;
     CBC_DPTR(const float) x;    /* forward: x [R][IC][IH][IW]; backward: gy [R][OC][OH][OW] */
     CBC_DPTR(const float) w;    /* [OC][ICg][kh][kw] */
     CBC_DPTR(const float) bias; /* forward, [OC] or 0 */
     CBC_DPTR(const int) tab;    /* [K][4] */
     CBC_DPTR(float) y;          /* forward: y; backward: gx */
+};
+
+/* A direct convolution of stride 1 and dilation 1, KH x KW taps (3x3 and
+ * 5x5; groups 1): forward, y = conv(x) + bias; the input gradient of such a
+ * convolution is one too (gy in, the weights transposed and flipped, the
+ * padding kh - 1 - pt), gx (+)= it. Output (oy, ox), tap (a, b) reads input
+ * (oy - pt + a, ox - pl + b), zero outside the input. A block stages, CC
+ * channels at a time, the input rows and columns of its tile with their halo
+ * (each element loaded once) and the weights of its NG * OCT output
+ * channels in shared memory; a thread computes PX = 4 consecutive pixels of
+ * one output row for OCT channels. The host chooses the tile:
+ * TX * 4 >= columns of a tile, TH rows, IPB whole images when TH = OH;
+ * threads TX TH IPB NG (rounded up to a warp; the rest only stage). */
+struct cbc_k_dconv {
+    int R, C, IH, IW, OC, OH, OW;
+    int pt, pl;
+    int TX, TH, IPB, NG, CC, SW; /* SW: a staged row's stride (floats, a multiple of 4) */
+    int tiles_y, tiles_x;        /* row and column tiles of an image */
+    int accumulate;
+    CBC_DPTR(const float) x;    /* [R][C][IH][IW] */
+    CBC_DPTR(const float) w;    /* [OC][C][KH][KW] */
+    CBC_DPTR(const float) bias; /* [OC] or 0 */
+    CBC_DPTR(float) y;          /* [R][OC][OH][OW] */
 };
 
 /* A pool (max or average) over windows, forward (y) or backward (gx (+)=):
@@ -61,6 +91,8 @@ struct cbc_k_ew {
     int act;
     float act_param;
     int accumulate; /* backward: add into gx */
+    int vec4;       /* ACT, ADD forward, ACT, COPY backward: four elements a thread
+                     * (every pointer 16-byte aligned, R E a multiple of 4) */
     CBC_DPTR(const float) x;
     CBC_DPTR(const float) x2;
     CBC_DPTR(float) y;

@@ -55,7 +55,8 @@ enum {
 enum {
     NK_CONV0, /* conv_{fwd,bwd}_{t16,t32,t64}_{f,d}: 12 */
     NK_DW0 = NK_CONV0 + 12, /* dwconv_{fwd,bwd}_{f,d}: 4 */
-    NK_POOL_FWD = NK_DW0 + 4,
+    NK_DCONV0 = NK_DW0 + 4, /* dconv_k{3,5}_o{4,8}_{f,d}: 8 */
+    NK_POOL_FWD = NK_DCONV0 + 8,
     NK_POOL_BWD,
     NK_EW_FWD,
     NK_EW_BWD,

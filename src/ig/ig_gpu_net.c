@@ -39,6 +39,8 @@ struct cbc_ig_gpu_net {
     struct cbc_net net;          /* nodes: a host copy (their arrays not kept) */
     struct cbc_net_node *nodes;
     CUdeviceptr *w, *b, *mul, *add, *tab_f, *tab_b; /* per node */
+    CUdeviceptr *wt;             /* per direct convolution: its weights transposed, flipped */
+    int **phase_k0;              /* per strided convolution: its phases' first backward columns */
     size_t *fwd_off, *grad_off;  /* per value: floats from the row arena's start */
     bool *grad_acc;              /* per node and input slot [n][CBC_NET_INPUTS_MAX]: add */
     size_t row_floats;           /* the arena, per row */
@@ -57,7 +59,7 @@ static size_t elems_of(const struct cbc_net *n, int v)
 
 /* ---- the kernels' module ------------------------------------------------ */
 
-static const char *const nk_names[NK_COUNT - NK_CONV0 - 16] = {
+static const char *const nk_names[NK_COUNT - NK_POOL_FWD] = {
     "pool_fwd", "pool_bwd", "ew_fwd", "ew_bwd", "rows_fwd", "rows_bwd",
     "net_path", "net_seed", "net_attr"};
 
@@ -82,9 +84,12 @@ static enum cbc_status net_kernels(struct cbc_ig_gpu *g, struct cbc_err *err)
         if (k < NK_DW0) /* conv_{fwd,bwd}_{tile}_{f,d}: dir, tile, acc */
             snprintf(name, sizeof name, "conv_%s_%s_%c", (k / 6) ? "bwd" : "fwd",
                      tiles[(k / 2) % 3], (k % 2) ? 'd' : 'f');
-        else if (k < NK_POOL_FWD)
+        else if (k < NK_DCONV0)
             snprintf(name, sizeof name, "dwconv_%s_%c", ((k - NK_DW0) / 2) ? "bwd" : "fwd",
                      ((k - NK_DW0) % 2) ? 'd' : 'f');
+        else if (k < NK_POOL_FWD) /* dconv_k{3,5}_o{4,8}_{f,d}: taps, channels, acc */
+            snprintf(name, sizeof name, "dconv_k%d_o%d_%c", (k - NK_DCONV0) / 4 ? 5 : 3,
+                     (k - NK_DCONV0) / 2 % 2 ? 8 : 4, (k - NK_DCONV0) % 2 ? 'd' : 'f');
         else
             snprintf(name, sizeof name, "%s", nk_names[k - NK_POOL_FWD]);
         void *fn;
@@ -112,6 +117,20 @@ static enum cbc_status nlaunch(struct cbc_ig_gpu *g, int k, size_t threads, unsi
     char what[64];
     snprintf(what, sizeof what, "launching network kernel %d", k);
     return ig_cuda_fail(g->cu, rc, CBC_E_DRIVER, err, what);
+}
+
+/* An elementwise kernel over n elements (NK_EW_FWD or NK_EW_BWD), four a
+ * thread where the operator and its pointers allow (cbc_k_ew.vec4). */
+static enum cbc_status ew_launch(struct cbc_ig_gpu *g, int k, struct cbc_k_ew *e, size_t n,
+                                 struct cbc_err *err)
+{
+    const bool fwd = k == NK_EW_FWD;
+    const uint64_t in2 = fwd ? (e->op == CBC_K_EW_ADD ? e->x2 : 0) : (e->op == CBC_K_EW_ACT ? e->x : 0);
+    e->vec4 = n % 4 == 0 &&
+              (fwd ? e->op == CBC_K_EW_ACT || e->op == CBC_K_EW_ADD
+                   : e->op == CBC_K_EW_ACT || e->op == CBC_K_EW_COPY) &&
+              (fwd ? e->x : e->gy) % 16 == 0 && in2 % 16 == 0 && (fwd ? e->y : e->gx) % 16 == 0;
+    return nlaunch(g, k, e->vec4 ? n / 4 : n, 1, 1, e, err);
 }
 
 /* ---- the plan of the per-row arena ---------------------------------------- */
@@ -261,35 +280,95 @@ static enum cbc_status put(struct cbc_ig_gpu *g, CUdeviceptr *d, const void *h, 
     return st == CBC_OK ? ig_upload(g, *d, h, bytes, err) : st;
 }
 
-/* The column tables of a convolution (ig_net_kernels.h, struct cbc_k_conv). */
+/* Whether a convolution runs as a direct one (struct cbc_k_dconv): one
+ * group, stride and dilation 1, 3x3 or 5x5 taps. */
+static bool direct_conv(const struct cbc_net_node *d)
+{
+    return d->op == CBC_NET_CONV && (d->groups <= 1) && d->sh <= 1 && d->sw <= 1 && d->dh <= 1 &&
+           d->dw <= 1 && d->kh == d->kw && (d->kh == 3 || d->kh == 5);
+}
+
+/* A direct convolution's backward weights: wt[ic][oc][a][b] =
+ * w[oc][ic][kh - 1 - a][kw - 1 - b], the input gradient as a convolution. */
+static enum cbc_status conv_flipped(struct cbc_ig_gpu_net *m, int k, struct cbc_err *err)
+{
+    const struct cbc_net_node *d = &m->nodes[k];
+    const size_t kk = (size_t)d->kh * d->kw, n = (size_t)d->c * d->ic * kk;
+    float *wt = malloc(n * sizeof *wt);
+    if (!wt)
+        return ig_err_oom(err);
+    for (size_t oc = 0; oc < (size_t)d->c; oc++)
+        for (size_t ic = 0; ic < (size_t)d->ic; ic++)
+            for (size_t q = 0; q < kk; q++)
+                wt[(ic * d->c + oc) * kk + (kk - 1 - q)] = d->weight[(oc * d->ic + ic) * kk + q];
+    enum cbc_status st = put(m->g, &m->wt[k], wt, n * sizeof *wt, "convolution weights", err);
+    if (st == CBC_OK) /* the host array is freed next: wait for the copy */
+        st = ig_drv(m->g, m->g->cu->StreamSynchronize(m->g->stream), "uploading weights", err);
+    free(wt);
+    return st;
+}
+
+/* The phases of a strided convolution's input gradient (struct
+ * cbc_k_conv): sh sw of them, when that is at most 16; otherwise its
+ * backward runs over the whole plane, skipping the taps that land between
+ * output pixels. */
+static int conv_phases(const struct cbc_net_node *d)
+{
+    const int sh = d->sh > 0 ? d->sh : 1, sw = d->sw > 0 ? d->sw : 1;
+    return sh * sw > 1 && sh * sw <= 16 ? sh * sw : 1;
+}
+
+/* The column tables of a convolution (ig_net_kernels.h, struct cbc_k_conv):
+ * the forward's, and the backward's, phase after phase, phase_k0[k] their
+ * first columns (and the end). */
 static enum cbc_status conv_tables(struct cbc_ig_gpu_net *m, int k, struct cbc_err *err)
 {
     const struct cbc_net_node *d = &m->nodes[k];
     const int g = d->groups > 0 ? d->groups : 1, icg = d->ic / g, ocg = d->c / g;
     const int dh = d->dh > 0 ? d->dh : 1, dw = d->dw > 0 ? d->dw : 1;
+    const int sh = d->sh > 0 ? d->sh : 1, sw = d->sw > 0 ? d->sw : 1, np = conv_phases(d);
     const size_t kf = (size_t)icg * d->kh * d->kw, kb = (size_t)ocg * d->kh * d->kw;
     int *tf = malloc(4 * kf * sizeof *tf), *tb = malloc(4 * kb * sizeof *tb);
-    enum cbc_status st = tf && tb ? CBC_OK : ig_err_oom(err);
+    int *k0 = np > 1 ? malloc(((size_t)np + 1) * sizeof *k0) : NULL;
+    enum cbc_status st = tf && tb && (np == 1 || k0) ? CBC_OK : ig_err_oom(err);
     for (size_t q = 0; st == CBC_OK && q < kf; q++) {
         int ic = (int)(q / ((size_t)d->kh * d->kw)), a = (int)(q / d->kw % d->kh),
             b = (int)(q % d->kw);
         tf[4 * q] = ic * d->ih * d->iw + a * dh * d->iw + b * dw;
         tf[4 * q + 1] = a * dh, tf[4 * q + 2] = b * dw, tf[4 * q + 3] = 0;
     }
-    for (size_t q = 0; st == CBC_OK && q < kb; q++) {
-        int oc = (int)(q / ((size_t)d->kh * d->kw)), a = (int)(q / d->kw % d->kh),
-            b = (int)(q % d->kw);
-        tb[4 * q] = oc * d->h * d->w;
-        tb[4 * q + 1] = a * dh, tb[4 * q + 2] = b * dw;
-        tb[4 * q + 3] = oc * icg * d->kh * d->kw + a * d->kw + b;
+    size_t n = 0;
+    for (int ph = 0; st == CBC_OK && ph < np; ph++) {
+        /* phase (py, px): the taps (a, b) with py + pt - a dh and px + pl -
+         * b dw multiples of the strides; one phase: every tap */
+        const int py = ph / sw, px = ph % sw;
+        if (k0)
+            k0[ph] = (int)n;
+        for (size_t q = 0; q < kb; q++) {
+            int oc = (int)(q / ((size_t)d->kh * d->kw)), a = (int)(q / d->kw % d->kh),
+                b = (int)(q % d->kw);
+            int cy = py + d->pt - a * dh, cx = px + d->pl - b * dw;
+            if (np > 1 && (((cy % sh) + sh) % sh || ((cx % sw) + sw) % sw))
+                continue;
+            tb[4 * n] = oc * d->h * d->w;
+            tb[4 * n + 1] = np > 1 ? -(cy / sh) : a * dh, tb[4 * n + 2] = np > 1 ? -(cx / sw) : b * dw;
+            tb[4 * n + 3] = oc * icg * d->kh * d->kw + a * d->kw + b;
+            n++;
+        }
     }
+    if (k0)
+        k0[np] = (int)n;
     if (st == CBC_OK)
         st = put(m->g, &m->tab_f[k], tf, 4 * kf * sizeof *tf, "convolution tables", err);
     if (st == CBC_OK)
-        st = put(m->g, &m->tab_b[k], tb, 4 * kb * sizeof *tb, "convolution tables", err);
+        st = put(m->g, &m->tab_b[k], tb, 4 * n * sizeof *tb, "convolution tables", err);
     if (st == CBC_OK) /* the host arrays are freed next: wait for the copies */
         st = ig_drv(m->g, m->g->cu->StreamSynchronize(m->g->stream), "uploading tables", err);
     free(tf), free(tb);
+    if (st == CBC_OK)
+        m->phase_k0[k] = k0;
+    else
+        free(k0);
     return st;
 }
 
@@ -312,9 +391,10 @@ enum cbc_status cbc_ig_gpu_upload_net(struct cbc_ig_gpu *g, const struct cbc_net
     m->w = calloc(N, sizeof *m->w), m->b = calloc(N, sizeof *m->b);
     m->mul = calloc(N, sizeof *m->mul), m->add = calloc(N, sizeof *m->add);
     m->tab_f = calloc(N, sizeof *m->tab_f), m->tab_b = calloc(N, sizeof *m->tab_b);
+    m->wt = calloc(N, sizeof *m->wt), m->phase_k0 = calloc(N, sizeof *m->phase_k0);
     m->fwd_off = calloc(V, sizeof *m->fwd_off), m->grad_off = calloc(V, sizeof *m->grad_off);
     m->grad_acc = calloc(N * CBC_NET_INPUTS_MAX, sizeof *m->grad_acc);
-    if (!m->nodes || !m->w || !m->b || !m->mul || !m->add || !m->tab_f || !m->tab_b ||
+    if (!m->nodes || !m->w || !m->b || !m->mul || !m->add || !m->tab_f || !m->tab_b || !m->wt || !m->phase_k0 ||
         !m->fwd_off || !m->grad_off || !m->grad_acc) {
         cbc_ig_gpu_net_free(m);
         return ig_err_oom(err);
@@ -339,7 +419,9 @@ enum cbc_status cbc_ig_gpu_upload_net(struct cbc_ig_gpu *g, const struct cbc_net
             if (st == CBC_OK)
                 st = put(g, &m->add[k], d->add, (size_t)d->c * sizeof(float), "shifts", err);
         }
-        if (st == CBC_OK && d->op == CBC_NET_CONV)
+        if (st == CBC_OK && direct_conv(d))
+            st = conv_flipped(m, (int)k, err);
+        else if (st == CBC_OK && d->op == CBC_NET_CONV)
             st = conv_tables(m, (int)k, err);
     }
     if (st == CBC_OK)
@@ -361,16 +443,19 @@ void cbc_ig_gpu_net_free(struct cbc_ig_gpu_net *m)
     struct cbc_ig_gpu *g = m->g;
     g->cu->StreamSynchronize(g->stream);
     for (int k = 0; k < m->net.n_nodes; k++) {
-        CUdeviceptr *ps[6] = {m->w ? &m->w[k] : NULL, m->b ? &m->b[k] : NULL,
+        CUdeviceptr *ps[7] = {m->w ? &m->w[k] : NULL, m->b ? &m->b[k] : NULL,
                               m->mul ? &m->mul[k] : NULL, m->add ? &m->add[k] : NULL,
-                              m->tab_f ? &m->tab_f[k] : NULL, m->tab_b ? &m->tab_b[k] : NULL};
-        for (int i = 0; i < 6; i++)
+                              m->tab_f ? &m->tab_f[k] : NULL, m->tab_b ? &m->tab_b[k] : NULL,
+                              m->wt ? &m->wt[k] : NULL};
+        for (int i = 0; i < 7; i++)
             if (ps[i])
                 ig_dfree(g, ps[i]);
+        if (m->phase_k0)
+            free(m->phase_k0[k]);
     }
     ig_dfree(g, &m->fwd);
     free(m->nodes), free(m->w), free(m->b), free(m->mul), free(m->add), free(m->tab_f);
-    free(m->tab_b), free(m->fwd_off), free(m->grad_off), free(m->grad_acc);
+    free(m->tab_b), free(m->wt), free(m->phase_k0), free(m->fwd_off), free(m->grad_off), free(m->grad_acc);
     free(m);
 }
 
@@ -404,6 +489,58 @@ static void conv_params(const struct cbc_ig_gpu_net *m, int k, int R, struct cbc
     p->dh = d->dh > 0 ? d->dh : 1, p->dw = d->dw > 0 ? d->dw : 1;
     p->pt = d->pt, p->pl = d->pl;
     p->w = m->w[k], p->bias = m->b[k];
+    p->psy = p->psx = 1, p->PHh = d->ih, p->PWw = d->iw; /* the backward's one phase */
+}
+
+/* A direct convolution (direct_conv) forward, or its input gradient as the
+ * convolution of gy with the flipped weights; the tile as cbc_k_dconv says:
+ * a thread's 4 columns and OCT channels, up to 8 column groups and 8
+ * channel groups, rows (and whole images, for small planes) to 256 threads,
+ * CC channels staged at a time, two chunks' buffers within 48 KiB of shared
+ * memory. */
+static enum cbc_status run_dconv(struct cbc_ig_gpu_net *m, int k, int R, bool bwd, CUdeviceptr x,
+                                 CUdeviceptr y, bool acc, struct cbc_err *err)
+{
+    struct cbc_ig_gpu *g = m->g;
+    const struct cbc_net_node *d = &m->nodes[k];
+    const int KS = d->kh;
+    struct cbc_k_dconv p = {0};
+    p.R = R, p.x = x, p.y = y, p.accumulate = acc;
+    if (bwd) {
+        p.C = d->c, p.IH = d->h, p.IW = d->w, p.OC = d->ic, p.OH = d->ih, p.OW = d->iw;
+        p.pt = d->kh - 1 - d->pt, p.pl = d->kw - 1 - d->pl, p.w = m->wt[k];
+    } else {
+        p.C = d->ic, p.IH = d->ih, p.IW = d->iw, p.OC = d->c, p.OH = d->h, p.OW = d->w;
+        p.pt = d->pt, p.pl = d->pl, p.w = m->w[k], p.bias = m->b[k];
+    }
+    const int oct = p.OC <= 4 ? 4 : 8;
+    p.TX = (p.OW + 3) / 4 < 8 ? (p.OW + 3) / 4 : 8;
+    p.NG = (p.OC + oct - 1) / oct < 8 ? (p.OC + oct - 1) / oct : 8;
+    p.TH = 256 / (p.TX * p.NG) < p.OH ? 256 / (p.TX * p.NG) : p.OH;
+    p.IPB = 1;
+    if (p.TH == p.OH) {
+        p.IPB = 256 / (p.TX * p.NG * p.TH);
+        p.IPB = p.IPB < 1 ? 1 : p.IPB > R ? R : p.IPB;
+    }
+    const int RH = p.TH + KS - 1, RW = 4 * p.TX + KS - 1;
+    p.SW = (RW + 3) / 4 * 4;
+    const size_t per_c = (size_t)p.IPB * RH * p.SW + (size_t)KS * KS * p.NG * oct;
+    p.CC = p.C < 8 ? p.C : 8; /* two chunks' buffers within 48 KiB */
+    while (p.CC > 1 && 2 * (size_t)p.CC * per_c * sizeof(float) > 49152)
+        p.CC--;
+    p.tiles_x = (p.OW + 4 * p.TX - 1) / (4 * p.TX);
+    p.tiles_y = (p.OH + p.TH - 1) / p.TH;
+    const size_t gx = (size_t)((R + p.IPB - 1) / p.IPB) * p.tiles_y * p.tiles_x;
+    if (gx > INT32_MAX)
+        return ig_err_set(err, CBC_E_USAGE, "a convolution of %d rows is too large for one launch", R);
+    const unsigned threads = (unsigned)(p.TX * p.TH * p.IPB * p.NG + 31) / 32 * 32;
+    const unsigned gy = (unsigned)((p.OC + p.NG * oct - 1) / (p.NG * oct));
+    const int kn = NK_DCONV0 + 4 * (KS == 5) + 2 * (oct == 8) + (g->precise ? 1 : 0);
+    void *args[] = {&p};
+    CUresult rc = g->cu->LaunchKernel(g->nk[kn], (unsigned)gx, gy, 1, threads, 1, 1,
+                                      (unsigned)(2 * p.CC * per_c * sizeof(float)), g->stream,
+                                      args, NULL);
+    return ig_drv(g, rc, "launching a convolution", err);
 }
 
 /* A convolution forward (bwd false) or its input gradient. */
@@ -411,6 +548,8 @@ static enum cbc_status run_conv(struct cbc_ig_gpu_net *m, int k, int R, bool bwd
                                 CUdeviceptr y, bool acc, struct cbc_err *err)
 {
     struct cbc_ig_gpu *g = m->g;
+    if (direct_conv(&m->nodes[k]))
+        return run_dconv(m, k, R, bwd, x, y, acc, err);
     struct cbc_k_conv p;
     conv_params(m, k, R, &p);
     p.x = x, p.y = y, p.accumulate = acc;
@@ -424,15 +563,30 @@ static enum cbc_status run_conv(struct cbc_ig_gpu_net *m, int k, int R, bool bwd
     const int N = bwd ? p.ICg : p.OCg;
     const int tile = N <= 16 ? 0 : N <= 32 ? 1 : 2, BM = tile == 0 ? 256 : tile == 1 ? 128 : 64,
               BN = 16 << tile;
-    const size_t M = (size_t)R * (bwd ? (size_t)p.IH * p.IW : (size_t)p.OH * p.OW);
-    const size_t gx = (M + (size_t)BM - 1) / (size_t)BM;
-    if (gx > INT32_MAX)
-        return ig_err_set(err, CBC_E_USAGE, "a convolution of %zu rows is too large for one launch", M);
-    void *args[] = {&p};
-    int kn = NK_CONV0 + 6 * bwd + 2 * tile + dd;
-    CUresult rc = g->cu->LaunchKernel(g->nk[kn], (unsigned)gx, (unsigned)((N + BN - 1) / BN),
-                                      (unsigned)p.groups, 256, 1, 1, 0, g->stream, args, NULL);
-    return ig_drv(g, rc, "launching a convolution", err);
+    const int *k0 = bwd ? m->phase_k0[k] : NULL;
+    const int sh = p.sh, sw = p.sw; /* a phase's launch says 1 */
+    enum cbc_status st = CBC_OK;
+    for (int ph = 0; st == CBC_OK && ph < (k0 ? sh * sw : 1); ph++) {
+        if (k0) { /* one phase, as a unit-stride convolution (struct cbc_k_conv) */
+            p.phy = ph / sw, p.phx = ph % sw, p.psy = sh, p.psx = sw;
+            p.PHh = (p.IH - p.phy + sh - 1) / sh, p.PWw = (p.IW - p.phx + sw - 1) / sw;
+            p.K = k0[ph + 1] - k0[ph];
+            p.tab = m->tab_b[k] + (CUdeviceptr)(4 * sizeof(int) * (size_t)k0[ph]);
+            p.sh = p.sw = 1, p.pt = p.pl = 0;
+        }
+        const size_t M = (size_t)R * (bwd ? (size_t)p.PHh * p.PWw : (size_t)p.OH * p.OW);
+        const size_t gx = (M + (size_t)BM - 1) / (size_t)BM;
+        if (M == 0) /* a stride larger than the input */
+            continue;
+        if (gx > INT32_MAX)
+            return ig_err_set(err, CBC_E_USAGE, "a convolution of %zu rows is too large for one launch", M);
+        void *args[] = {&p};
+        int kn = NK_CONV0 + 6 * bwd + 2 * tile + dd;
+        CUresult rc = g->cu->LaunchKernel(g->nk[kn], (unsigned)gx, (unsigned)((N + BN - 1) / BN),
+                                          (unsigned)p.groups, 256, 1, 1, 0, g->stream, args, NULL);
+        st = ig_drv(g, rc, "launching a convolution", err);
+    }
+    return st;
 }
 
 static enum cbc_status run_pool(struct cbc_ig_gpu_net *m, int k, int R, bool bwd, CUdeviceptr x,
@@ -493,12 +647,12 @@ static enum cbc_status forward_chunk(struct cbc_ig_gpu_net *m, const struct aren
             } else {
                 e.op = CBC_K_EW_ACT, e.act = (int)d->act;
                 e.act_param = d->act_param != 0 ? d->act_param : (float)cbc_act_param_default(d->act);
-                st = nlaunch(g, NK_EW_FWD, (size_t)R * E, 1, 1, &e, err);
+                st = ew_launch(g, NK_EW_FWD, &e, (size_t)R * E, err);
             }
             break;
         case CBC_NET_ADD:
             e.op = CBC_K_EW_ADD, e.x2 = at(a, m->fwd_off[d->in[1]]);
-            st = nlaunch(g, NK_EW_FWD, (size_t)R * E, 1, 1, &e, err);
+            st = ew_launch(g, NK_EW_FWD, &e, (size_t)R * E, err);
             break;
         case CBC_NET_CONCAT: {
             size_t off = 0;
@@ -571,7 +725,7 @@ static enum cbc_status backward_chunk(struct cbc_ig_gpu_net *m, const struct are
             } else {
                 e.op = CBC_K_EW_ACT, e.act = (int)d->act;
                 e.act_param = d->act_param != 0 ? d->act_param : (float)cbc_act_param_default(d->act);
-                st = nlaunch(g, NK_EW_BWD, (size_t)R * E, 1, 1, &e, err);
+                st = ew_launch(g, NK_EW_BWD, &e, (size_t)R * E, err);
             }
             break;
         /* A node's slots go back last to first: plan() has the last slot
@@ -581,7 +735,7 @@ static enum cbc_status backward_chunk(struct cbc_ig_gpu_net *m, const struct are
             for (int i = 1; st == CBC_OK && i >= 0; i--) {
                 struct cbc_k_ew c = e;
                 c.op = CBC_K_EW_COPY, c.gx = at(a, m->grad_off[d->in[i]]), c.accumulate = acc[i];
-                st = nlaunch(g, NK_EW_BWD, (size_t)R * E, 1, 1, &c, err);
+                st = ew_launch(g, NK_EW_BWD, &c, (size_t)R * E, err);
             }
             break;
         case CBC_NET_CONCAT: {

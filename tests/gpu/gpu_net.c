@@ -8,7 +8,10 @@
  *     of the CPU; --precision fast (float accumulation) within 1e-4;
  *   - hand-built networks of every operator and attribute the kernels
  *     special-case: convolutions of 1 to 64+ channels per group (all three
- *     tiles), strides, padding, dilation, groups, depthwise, MaxPool with
+ *     tiles), strides (the input gradient by phase, and over the whole
+ *     plane past 16 phases), padding, dilation, groups, depthwise, direct
+ *     3x3 and 5x5 convolutions (their channel chunks, channel, column and
+ *     row tiles, images per block, padding wider than the taps), MaxPool with
  *     ties, AvgPool with and without the padding counted, global pooling,
  *     per-channel scales, every activation, residual Add (a value read
  *     twice), Concat, LayerNorm, Softmax and LogSoftmax, two Linear
@@ -462,6 +465,25 @@ static void operators(void)
          {.op = CBC_NET_CONV, .c = 3, .kh = 7, .kw = 7, .pt = 3, .pb = 3, .pl = 3, .pr = 3}},
         {"Conv 3-4 1x5 of a 1-D signal, stride 3", 3, 1, 20,
          {.op = CBC_NET_CONV, .c = 4, .kh = 1, .kw = 5, .sw = 3}},
+        /* direct convolutions (3x3, 5x5, stride 1): chunks of channels, tiles
+         * of channels, columns and rows, whole images per block */
+        {"Conv 13-72 3x3 direct over 7x37 (chunks 8+5, 2 channel, 2 column tiles)", 13, 7, 37,
+         {.op = CBC_NET_CONV, .c = 72, .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1}},
+        {"Conv 5-7 3x3 direct over 4x5, padding 2 1 3 3 (images per block, negative backward "
+         "padding)", 5, 4, 5,
+         {.op = CBC_NET_CONV, .c = 7, .kh = 3, .kw = 3, .pt = 2, .pb = 1, .pl = 3, .pr = 3}},
+        {"Conv 3-5 5x5 direct over 6x11, padding 0 2 1 3", 3, 6, 11,
+         {.op = CBC_NET_CONV, .c = 5, .kh = 5, .kw = 5, .pb = 2, .pl = 1, .pr = 3}},
+        {"Conv 9-3 5x5 direct, padding 2 (3 output channels of a group of 4)", 9, 8, 8,
+         {.op = CBC_NET_CONV, .c = 3, .kh = 5, .kw = 5, .pt = 2, .pb = 2, .pl = 2, .pr = 2}},
+        /* strided input gradients by phase: sh sw phases of their own taps */
+        {"Conv 6-10 3x3, stride 3, padding 1 (9 phases)", 6, 10, 11,
+         {.op = CBC_NET_CONV, .c = 10, .kh = 3, .kw = 3, .sh = 3, .sw = 3, .pt = 1, .pb = 1,
+          .pl = 1, .pr = 1}},
+        {"Conv 4-6 1x1, stride 2 (phases without taps)", 4, 7, 6,
+         {.op = CBC_NET_CONV, .c = 6, .kh = 1, .kw = 1, .sh = 2, .sw = 2}},
+        {"Conv 3-4 2x2, stride 5 (25 phases: the whole plane at once)", 3, 11, 12,
+         {.op = CBC_NET_CONV, .c = 4, .kh = 2, .kw = 2, .sh = 5, .sw = 5}},
         /* pools */
         {"MaxPool 3x3, stride 2, padding 1", 3, 9, 8,
          {.op = CBC_NET_MAXPOOL, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pb = 1, .pl = 1,
