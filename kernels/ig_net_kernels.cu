@@ -12,10 +12,17 @@
 //    float and the tiles' sums accumulated in float (f) or in double (d: a
 //    result's rounding grows with its tiles, not its products, at float's
 //    speed, where one double multiply-add per product ran at half of it);
+//    a strided convolution's input gradient runs a phase at a time (struct
+//    cbc_k_conv), each phase's pixels with only the taps that reach them;
+//  - dconv_k{3,5}_o{4,8}_{f,d}: direct convolutions of stride 1, 3x3 or 5x5
+//    taps, a block's input tile and weights staged in shared memory (two
+//    buffers, filled by cp.async on sm_80+), 4 pixels x 4 or 8 channels per
+//    thread; the input gradient is the same kernel with flipped weights;
 //  - dwconv_{fwd,bwd}_{f,d}: depthwise convolutions, an output (input)
 //    element per thread;
-//  - pools, elementwise operators, rows (LayerNorm, softmax), the path's
-//    rows, the seed of the backward pass and the attributions.
+//  - pools, elementwise operators (four elements a thread where aligned),
+//    rows (LayerNorm, softmax), the path's rows, the seed of the backward
+//    pass and the attributions.
 // Every sum runs in a fixed order: results do not vary between runs.
 #include "ig_net_kernels.h"
 
@@ -287,7 +294,7 @@ CONV_KERNELS(64, 64, t64)
 
 // ---- convolutions of stride 1: direct, from shared memory -----------------
 
-// PX consecutive floats of a staged row (16-byte aligned) into v[0..N).
+// N consecutive floats of a staged row (16-byte aligned) into v[0..N).
 template <int N> __device__ __forceinline__ void lds_row(const float *src, float *v)
 {
 #pragma unroll
@@ -317,11 +324,18 @@ __device__ __forceinline__ void stage_f32(float *dst, const float *src, bool val
 #endif
 }
 
-// Closes a chunk's copies; then waits for all but the newest `keep` (0, 1).
-__device__ __forceinline__ void stage_wait(int keep)
+// Closes the copies issued since the last call as one group (a chunk's).
+__device__ __forceinline__ void stage_commit()
 {
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits for every group but the newest `keep` (0 or 1).
+__device__ __forceinline__ void stage_wait(int keep)
+{
+#if __CUDA_ARCH__ >= 800
     if (keep)
         asm volatile("cp.async.wait_group 1;\n" ::: "memory");
     else
@@ -397,11 +411,16 @@ __device__ __forceinline__ void dconv(const cbc_k_dconv &p)
     };
     ACC acc[PX][OCT];
     zero_tile(acc);
+    // a group per chunk: this one's copies must be complete, the next
+    // one's may still be arriving
     stage(0, 0);
+    stage_commit();
     for (int c0 = 0, buf = 0; c0 < p.C; c0 += p.CC, buf ^= 1) {
         const bool next = c0 + p.CC < p.C;
-        if (next)
+        if (next) {
             stage(c0 + p.CC, buf ^ 1);
+            stage_commit();
+        }
         stage_wait(next ? 1 : 0);
         __syncthreads();
         if (active) {

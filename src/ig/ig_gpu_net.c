@@ -4,9 +4,10 @@
  * Rows are (input, step), S = steps + 2 per input: the quadrature points
  * and alpha = 0 and 1 (weight 0), which give F(x') and F(x) from the same
  * pass. A chunk of inputs, as many as the memory budget holds, goes
- * forward through every node at once (one kernel per node: implicit-GEMM
- * convolutions, pools, elementwise operators, Linear layers as the
- * engine's GEMMs), the target output of each row (its input's with a target
+ * forward through every node at once (one kernel per node: direct 3x3 and
+ * 5x5 convolutions of stride 1, implicit-GEMM ones for the rest, a strided
+ * one's input gradient a launch per phase; pools, elementwise operators,
+ * Linear layers as the engine's GEMMs), the target output of each row (its input's with a target
  * per input) seeds the backward pass, every node's input gradient is
  * stored, or added where a value has several readers (a residual's
  * source), and the input's gradient, weighted by the quadrature and summed
@@ -524,8 +525,14 @@ static enum cbc_status run_dconv(struct cbc_ig_gpu_net *m, int k, int R, bool bw
     }
     const int RH = p.TH + KS - 1, RW = 4 * p.TX + KS - 1;
     p.SW = (RW + 3) / 4 * 4;
-    const size_t per_c = (size_t)p.IPB * RH * p.SW + (size_t)KS * KS * p.NG * oct;
-    p.CC = p.C < 8 ? p.C : 8; /* two chunks' buffers within 48 KiB */
+    /* two chunks' buffers within 48 KiB: fewer images a block, then fewer
+     * channels a chunk (one image's tile of one channel always fits: at
+     * most 36 rows of 36 floats, and 25 x 64 weights) */
+    const size_t wfloats = (size_t)KS * KS * p.NG * oct;
+    while (p.IPB > 1 && 2 * ((size_t)p.IPB * RH * p.SW + wfloats) * sizeof(float) > 49152)
+        p.IPB--;
+    const size_t per_c = (size_t)p.IPB * RH * p.SW + wfloats;
+    p.CC = p.C < 8 ? p.C : 8;
     while (p.CC > 1 && 2 * (size_t)p.CC * per_c * sizeof(float) > 49152)
         p.CC--;
     p.tiles_x = (p.OW + 4 * p.TX - 1) / (4 * p.TX);

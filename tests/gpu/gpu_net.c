@@ -356,6 +356,31 @@ static void hand_built(void)
         r.gradient = CBC_IG_ANALYTIC, r.steps = 20;
         hnet_free(&h);
     }
+    /* 4. direct convolutions of tiny planes over many rows (8 and 6 inputs
+     * of 50 steps): the images a block holds are bounded by its shared
+     * memory, not by the 256 threads */
+    {
+        static const struct {
+            int c, hw, k, oc;
+            size_t n;
+        } tiny[] = {{1, 5, 5, 4, 8}, {2, 3, 3, 3, 6}, {2, 6, 5, 8, 6}};
+        for (size_t q = 0; q < sizeof tiny / sizeof tiny[0]; q++) {
+            struct hnet h = {0};
+            h.net = (struct cbc_net){tiny[q].c, tiny[q].hw, tiny[q].hw, 0, h.d};
+            int v = add(&h, (struct cbc_net_node){.op = CBC_NET_CONV, .c = tiny[q].oc,
+                                                  .kh = tiny[q].k, .kw = tiny[q].k}, 0);
+            v = add(&h, (struct cbc_net_node){.op = CBC_NET_ACT, .act = CBC_ACT_TANH}, v);
+            add(&h, (struct cbc_net_node){.op = CBC_NET_LINEAR, .c = 3}, v);
+            size_t F = cbc_net_features(&h.net);
+            struct cbc_ig_request rt = r;
+            rt.steps = 50, rt.n = tiny[q].n, rt.x = rnd(&h, tiny[q].n * F, 1.0f), rt.target = 1;
+            char what[96];
+            snprintf(what, sizeof what, "Conv %d-%d %dx%d over %dx%d, %zu rows", tiny[q].c,
+                     tiny[q].oc, tiny[q].k, tiny[q].k, tiny[q].hw, tiny[q].hw, tiny[q].n * 52);
+            versus_cpu(what, &h.net, &rt, 1e-5, NULL);
+            hnet_free(&h);
+        }
+    }
     /* 3. a 1-D signal and every activation, the 64-channel tile backward */
     {
         static const enum cbc_act acts[] = {CBC_ACT_IDENTITY, CBC_ACT_RELU, CBC_ACT_TANH,
@@ -467,7 +492,7 @@ static void operators(void)
          {.op = CBC_NET_CONV, .c = 4, .kh = 1, .kw = 5, .sw = 3}},
         /* direct convolutions (3x3, 5x5, stride 1): chunks of channels, tiles
          * of channels, columns and rows, whole images per block */
-        {"Conv 13-72 3x3 direct over 7x37 (chunks 8+5, 2 channel, 2 column tiles)", 13, 7, 37,
+        {"Conv 13-72 3x3 direct over 7x37 (channel chunks, 2 channel, 2 column tiles)", 13, 7, 37,
          {.op = CBC_NET_CONV, .c = 72, .kh = 3, .kw = 3, .pt = 1, .pb = 1, .pl = 1, .pr = 1}},
         {"Conv 5-7 3x3 direct over 4x5, padding 2 1 3 3 (images per block, negative backward "
          "padding)", 5, 4, 5,
@@ -484,6 +509,8 @@ static void operators(void)
          {.op = CBC_NET_CONV, .c = 6, .kh = 1, .kw = 1, .sh = 2, .sw = 2}},
         {"Conv 3-4 2x2, stride 5 (25 phases: the whole plane at once)", 3, 11, 12,
          {.op = CBC_NET_CONV, .c = 4, .kh = 2, .kw = 2, .sh = 5, .sw = 5}},
+        {"Conv 3-2 1x1, stride 4 over 3x3 (phases without pixels)", 3, 3, 3,
+         {.op = CBC_NET_CONV, .c = 2, .kh = 1, .kw = 1, .sh = 4, .sw = 4}},
         /* pools */
         {"MaxPool 3x3, stride 2, padding 1", 3, 9, 8,
          {.op = CBC_NET_MAXPOOL, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pb = 1, .pl = 1,
