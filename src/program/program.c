@@ -647,6 +647,8 @@ enum cbc_status cbc_program_open(const char *path, const struct cbc_program_opts
         b.ld.lib_dirs = o->lib_dirs;
         b.ld.n_lib_dirs = o->n_lib_dirs;
     }
+    b.ld.exec = path;
+    b.ld.secure = cbc_ldso_secure(path);
     size_t root = new_file(&b, path, NULL, NULL);
     if (root == SIZE_MAX)
         return cbc_err_oom(err);

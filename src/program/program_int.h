@@ -28,7 +28,12 @@ struct cbc_ldso {
     size_t n_lib_dirs;
     struct cbc_names conf_dirs;  /* ld.so.conf's, once conf_read */
     bool conf_read;
+    const char *exec;            /* the program judged; not owned */
+    bool secure;                 /* it runs in secure-execution mode (cbc_ldso_secure) */
 };
+/* Whether the program at `path` runs in ld.so's secure-execution mode:
+ * set-user-ID, set-group-ID (with group execute) or file capabilities. */
+bool cbc_ldso_secure(const char *path);
 /* The path (malloc'd) of library `needed` of the host ELF `from`, whose
  * .dynamic is `dyn`; NULL when not found (or out of memory), with the
  * places searched appended to `searched`, ", " between directories. */
