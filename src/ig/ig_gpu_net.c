@@ -526,8 +526,9 @@ static enum cbc_status run_dconv(struct cbc_ig_gpu_net *m, int k, int R, bool bw
     const int RH = p.TH + KS - 1, RW = 4 * p.TX + KS - 1;
     p.SW = (RW + 3) / 4 * 4;
     /* two chunks' buffers within 48 KiB: fewer images a block, then fewer
-     * channels a chunk (one image's tile of one channel always fits: at
-     * most 36 rows of 36 floats, and 25 x 64 weights) */
+     * channels a chunk (one image's tile of one channel always fits: TX TH
+     * <= 256 leaves at most 260 rows of 8 floats, or 36 of 36, and the
+     * weights at most 25 x 64: 29 KiB for both buffers) */
     const size_t wfloats = (size_t)KS * KS * p.NG * oct;
     while (p.IPB > 1 && 2 * ((size_t)p.IPB * RH * p.SW + wfloats) * sizeof(float) > 49152)
         p.IPB--;
